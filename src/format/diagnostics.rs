@@ -1,0 +1,226 @@
+//! Warnings: what the reader recovered from, with positions.
+
+use super::fields::FieldProblem;
+use super::record::Kind;
+use std::fmt;
+
+/// What a warning is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarningKind {
+    /// A line whose first byte names no record kind; skipped whole.
+    UnknownRecord {
+        /// The first byte of the line.
+        byte: u8,
+    },
+    /// An unknown record on the last line, with no line end (CLRProfiler's
+    /// reader never returns on such a file); skipped.
+    UnknownRecordAtEnd {
+        /// The first byte of the line.
+        byte: u8,
+    },
+    /// Text left on a line after a record's fields, read as a new record
+    /// (as CLRProfiler's reader does).
+    TrailingText {
+        /// The record the text followed.
+        after: Kind,
+    },
+    /// A field was missing, overflowed, or a name ran across a line end.
+    Field {
+        /// The record holding the field.
+        kind: Kind,
+        /// What was wrong.
+        problem: FieldProblem,
+        /// What the field should hold.
+        expected: &'static str,
+    },
+    /// The file ends inside this record; it was dropped, as CLRProfiler's
+    /// reader drops it.
+    TruncatedDropped {
+        /// The record kind.
+        kind: Kind,
+    },
+    /// The file ends right after this record without a line end; it was
+    /// applied the way CLRProfiler's reader applies it.
+    TruncatedApplied {
+        /// The record kind.
+        kind: Kind,
+    },
+}
+
+impl WarningKind {
+    /// A dense index for counting warnings by kind.
+    pub fn index(&self) -> usize {
+        match self {
+            WarningKind::UnknownRecord { .. } => 0,
+            WarningKind::UnknownRecordAtEnd { .. } => 1,
+            WarningKind::TrailingText { .. } => 2,
+            WarningKind::Field { problem: FieldProblem::Missing, .. } => 3,
+            WarningKind::Field { problem: FieldProblem::Overflow, .. } => 4,
+            WarningKind::Field { problem: FieldProblem::NameCrossedLine, .. } => 5,
+            WarningKind::TruncatedDropped { .. } => 6,
+            WarningKind::TruncatedApplied { .. } => 7,
+        }
+    }
+
+    /// Short names for [`WarningKind::index`], for reports.
+    pub const NAMES: [&'static str; 8] = [
+        "unknown_record",
+        "unknown_record_at_end",
+        "trailing_text",
+        "missing_field",
+        "number_overflow",
+        "name_crossed_line",
+        "truncated_dropped",
+        "truncated_applied",
+    ];
+}
+
+fn show_byte(b: u8) -> String {
+    if b.is_ascii_graphic() {
+        format!("'{}'", b as char)
+    } else {
+        format!("byte 0x{b:02x}")
+    }
+}
+
+impl fmt::Display for WarningKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            WarningKind::UnknownRecord { byte } => {
+                write!(f, "unknown record kind {}: line skipped", show_byte(byte))
+            }
+            WarningKind::UnknownRecordAtEnd { byte } => write!(
+                f,
+                "unknown record kind {} on the last line without a line end: skipped (CLRProfiler's reader hangs here)",
+                show_byte(byte)
+            ),
+            WarningKind::TrailingText { after } => write!(
+                f,
+                "text after a complete '{}' record: read as a new record, as CLRProfiler does",
+                after.letter()
+            ),
+            WarningKind::Field { kind, problem, expected } => match problem {
+                FieldProblem::Missing => {
+                    write!(f, "'{}' record: expected {expected}; read as -1", kind.letter())
+                }
+                FieldProblem::Overflow => write!(
+                    f,
+                    "'{}' record: {expected} does not fit its field; wrapped as CLRProfiler does",
+                    kind.letter()
+                ),
+                FieldProblem::NameCrossedLine => write!(
+                    f,
+                    "'{}' record: {expected} has an unbalanced '<' and was read across a line end",
+                    kind.letter()
+                ),
+            },
+            WarningKind::TruncatedDropped { kind } => write!(
+                f,
+                "the file ends inside a '{}' record: record dropped (truncated log)",
+                kind.letter()
+            ),
+            WarningKind::TruncatedApplied { kind } => write!(
+                f,
+                "the file ends after a '{}' record without a line end: applied as CLRProfiler applies it",
+                kind.letter()
+            ),
+        }
+    }
+}
+
+/// A warning at a position in the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// Line number (1-based), once resolved with [`Diagnostics::resolve_lines`].
+    pub line: u64,
+    /// What happened.
+    pub kind: WarningKind,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}, byte {}: {}", self.line, self.offset, self.kind)
+    }
+}
+
+/// Warnings collected while reading: the first few in detail, all counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    kept: Vec<Warning>,
+    keep: usize,
+    total: u64,
+    by_kind: [u64; 8],
+}
+
+/// How many warnings are kept in detail by default.
+pub const DEFAULT_KEPT_WARNINGS: usize = 100;
+
+impl Diagnostics {
+    /// Keeps at most `keep` warnings in detail.
+    pub fn new(keep: usize) -> Self {
+        Diagnostics { kept: Vec::new(), keep, total: 0, by_kind: [0; 8] }
+    }
+
+    /// Adds a warning.
+    #[cold]
+    pub fn push(&mut self, offset: u64, kind: WarningKind) {
+        self.total += 1;
+        self.by_kind[kind.index()] += 1;
+        if self.kept.len() < self.keep {
+            self.kept.push(Warning { offset, line: 0, kind });
+        }
+    }
+
+    /// Appends the warnings of a later part of the log.
+    pub fn merge(&mut self, other: Diagnostics) {
+        self.total += other.total;
+        for (a, b) in self.by_kind.iter_mut().zip(other.by_kind) {
+            *a += b;
+        }
+        let room = self.keep.saturating_sub(self.kept.len());
+        self.kept.extend(other.kept.into_iter().take(room));
+    }
+
+    /// Total number of warnings.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Counts by [`WarningKind::index`].
+    pub fn counts_by_kind(&self) -> &[u64; 8] {
+        &self.by_kind
+    }
+
+    /// The warnings kept in detail, in file order.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.kept
+    }
+
+    /// The first warning, if any.
+    pub fn first(&self) -> Option<&Warning> {
+        self.kept.first()
+    }
+
+    /// Fills in line numbers by counting line ends in `data` (one pass up
+    /// to the last kept warning).
+    pub fn resolve_lines(&mut self, data: &[u8]) {
+        let mut line = 1u64;
+        let mut at = 0usize;
+        for w in &mut self.kept {
+            let to = (w.offset as usize).min(data.len());
+            if to >= at {
+                line += memchr::memchr_iter(b'\n', &data[at..to]).count() as u64;
+                at = to;
+            }
+            w.line = line;
+        }
+    }
+}
+
+/// Line number (1-based) of a byte offset.
+pub fn line_of(data: &[u8], offset: u64) -> u64 {
+    let to = (offset as usize).min(data.len());
+    1 + memchr::memchr_iter(b'\n', &data[..to]).count() as u64
+}

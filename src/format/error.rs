@@ -1,0 +1,46 @@
+//! Errors of the format layer.
+
+use super::diagnostics::Warning;
+use std::path::PathBuf;
+
+/// Why a log could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file could not be opened, mapped or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// In strict mode: the first irregularity, with its position.
+    #[error("line {line}, byte {offset}: {message}")]
+    Malformed {
+        /// Line number, 1-based.
+        line: u64,
+        /// Byte offset.
+        offset: u64,
+        /// The record kind, when one was being read.
+        kind: Option<char>,
+        /// What was expected and what was found.
+        message: String,
+    },
+}
+
+impl Error {
+    /// The strict-mode error for a warning (line numbers resolved).
+    pub fn from_warning(w: &Warning) -> Error {
+        use super::diagnostics::WarningKind::*;
+        let kind = match w.kind {
+            UnknownRecord { byte } | UnknownRecordAtEnd { byte } => Some(byte as char),
+            TrailingText { after } => Some(after.letter()),
+            Field { kind, .. } | TruncatedDropped { kind } | TruncatedApplied { kind } => Some(kind.letter()),
+        };
+        Error::Malformed { line: w.line, offset: w.offset, kind, message: w.kind.to_string() }
+    }
+}
+
+/// Result type of the format layer.
+pub type Result<T> = std::result::Result<T, Error>;

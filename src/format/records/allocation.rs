@@ -1,0 +1,76 @@
+//! Allocations (`!`, `a`) and calls (`c`).
+
+use crate::format::fields::Fields;
+use crate::format::ids::{Address, StackId, ThreadId};
+use crate::format::text;
+
+/// `! threadId objectAddr stackId`, or the older `a objectAddr stackId`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Alloc {
+    /// The allocating thread (`None` for the older `a` form).
+    pub thread: Option<ThreadId>,
+    /// The new object's address.
+    pub address: Address,
+    /// The allocation stack (type and size are part of it).
+    pub stack: StackId,
+}
+
+impl Alloc {
+    #[inline]
+    pub(crate) fn parse_with_thread(f: &mut Fields<'_>) -> Self {
+        let thread = Some(ThreadId(f.int("a thread id")));
+        let address = Address(f.long("an object address"));
+        let stack = StackId(f.int("an allocation stack id"));
+        Alloc { thread, address, stack }
+    }
+
+    #[inline]
+    pub(crate) fn parse_without_thread(f: &mut Fields<'_>) -> Self {
+        let address = Address(f.long("an object address"));
+        let stack = StackId(f.int("an allocation stack id"));
+        Alloc { thread: None, address, stack }
+    }
+
+    #[inline]
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        match self.thread {
+            Some(t) => {
+                out.extend_from_slice(b"! ");
+                text::dec_i64(out, t.0 as i64);
+                out.push(b' ');
+            }
+            None => out.extend_from_slice(b"a "),
+        }
+        text::hex_lower(out, self.address.0);
+        out.push(b' ');
+        text::dec_i64(out, self.stack.0 as i64);
+        out.push(b'\n');
+    }
+}
+
+/// `c threadId stackId`: the stack at a call (call logging).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// The calling thread.
+    pub thread: ThreadId,
+    /// The stack at the call, innermost frame last.
+    pub stack: StackId,
+}
+
+impl Call {
+    #[inline]
+    pub(crate) fn parse(f: &mut Fields<'_>) -> Self {
+        let thread = ThreadId(f.int("a thread id"));
+        let stack = StackId(f.int("a stack id"));
+        Call { thread, stack }
+    }
+
+    #[inline]
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"c ");
+        text::dec_i64(out, self.thread.0 as i64);
+        out.push(b' ');
+        text::dec_i64(out, self.stack.0 as i64);
+        out.push(b'\n');
+    }
+}

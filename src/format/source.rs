@@ -1,0 +1,67 @@
+//! Getting a log's bytes: a memory map for files, a plain read for pipes
+//! and standard input (`-`).
+
+use super::error::{Error, Result};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The bytes of a log.
+pub enum LogSource {
+    /// A memory-mapped regular file.
+    Mapped(memmap2::Mmap),
+    /// Bytes read into memory (pipes, standard input, empty files).
+    Owned(Vec<u8>),
+}
+
+impl LogSource {
+    /// Opens `path`; `-` reads standard input.
+    pub fn open(path: &Path) -> Result<LogSource> {
+        let io = |source| Error::Io { path: path.to_path_buf(), source };
+        if path.as_os_str() == "-" {
+            let mut v = Vec::new();
+            std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
+            return Ok(LogSource::Owned(v));
+        }
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if meta.is_file() && meta.len() > 0 {
+            // Safety: the map is read-only and private to this process. A log
+            // that another process truncates while we read it could fault;
+            // that is the documented limit of mapping a file (as in ripgrep),
+            // and the reader never writes through the map.
+            match unsafe { memmap2::Mmap::map(&file) } {
+                Ok(map) => {
+                    #[cfg(unix)]
+                    let _ = map.advise(memmap2::Advice::Sequential);
+                    return Ok(LogSource::Mapped(map));
+                }
+                Err(_) => { /* fall back to reading */ }
+            }
+        }
+        let mut v = Vec::new();
+        file.read_to_end(&mut v).map_err(io)?;
+        Ok(LogSource::Owned(v))
+    }
+
+    /// Wraps bytes already in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> LogSource {
+        LogSource::Owned(bytes)
+    }
+
+    /// The log's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            LogSource::Mapped(m) => m,
+            LogSource::Owned(v) => v,
+        }
+    }
+}
+
+/// A path for messages (`-` reads as standard input).
+pub fn display_path(path: &Path) -> PathBuf {
+    if path.as_os_str() == "-" {
+        PathBuf::from("<stdin>")
+    } else {
+        path.to_path_buf()
+    }
+}

@@ -1,0 +1,103 @@
+//! Record statistics of a log: what `clrprof stats` reports.
+
+use super::diagnostics::Diagnostics;
+use super::parallel::{parse_chunks, ChunkOptions};
+use super::record::{Kind, Record};
+use super::stats_ids::IdSet;
+
+/// Counts of records, definitions and lines in a log.
+#[derive(Clone, Debug, Default)]
+pub struct LogStats {
+    /// File size in bytes.
+    pub bytes: u64,
+    /// Number of lines (line ends, plus a last line without one).
+    pub lines: u64,
+    /// Records per kind, by [`Kind::index`].
+    pub records: [u64; Kind::COUNT],
+    /// Lines skipped because their first byte names no record kind.
+    pub skipped_lines: u64,
+    /// Distinct type ids defined (`t`).
+    pub types: u64,
+    /// Distinct function ids defined (`f`).
+    pub functions: u64,
+    /// Distinct module ids defined (`m`).
+    pub modules: u64,
+    /// Distinct stack ids defined (`n` and `s`).
+    pub stacks: u64,
+    /// The warnings.
+    pub diagnostics: Diagnostics,
+}
+
+#[derive(Default)]
+struct Part {
+    records: [u64; Kind::COUNT],
+    lines: u64,
+    types: IdSet,
+    functions: IdSet,
+    modules: IdSet,
+    stacks: IdSet,
+}
+
+impl LogStats {
+    /// Counts everything in one parallel pass.
+    pub fn compute(data: &[u8], options: &ChunkOptions) -> LogStats {
+        let mut total = Part::default();
+        let diagnostics = parse_chunks(
+            data,
+            options,
+            |reader| {
+                let mut p = Part::default();
+                let start = reader.offset();
+                for rec in reader.by_ref() {
+                    p.records[rec.record.kind().index()] += 1;
+                    match rec.record {
+                        Record::Type(t) => p.types.insert(t.id.0),
+                        Record::Function(f) => p.functions.insert(f.id.0),
+                        Record::Module(m) => p.modules.insert(m.id.0),
+                        Record::Stack(s) => p.stacks.insert(s.id.0),
+                        Record::StackOld(s) => p.stacks.insert(s.id.0),
+                        _ => {}
+                    }
+                }
+                let end = reader.offset();
+                p.lines = memchr::memchr_iter(b'\n', &data[start..end]).count() as u64;
+                p
+            },
+            |p, _| {
+                for (a, b) in total.records.iter_mut().zip(p.records) {
+                    *a += b;
+                }
+                total.lines += p.lines;
+                total.types.merge(p.types);
+                total.functions.merge(p.functions);
+                total.modules.merge(p.modules);
+                total.stacks.merge(p.stacks);
+            },
+        );
+        let mut diagnostics = diagnostics;
+        diagnostics.resolve_lines(data);
+        let unterminated = !data.is_empty() && data[data.len() - 1] != b'\n';
+        let counts = diagnostics.counts_by_kind();
+        LogStats {
+            bytes: data.len() as u64,
+            lines: total.lines + unterminated as u64,
+            records: total.records,
+            skipped_lines: counts[0] + counts[1],
+            types: total.types.len(),
+            functions: total.functions.len(),
+            modules: total.modules.len(),
+            stacks: total.stacks.len(),
+            diagnostics,
+        }
+    }
+
+    /// Records of one kind.
+    pub fn count(&self, kind: Kind) -> u64 {
+        self.records[kind.index()]
+    }
+
+    /// Total records.
+    pub fn total_records(&self) -> u64 {
+        self.records.iter().sum()
+    }
+}

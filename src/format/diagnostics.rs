@@ -12,6 +12,20 @@ pub enum WarningKind {
         /// The first byte of the line.
         byte: u8,
     },
+    /// A record names a stack id that no `n`/`s` line defined before it
+    /// (CLRProfiler's reader fails on such a log).
+    UndefinedStack {
+        /// The record kind.
+        kind: Kind,
+        /// The stack id.
+        id: i32,
+    },
+    /// A `b` line has a range of generation 4 or more (the pinned object
+    /// heap of .NET 5+), which CLRProfiler's reader cannot read.
+    UnreadableGeneration {
+        /// The generation.
+        generation: i32,
+    },
     /// An unknown record on the last line, with no line end (CLRProfiler's
     /// reader never returns on such a file); skipped.
     UnknownRecordAtEnd {
@@ -59,11 +73,13 @@ impl WarningKind {
             WarningKind::Field { problem: FieldProblem::NameCrossedLine, .. } => 5,
             WarningKind::TruncatedDropped { .. } => 6,
             WarningKind::TruncatedApplied { .. } => 7,
+            WarningKind::UndefinedStack { .. } => 8,
+            WarningKind::UnreadableGeneration { .. } => 9,
         }
     }
 
     /// Short names for [`WarningKind::index`], for reports.
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; KINDS] = [
         "unknown_record",
         "unknown_record_at_end",
         "trailing_text",
@@ -72,6 +88,8 @@ impl WarningKind {
         "name_crossed_line",
         "truncated_dropped",
         "truncated_applied",
+        "undefined_stack",
+        "unreadable_generation",
     ];
 }
 
@@ -119,6 +137,15 @@ impl fmt::Display for WarningKind {
                 "the file ends inside a '{}' record: record dropped (truncated log)",
                 kind.letter()
             ),
+            WarningKind::UndefinedStack { kind, id } => write!(
+                f,
+                "'{}' record: stack {id} is not defined before this line (CLRProfiler's reader fails here)",
+                kind.letter()
+            ),
+            WarningKind::UnreadableGeneration { generation } => write!(
+                f,
+                "'b' record: a range of generation {generation}, which CLRProfiler's reader cannot read"
+            ),
             WarningKind::TruncatedApplied { kind } => write!(
                 f,
                 "the file ends after a '{}' record without a line end: applied as CLRProfiler applies it",
@@ -127,6 +154,9 @@ impl fmt::Display for WarningKind {
         }
     }
 }
+
+/// Number of warning kinds.
+pub const KINDS: usize = 10;
 
 /// A warning at a position in the log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,7 +181,7 @@ pub struct Diagnostics {
     kept: Vec<Warning>,
     keep: usize,
     total: u64,
-    by_kind: [u64; 8],
+    by_kind: [u64; KINDS],
 }
 
 /// How many warnings are kept in detail by default.
@@ -160,7 +190,7 @@ pub const DEFAULT_KEPT_WARNINGS: usize = 100;
 impl Diagnostics {
     /// Keeps at most `keep` warnings in detail.
     pub fn new(keep: usize) -> Self {
-        Diagnostics { kept: Vec::new(), keep, total: 0, by_kind: [0; 8] }
+        Diagnostics { kept: Vec::new(), keep, total: 0, by_kind: [0; KINDS] }
     }
 
     /// Adds a warning.
@@ -189,7 +219,7 @@ impl Diagnostics {
     }
 
     /// Counts by [`WarningKind::index`].
-    pub fn counts_by_kind(&self) -> &[u64; 8] {
+    pub fn counts_by_kind(&self) -> &[u64; KINDS] {
         &self.by_kind
     }
 
@@ -201,6 +231,12 @@ impl Diagnostics {
     /// The first warning, if any.
     pub fn first(&self) -> Option<&Warning> {
         self.kept.first()
+    }
+
+    /// Puts the kept warnings in file order (after adding warnings found
+    /// by a later pass).
+    pub fn sort(&mut self) {
+        self.kept.sort_by_key(|w| w.offset);
     }
 
     /// Fills in line numbers by counting line ends in `data` (one pass up

@@ -36,7 +36,10 @@ impl Error {
         let kind = match w.kind {
             UnknownRecord { byte } | UnknownRecordAtEnd { byte } => Some(byte as char),
             TrailingText { after } => Some(after.letter()),
-            Field { kind, .. } | TruncatedDropped { kind } | TruncatedApplied { kind } => Some(kind.letter()),
+            Field { kind, .. } | TruncatedDropped { kind } | TruncatedApplied { kind } | UndefinedStack { kind, .. } => {
+                Some(kind.letter())
+            }
+            UnreadableGeneration { .. } => Some('b'),
         };
         Error::Malformed { line: w.line, offset: w.offset, kind, message: w.kind.to_string() }
     }

@@ -180,8 +180,7 @@ fn drive<'scope, 'a: 'scope, T, M, S>(
     }
 }
 
-/// The state after a chunk that was parsed from `before`... or from the
-/// default: what a chunk sets stays set.
+/// The state after a chunk: what was set before it or by it stays set.
 fn merge_state(before: DumpState, after: DumpState) -> DumpState {
     DumpState {
         root_seen: before.root_seen || after.root_seen,

@@ -168,7 +168,8 @@ impl<'a> RecordReader<'a> {
                 _ => {}
             }
             let at_end_of_file = f.rest.is_empty() && kind != Kind::AssemblyD;
-            if let Some(issue) = f.issue {
+            let dropped = at_end_of_file && kind.dropped_at_end_of_file();
+            if let Some(issue) = f.issue.filter(|_| !dropped) {
                 let offset = (data.len() - issue.remaining) as u64;
                 self.diagnostics.push(
                     offset,
@@ -194,7 +195,10 @@ impl<'a> RecordReader<'a> {
     fn skip_unknown(&mut self, start: usize, first: u8) {
         match memchr::memchr2(b'\n', b'\r', &self.data[start..]) {
             Some(k) => {
-                self.diagnostics.push(start as u64, WarningKind::UnknownRecord { byte: first });
+                // An empty line is skipped without a word.
+                if k > 0 {
+                    self.diagnostics.push(start as u64, WarningKind::UnknownRecord { byte: first });
+                }
                 self.pos = start + k;
                 self.finish_line();
             }

@@ -1,6 +1,6 @@
 //! Record statistics of a log: what `clrprof stats` reports.
 
-use super::diagnostics::Diagnostics;
+use super::diagnostics::{Diagnostics, WarningKind};
 use super::parallel::{parse_chunks, ChunkOptions};
 use super::record::{Kind, Record};
 use super::stats_ids::IdSet;
@@ -36,12 +36,27 @@ struct Part {
     functions: IdSet,
     modules: IdSet,
     stacks: IdSet,
+    /// First use in this part of each stack id not defined earlier in it.
+    unresolved: Vec<(Kind, i32, u64)>,
+    reported: IdSet,
+    findings: Vec<(u64, WarningKind)>,
+}
+
+impl Part {
+    #[inline]
+    fn use_stack(&mut self, kind: Kind, id: i32, offset: u64) {
+        if id != 0 && !self.stacks.contains(id) && !self.reported.contains(id) {
+            self.reported.insert(id);
+            self.unresolved.push((kind, id, offset));
+        }
+    }
 }
 
 impl LogStats {
     /// Counts everything in one parallel pass.
     pub fn compute(data: &[u8], options: &ChunkOptions) -> LogStats {
         let mut total = Part::default();
+        let mut findings = Vec::new();
         let diagnostics = parse_chunks(
             data,
             options,
@@ -49,13 +64,28 @@ impl LogStats {
                 let mut p = Part::default();
                 let start = reader.offset();
                 for rec in reader.by_ref() {
-                    p.records[rec.record.kind().index()] += 1;
+                    let kind = rec.record.kind();
+                    p.records[kind.index()] += 1;
                     match rec.record {
                         Record::Type(t) => p.types.insert(t.id.0),
                         Record::Function(f) => p.functions.insert(f.id.0),
                         Record::Module(m) => p.modules.insert(m.id.0),
-                        Record::Stack(s) => p.stacks.insert(s.id.0),
+                        Record::Stack(s) => {
+                            if let Some(r) = s.reference {
+                                p.use_stack(kind, r.0, rec.offset);
+                            }
+                            p.stacks.insert(s.id.0)
+                        }
                         Record::StackOld(s) => p.stacks.insert(s.id.0),
+                        Record::Alloc(a) => p.use_stack(kind, a.stack.0, rec.offset),
+                        Record::GcBoundary(b) => {
+                            for r in b.ranges.iter() {
+                                if r.generation > 3 {
+                                    let w = WarningKind::UnreadableGeneration { generation: r.generation };
+                                    p.findings.push((rec.offset, w));
+                                }
+                            }
+                        }
                         _ => {}
                     }
                 }
@@ -64,6 +94,12 @@ impl LogStats {
                 p
             },
             |p, _| {
+                for &(kind, id, offset) in &p.unresolved {
+                    if !total.stacks.contains(id) {
+                        findings.push((offset, WarningKind::UndefinedStack { kind, id }));
+                    }
+                }
+                findings.extend(p.findings);
                 for (a, b) in total.records.iter_mut().zip(p.records) {
                     *a += b;
                 }
@@ -75,6 +111,10 @@ impl LogStats {
             },
         );
         let mut diagnostics = diagnostics;
+        for (offset, w) in findings {
+            diagnostics.push(offset, w);
+        }
+        diagnostics.sort();
         diagnostics.resolve_lines(data);
         let unterminated = !data.is_empty() && data[data.len() - 1] != b'\n';
         let counts = diagnostics.counts_by_kind();

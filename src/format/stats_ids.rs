@@ -29,6 +29,17 @@ impl IdSet {
         }
     }
 
+    /// Whether `id` is in the set.
+    #[inline]
+    pub fn contains(&self, id: i32) -> bool {
+        if (0..DENSE_LIMIT).contains(&id) {
+            let (w, b) = (id as usize / 64, id as usize % 64);
+            self.bits.get(w).is_some_and(|x| x & (1 << b) != 0)
+        } else {
+            self.sparse.contains(&id)
+        }
+    }
+
     /// Adds every id of `other`.
     pub fn merge(&mut self, other: IdSet) {
         if other.bits.len() > self.bits.len() {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The file could not be opened, mapped or read.
-    #[error("{}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

@@ -45,19 +45,22 @@ impl<'a> Fields<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn raw(&mut self, expected: &'static str, required: bool, wide: bool) -> Number {
         let before = scan::skip_blanks(self.rest);
-        let (rest, n) = scan::number(before);
-        if !n.present {
-            if required {
-                self.note(before.len(), FieldProblem::Missing, expected);
-            }
-        } else if (wide && n.overflow64) || (!wide && n.overflow32) {
-            self.note(before.len(), FieldProblem::Overflow, expected);
+        let (rest, n) = scan::number_at(before);
+        if (!n.present && required) || (wide && n.overflow64) || (!wide && n.overflow32) {
+            self.problem(before.len(), n.present, expected);
         }
         self.rest = rest;
         n
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn problem(&mut self, remaining: usize, present: bool, expected: &'static str) {
+        let p = if present { FieldProblem::Overflow } else { FieldProblem::Missing };
+        self.note(remaining, p, expected);
     }
 
     /// A required 32-bit field (`ReadInt`).

@@ -40,70 +40,102 @@ impl Number {
     }
 }
 
-#[inline]
-fn hex_digit(b: u8) -> Option<u64> {
-    match b {
-        b'0'..=b'9' => Some((b - b'0') as u64),
-        b'a'..=b'f' => Some((b - b'a' + 10) as u64),
-        b'A'..=b'F' => Some((b - b'A' + 10) as u64),
-        _ => None,
+/// Hex digit values; 0xFF for bytes that are not hex digits.
+static HEX: [u8; 256] = {
+    let mut t = [0xFFu8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = match b as u8 {
+            c @ b'0'..=b'9' => c - b'0',
+            c @ b'a'..=b'f' => c - b'a' + 10,
+            c @ b'A'..=b'F' => c - b'A' + 10,
+            _ => 0xFF,
+        };
+        b += 1;
     }
-}
+    t
+};
+
+const MISSING: Number = Number { bits: u64::MAX, present: false, overflow64: false, overflow32: false };
 
 /// Skips spaces and tabs, as the reader does before every number.
-#[inline]
-pub fn skip_blanks(mut i: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = i {
-        i = rest;
+#[inline(always)]
+pub fn skip_blanks(i: &[u8]) -> &[u8] {
+    let mut p = 0;
+    while p < i.len() && (i[p] == b' ' || i[p] == b'\t') {
+        p += 1;
     }
-    i
+    &i[p..]
 }
 
 /// Reads one number: blanks, an optional `-`, then decimal digits or `0x`
 /// followed by hex digits.
-#[inline]
+#[inline(always)]
 pub fn number(i: &[u8]) -> (&[u8], Number) {
-    let mut i = skip_blanks(i);
-    let mut negative = false;
-    if let [b'-', rest @ ..] = i {
-        negative = true;
-        i = rest;
+    number_at(skip_blanks(i))
+}
+
+/// [`number`] without the leading blanks.
+#[inline(always)]
+pub fn number_at(i: &[u8]) -> (&[u8], Number) {
+    let mut p = 0;
+    let negative = i.first() == Some(&b'-');
+    if negative {
+        p = 1;
     }
-    let missing = Number { bits: u64::MAX, present: false, overflow64: false, overflow32: false };
-    let Some(&first) = i.first() else { return (i, missing) };
-    if !first.is_ascii_digit() {
-        return (i, missing);
+    match i.get(p) {
+        Some(b) if b.is_ascii_digit() => {}
+        _ => return (&i[p..], MISSING),
     }
     let mut value: u64 = 0;
-    let mut wide = false; // true value needs more than 64 bits
-    if first == b'0' && matches!(i.get(1), Some(b'x' | b'X')) {
-        i = &i[2..];
-        while let Some(d) = i.first().and_then(|&b| hex_digit(b)) {
-            wide |= value >> 60 != 0;
-            value = value.wrapping_mul(16).wrapping_add(d);
-            i = &i[1..];
-        }
-    } else {
-        while let Some(&b) = i.first() {
-            if !b.is_ascii_digit() {
+    let wide;
+    if i[p] == b'0' && matches!(i.get(p + 1), Some(b'x' | b'X')) {
+        p += 2;
+        let start = p;
+        while p < i.len() {
+            let d = HEX[i[p] as usize];
+            if d > 15 {
                 break;
             }
-            let d = (b - b'0') as u64;
-            match value.checked_mul(10).and_then(|v| v.checked_add(d)) {
-                Some(v) => value = v,
-                None => {
-                    wide = true;
-                    value = value.wrapping_mul(10).wrapping_add(d);
-                }
-            }
-            i = &i[1..];
+            value = (value << 4) | d as u64;
+            p += 1;
         }
+        wide = p - start > 16 && hex_overflows(&i[start..p]);
+    } else {
+        let start = p;
+        while p < i.len() {
+            let d = i[p].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            value = value.wrapping_mul(10).wrapping_add(d as u64);
+            p += 1;
+        }
+        wide = p - start > 19 && decimal_overflows(&i[start..p]);
     }
     let overflow32 = wide || value > u32::MAX as u64;
     if negative {
         value = value.wrapping_neg();
     }
-    (i, Number { bits: value, present: true, overflow64: wide, overflow32 })
+    (&i[p..], Number { bits: value, present: true, overflow64: wide, overflow32 })
+}
+
+#[cold]
+fn hex_overflows(digits: &[u8]) -> bool {
+    let significant = digits.iter().position(|&b| b != b'0').map_or(0, |k| digits.len() - k);
+    significant > 16
+}
+
+#[cold]
+fn decimal_overflows(digits: &[u8]) -> bool {
+    let mut v: u64 = 0;
+    for &b in digits {
+        match v.checked_mul(10).and_then(|x| x.checked_add((b - b'0') as u64)) {
+            Some(x) => v = x,
+            None => return true,
+        }
+    }
+    false
 }
 
 /// Where a name ends, as the reader's `ReadString` decides it.

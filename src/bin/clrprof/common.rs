@@ -1,6 +1,6 @@
 //! Options and helpers shared by the subcommands.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clrprof::format::{display_path, ChunkOptions, LogSource};
 use std::path::PathBuf;
 
@@ -25,7 +25,7 @@ impl LoadArgs {
 
     /// Opens the log.
     pub fn open(&self) -> Result<LogSource> {
-        LogSource::open(&self.log).with_context(|| "cannot open the log".to_string())
+        Ok(LogSource::open(&self.log)?)
     }
 
     /// The path for messages.

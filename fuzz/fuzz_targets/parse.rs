@@ -1,0 +1,22 @@
+//! Fuzz target: any bytes parse without panicking or hanging, and the
+//! parallel chunked parse gives the same records and warnings as one pass.
+#![no_main]
+
+use clrprof::format::{parse_chunks, read_all, ChunkOptions};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let (records, warnings) = read_all(data);
+    let seq: Vec<String> = records.iter().map(|p| format!("{}:{:?}", p.offset, p.record)).collect();
+    let chunk = 1 + data.first().copied().unwrap_or(0) as usize % 32;
+    let opts = ChunkOptions { chunk_bytes: chunk, threads: Some(2), in_flight: 0 };
+    let mut par = Vec::new();
+    let d = parse_chunks(
+        data,
+        &opts,
+        |r| r.map(|p| format!("{}:{:?}", p.offset, p.record)).collect::<Vec<_>>(),
+        |v, _| par.extend(v),
+    );
+    assert_eq!(seq, par);
+    assert_eq!(warnings.total(), d.total());
+});

@@ -326,6 +326,16 @@ mod tests {
     }
 
     #[test]
+    fn long_hex_numbers() {
+        assert_eq!(num("0x0000013600001000 7").1.as_u64(), 0x13600001000);
+        assert_eq!(num("0xFFFFFFFFFFFFFFFF").1.as_u64(), u64::MAX);
+        assert_eq!(num("0x123456789").1.as_u64(), 0x123456789);
+        let (rest, n) = num("0x00000000000000000001x");
+        assert_eq!((rest.as_str(), n.as_u64(), n.overflow64), ("x", 1, false));
+        assert!(num("0x10000000000000000").1.overflow64);
+    }
+
+    #[test]
     fn hex_after_zero_x_stops_decimal() {
         // "0x" with no digits reads 0 and stops at the next byte
         let (rest, n) = num("0xg1");

@@ -114,7 +114,7 @@ mod tests {
     fn s(f: impl Fn(&mut Vec<u8>)) -> String {
         let mut v = Vec::new();
         f(&mut v);
-        String::from_utf8(v).unwrap()
+        String::from_utf8(v).unwrap() // ok: test helper
     }
 
     #[test]

@@ -61,11 +61,20 @@ const MISSING: Number = Number { bits: u64::MAX, present: false, overflow64: fal
 /// Skips spaces and tabs, as the reader does before every number.
 #[inline(always)]
 pub fn skip_blanks(i: &[u8]) -> &[u8] {
-    let mut p = 0;
-    while p < i.len() && (i[p] == b' ' || i[p] == b'\t') {
-        p += 1;
+    // Fields are almost always separated by exactly one space.
+    match i {
+        [b' ', next, rest @ ..] if *next != b' ' && *next != b'\t' => {
+            let _ = rest;
+            &i[1..]
+        }
+        _ => skip_blanks_slow(i),
     }
-    &i[p..]
+}
+
+#[inline(never)]
+fn skip_blanks_slow(i: &[u8]) -> &[u8] {
+    let k = i.iter().position(|&b| b != b' ' && b != b'\t').unwrap_or(i.len());
+    &i[k..]
 }
 
 /// Reads one number: blanks, an optional `-`, then decimal digits or `0x`

@@ -9,7 +9,7 @@ fuzz_target!(|data: &[u8]| {
     let (records, warnings) = read_all(data);
     let seq: Vec<String> = records.iter().map(|p| format!("{}:{:?}", p.offset, p.record)).collect();
     let chunk = 1 + data.first().copied().unwrap_or(0) as usize % 32;
-    let opts = ChunkOptions { chunk_bytes: chunk, threads: Some(2), in_flight: 0 };
+    let opts = ChunkOptions { chunk_bytes: chunk, threads: None, in_flight: 0 };
     let mut par = Vec::new();
     let d = parse_chunks(
         data,

@@ -19,3 +19,6 @@
 #![deny(missing_docs)]
 
 pub mod format;
+pub mod model;
+pub mod query;
+pub mod gen;

@@ -1,0 +1,72 @@
+//! Keeps the mean object size on target.
+//!
+//! Which types get allocated depends on where the threads' random walks
+//! take them, so the mix is only known as it happens. Each type's expected
+//! size is `a + b * scale` (fixed types have `b = 0`; strings and arrays
+//! scale their mean length), so after `n` allocations the scale that makes
+//! the expected mean equal the target is `(target * n - sum a) / sum b`.
+//! The sums do not depend on the scale, so the estimate converges without
+//! oscillating; it is refreshed every 256 allocations.
+
+use super::types::TypeCatalog;
+
+/// The current length scale and the sums behind it.
+pub struct Sizer {
+    parts: Vec<(f64, f64)>,
+    target: f64,
+    a_sum: f64,
+    b_sum: f64,
+    n: u64,
+    scale: f64,
+}
+
+impl Sizer {
+    /// A sizer aiming small objects at `target` bytes on average.
+    pub fn new(types: &TypeCatalog, target: f64) -> Sizer {
+        let parts = (0..types.len()).map(|t| types.mean_parts(t)).collect();
+        Sizer { parts, target, a_sum: 0.0, b_sum: 0.0, n: 0, scale: 1.0 }
+    }
+
+    /// The scale for the next string or array length.
+    #[inline]
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// Notes that a small object of type `ty` is being allocated at a site
+    /// whose typical length is `factor` times the type's mean.
+    #[inline]
+    pub fn note(&mut self, ty: usize, factor: f64) {
+        let (a, b) = self.parts[ty];
+        self.a_sum += a;
+        self.b_sum += b * factor;
+        self.n += 1;
+        if self.n % 256 == 0 && self.b_sum > 0.0 {
+            self.scale = ((self.target * self.n as f64 - self.a_sum) / self.b_sum).clamp(0.02, 200.0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::rng::Rng;
+
+    #[test]
+    fn converges_on_the_target() {
+        let mut r = Rng::new(1);
+        let types = TypeCatalog::new(&mut r, 8, 10, 2, true);
+        let s = types.find("System.String").unwrap();
+        let o = types.find("System.Object").unwrap();
+        let mut sizer = Sizer::new(&types, 120.0);
+        let mut total = 0u64;
+        let n = 200_000;
+        for k in 0..n {
+            let ty = if k % 2 == 0 { s } else { o };
+            sizer.note(ty, 1.0);
+            total += types.small_size(&mut r, ty, sizer.scale());
+        }
+        let mean = total as f64 / n as f64;
+        assert!((mean - 120.0).abs() < 4.0, "{mean}");
+    }
+}

@@ -1,0 +1,473 @@
+//! [`Builder`]: records in log order -> [`Model`].
+
+use super::allocations::AllocationTable;
+use super::comments::{Comment, CommentTable};
+use super::error::{Error, Problem};
+use super::finalizers::{Finalization, FinalizerTable};
+use super::functions::{Function, FunctionTable};
+use super::gc::{Gc, GcBookkeeping, GcSource, GcTable, GenerationRange};
+use super::handles::{HandleEvent, HandleTable};
+use super::heap::{Effects, Heap};
+use super::heap_dump::{DumpObject, DumpRoot, HeapDumpTable};
+use super::histogram::{Histograms, StackCounts};
+use super::ids::{ObjectId, TickIndex};
+use super::modules::{AssemblyLoad, Module, ModuleTable};
+use super::names::NameTable;
+use super::samples::SampleTable;
+use super::stacks::StackTable;
+use super::threads::ThreadTable;
+use super::time::TimeTable;
+use super::types::TypeTable;
+use super::{Collections, Model};
+use crate::format::records::ROOT_WEAK;
+use crate::format::{scan, Address, Diagnostics, DumpState, Parsed, Record, RecordReader, TypeId};
+
+/// Builds a [`Model`] from records given in log order.
+///
+/// ```
+/// use clrprof::format::read_all;
+/// use clrprof::model::Builder;
+/// let log = b"t 1 0 System.String\nn 1 1 1 24\n! 7 0x1000 1\n";
+/// let (records, _) = read_all(log);
+/// let mut b = Builder::new(log);
+/// for r in &records {
+///     b.push(r).unwrap();
+/// }
+/// let model = b.finish().unwrap();
+/// assert_eq!(model.allocations().len(), 1);
+/// ```
+pub struct Builder<'a> {
+    data: &'a [u8],
+    names: NameTable,
+    types: TypeTable,
+    functions: FunctionTable,
+    modules: ModuleTable,
+    threads: ThreadTable,
+    stacks: StackTable,
+    time: TimeTable,
+    heap: Heap,
+    samples: SampleTable,
+    objects: AllocationTable,
+    histograms: Histograms,
+    gc_book: GcBookkeeping,
+    gcs: GcTable,
+    gc_start: Option<(TickIndex, bool)>,
+    gc_ranges: Vec<GenerationRange>,
+    handles: HandleTable,
+    finalizers: FinalizerTable,
+    dumps: HeapDumpTable,
+    comments: CommentTable,
+    // The heap-dump state of the reader's main loop.
+    last_was_root: bool,
+    last_offset: u64,
+    extended_roots_seen: bool,
+    records: u64,
+    had_alloc_info: bool,
+    had_call_info: bool,
+}
+
+impl<'a> Builder<'a> {
+    /// A builder for the log `data` (used for line numbers in errors and to
+    /// look between records).
+    pub fn new(data: &'a [u8]) -> Self {
+        let mut names = NameTable::new();
+        let types = TypeTable::new(&mut names);
+        Builder {
+            data,
+            names,
+            types,
+            functions: FunctionTable::new(),
+            modules: ModuleTable::default(),
+            threads: ThreadTable::new(),
+            stacks: StackTable::new(),
+            time: TimeTable::new(),
+            heap: Heap::new(),
+            samples: SampleTable::new(),
+            objects: AllocationTable::new(),
+            histograms: Histograms::default(),
+            gc_book: GcBookkeeping::default(),
+            gcs: GcTable::default(),
+            gc_start: None,
+            gc_ranges: Vec::new(),
+            handles: HandleTable::default(),
+            finalizers: FinalizerTable::default(),
+            dumps: HeapDumpTable::new(),
+            comments: CommentTable::default(),
+            last_was_root: false,
+            last_offset: 0,
+            extended_roots_seen: false,
+            records: 0,
+            had_alloc_info: false,
+            had_call_info: false,
+        }
+    }
+
+    #[cold]
+    fn error(&self, p: &Parsed<'_>, problem: Problem) -> Error {
+        Error {
+            line: crate::format::line_of(self.data, p.offset),
+            offset: p.offset,
+            kind: Some(p.record.kind().letter()),
+            problem,
+        }
+    }
+
+    /// Applies one record. After an error the builder must not be used
+    /// further (CLRProfiler's reader stops there too).
+    #[inline]
+    pub fn push(&mut self, p: &Parsed<'_>) -> Result<(), Error> {
+        let result = self.apply(p);
+        self.records += 1;
+        self.last_offset = p.offset;
+        result.map_err(|e| self.error(p, e))
+    }
+
+    /// Whether the record at `offset` directly follows the previous record
+    /// (no skipped line between them: only then does an `e`/`r` record
+    /// continue a heap dump).
+    fn follows_previous(&self, offset: u64) -> bool {
+        if !self.last_was_root {
+            return false;
+        }
+        let state = DumpState { root_seen: self.extended_roots_seen, dump_started: true };
+        let mut r = RecordReader::range_with_state(self.data, self.last_offset as usize, self.data.len(), state);
+        if r.next_record().is_none() {
+            return false;
+        }
+        r.offset() as u64 == offset
+    }
+
+    fn effects(&mut self) -> (&mut Heap, Effects<'_>) {
+        let tick = self.time.current().0;
+        (
+            &mut self.heap,
+            Effects { stacks: &self.stacks, samples: &mut self.samples, objects: &mut self.objects, tick },
+        )
+    }
+
+    fn apply(&mut self, p: &Parsed<'_>) -> Result<(), Problem> {
+        let is_root_kind = matches!(p.record, Record::Root(_) | Record::Roots(_));
+        let prev_was_root = is_root_kind && self.follows_previous(p.offset);
+        self.last_was_root = is_root_kind;
+        match p.record {
+            Record::Alloc(a) => {
+                self.had_alloc_info = true;
+                let st = self.stacks.alloc_stack(a.stack)?;
+                let thread = self.threads.intern(a.thread);
+                let tick = self.time.current();
+                let Some(obj) = self.objects.push(st.row, thread, a.address.0, tick) else {
+                    return Err(Problem::TooMany { what: "objects" });
+                };
+                let (heap, mut fx) = self.effects();
+                heap.allocate(&mut fx, a.address.0, st.row, st.type_id, st.size, obj.0)?;
+                self.histograms.allocated.add(st.row);
+            }
+            Record::Stack(n) => {
+                let cap = self.functions.capacity();
+                self.stacks.define_compressed(n.id, n.flag, n.alloc, n.reference, n.frames.iter(), cap)?;
+            }
+            Record::StackOld(s) => self.stacks.define_plain(s.id, s.frames.iter())?,
+            Record::Moved(u) => {
+                let (heap, mut fx) = self.effects();
+                heap.move_range(&mut fx, u.old.0, u.new.0, u.length)?;
+            }
+            Record::Survived(v) => {
+                let (heap, mut fx) = self.effects();
+                heap.move_range(&mut fx, v.start.0, v.start.0, v.length)?;
+            }
+            Record::Tick(t) => self.time.on_tick(t.ms as i32, p.offset),
+            Record::Call(c) => {
+                self.had_call_info = true;
+                if c.thread.0 != -1 && c.stack.0 != -1 {
+                    let row = self.stacks.call_row(c.stack)?;
+                    self.histograms.calls.add(row);
+                }
+            }
+            Record::GcBoundary(b) => self.gc_boundary(&b, p.at_end_of_file)?,
+            Record::GcCounts(g) => {
+                if self.gc_book.counts()[0] == 0 {
+                    let (heap, mut fx) = self.effects();
+                    let (generation, source) = if p.at_end_of_file || g.gen0 < 0 {
+                        let simple = g.gen0 < 0;
+                        heap.record_gc(&mut fx, 0, simple)?;
+                        (0, if simple { GcSource::Simple } else { GcSource::Counts })
+                    } else {
+                        (heap.record_gc_counts(&mut fx, [g.gen0, g.gen1, g.gen2])?, GcSource::Counts)
+                    };
+                    self.push_gc(generation, false, source);
+                }
+            }
+            Record::Finalizer(l) => {
+                let found = self.heap.object_at(&self.stacks, l.address.0)?;
+                match found {
+                    Some(o) => {
+                        if l.critical {
+                            self.histograms.critical_finalized.add(o.row);
+                        }
+                        self.histograms.finalized.add(o.row);
+                        self.finalizers.matched(Finalization {
+                            object: ObjectId(o.header.obj),
+                            tick: self.time.current(),
+                            critical: l.critical,
+                        });
+                    }
+                    None => self.finalizers.unmatched(),
+                }
+            }
+            Record::HandleCreated(h) => {
+                let thread = self.threads.intern(Some(h.thread));
+                self.handles.create(HandleEvent {
+                    tick: self.time.current(),
+                    thread,
+                    handle: h.handle,
+                    object: h.initial,
+                    stack: h.stack,
+                });
+                if h.stack.0 < 0 {
+                    return Err(Problem::NegativeStackId { id: h.stack.0 as i64 });
+                }
+            }
+            Record::HandleDestroyed(j) => {
+                let thread = self.threads.intern(Some(j.thread));
+                self.handles.destroy(HandleEvent {
+                    tick: self.time.current(),
+                    thread,
+                    handle: j.handle,
+                    object: Address(0),
+                    stack: j.stack,
+                });
+                if j.stack.0 < 0 {
+                    return Err(Problem::NegativeStackId { id: j.stack.0 as i64 });
+                }
+            }
+            Record::Root(e) => {
+                self.extended_roots_seen = true;
+                if !prev_was_root {
+                    self.dumps.start(self.time.current());
+                }
+                if !p.at_end_of_file && e.address.0 > 0 && e.flags & ROOT_WEAK == 0 {
+                    self.dumps.add_root(DumpRoot { address: e.address, kind: e.kind, flags: e.flags, id: e.id });
+                }
+            }
+            Record::Roots(r) => {
+                if !self.extended_roots_seen {
+                    if !prev_was_root {
+                        self.dumps.start(self.time.current());
+                    }
+                    if !p.at_end_of_file {
+                        for a in r.addresses.iter().filter(|a| a.0 != 0) {
+                            self.dumps.add_root(DumpRoot { address: a, kind: -1, flags: 0, id: 0 });
+                        }
+                    }
+                }
+            }
+            Record::HeapObject(o) => self.heap_object(&o)?,
+            Record::Comment(z) => {
+                self.time.on_comment(p.offset);
+                let text = self.names.intern(&z.decoded());
+                self.comments.add(Comment { tick: self.time.current(), text });
+            }
+            Record::Type(t) => {
+                if t.id.0 < 0 {
+                    return Err(Problem::NegativeId { id: t.id.0 as i64 });
+                }
+                if t.finalizable == Some(true) {
+                    self.types.set_finalizable(t.id);
+                }
+                let name = self.names.intern(&t.decoded_name());
+                self.types.define(t.id, name);
+            }
+            Record::Function(f) => {
+                if f.id.0 < 0 {
+                    return Err(Problem::NegativeId { id: f.id.0 as i64 });
+                }
+                let name = self.names.intern(&f.decoded_name());
+                let signature = self.names.intern(&f.decoded_signature());
+                self.functions.define(Function {
+                    id: f.id,
+                    name,
+                    signature,
+                    address: f.address,
+                    size: f.size,
+                    module: f.module,
+                    first_stack: f.stack,
+                });
+            }
+            Record::Module(m) => {
+                if m.id.0 < 0 {
+                    return Err(Problem::NegativeId { id: m.id.0 as i64 });
+                }
+                self.check_module_line(p.offset)?;
+                let path = self.names.intern(&scan::decode_latin1(m.path));
+                let short_name = self.names.intern(&scan::decode_latin1(m.short_name()));
+                self.modules.add_module(Module { id: m.id, path, short_name, address: m.address });
+            }
+            Record::Assembly(y) => {
+                let thread = self.threads.intern(Some(y.thread));
+                let name = self.names.intern(&scan::decode_latin1(y.name));
+                self.modules.add_assembly(AssemblyLoad {
+                    thread,
+                    assembly: y.assembly,
+                    name,
+                    tick: self.time.current(),
+                });
+            }
+            Record::AssemblyD(_) => {}
+        }
+        Ok(())
+    }
+
+    /// T16: an `m` line whose last backslash lies after its last ` 0x`.
+    fn check_module_line(&self, offset: u64) -> Result<(), Problem> {
+        let start = (offset as usize + 1).min(self.data.len());
+        let rest = &self.data[start..];
+        let end = rest.iter().position(|&b| b < b' ' && b != b'\t').unwrap_or(rest.len());
+        let line = &rest[..end];
+        if let (Some(x), Some(b)) = (memchr::memmem::rfind(line, b" 0x"), memchr::memrchr(b'\\', line)) {
+            if b > x {
+                return Err(Problem::ModulePathAfterAddress);
+            }
+        }
+        Ok(())
+    }
+
+    fn gc_boundary(&mut self, b: &crate::format::records::GcBoundary<'_>, _at_end: bool) -> Result<(), Problem> {
+        let tick = self.time.current();
+        if b.is_start {
+            self.heap.gc_started();
+            self.gc_start = Some((tick, b.induced));
+        }
+        let accepted = self.gc_book.begin_line(b.is_start, b.induced, b.condemned, tick.0)?;
+        self.gc_ranges.clear();
+        for r in b.ranges.iter() {
+            if b.is_start {
+                if r.generation > b.condemned && b.condemned != 2 {
+                    self.heap.intervals.preserve(r.start.0, r.length);
+                }
+            } else {
+                self.heap.intervals.generation_range(r.start.0, r.length, r.generation);
+                self.gc_ranges.push(GenerationRange {
+                    generation: r.generation,
+                    start: r.start.0,
+                    length: r.length,
+                    reserved: r.reserved,
+                });
+            }
+            self.gc_book.range(r.generation, r.length)?;
+        }
+        if !b.is_start {
+            let (heap, mut fx) = self.effects();
+            heap.record_gc(&mut fx, b.condemned, false)?;
+            self.push_gc(b.condemned, accepted, GcSource::EndLine);
+        }
+        Ok(())
+    }
+
+    fn push_gc(&mut self, generation: i32, counted: bool, source: GcSource) {
+        let start = self.gc_start.take();
+        let ranges = std::mem::take(&mut self.gc_ranges);
+        self.gcs.push(
+            Gc {
+                end: self.time.current(),
+                start: start.map(|s| s.0),
+                generation,
+                induced: start.is_some_and(|s| s.1),
+                counted,
+                source,
+                objects_before: self.objects.len() as u32,
+            },
+            &ranges,
+        );
+        self.gc_ranges = ranges;
+    }
+
+    fn heap_object(&mut self, o: &crate::format::records::HeapObject<'_>) -> Result<(), Problem> {
+        let t = o.type_id.0;
+        if t >= 0 {
+            if t as u64 >= self.types.capacity() {
+                return Err(Problem::TypeIdOutOfRange { type_id: t as i64, limit: self.types.capacity() });
+            }
+        } else if !self.dumps.knows_negative_type(t) {
+            return Err(Problem::TypeIdOutOfRange { type_id: t as i64, limit: self.types.capacity() });
+        }
+        let found = self.heap.object_at(&self.stacks, o.address.0)?;
+        let (stack, object) = match found {
+            Some(f) if f.type_id == o.type_id => {
+                if !self.dumps.any_started() {
+                    return Err(Problem::ObjectOutsideHeapDump);
+                }
+                (f.row, Some(ObjectId(f.header.obj)))
+            }
+            _ => (self.stacks.type_size_index(TypeId(t), o.size as i32), None),
+        };
+        self.dumps.add_object(
+            DumpObject { address: o.address, type_id: o.type_id, size: o.size, stack, object },
+            o.refs.iter().map(|a| a.0),
+        );
+        Ok(())
+    }
+
+    /// Ends the log: walks the final heap and freezes the tables.
+    pub fn finish(mut self) -> Result<Model, Error> {
+        let end = self.data.len() as u64;
+        let err = |problem| Error { line: crate::format::line_of(self.data, end), offset: end, kind: None, problem };
+        let mut final_heap = StackCounts::default();
+        self.heap.final_walk(&self.stacks, |o| final_heap.add(o.row)).map_err(err)?;
+        self.histograms.final_heap = final_heap;
+        self.histograms.relocated = StackCounts::from_vec(std::mem::take(&mut self.heap.relocated));
+        for (_, h) in self.heap.live.iter() {
+            self.objects.alive(h.obj);
+        }
+        let live_objects = self.heap.live.len() as u64;
+        let collections = Collections {
+            gen0: self.heap.gc0 as i64,
+            gen1: self.heap.gc1 as i64,
+            gen2: self.heap.gc2 as i64,
+            gen1_limit: TickIndex(self.heap.gen1_limit),
+            gen2_limit: TickIndex(self.heap.gen2_limit),
+        };
+        drop(self.heap);
+        self.objects.finish();
+        self.samples.finish();
+        self.stacks.shrink();
+        self.types.shrink();
+        self.functions.shrink();
+        self.modules.shrink();
+        self.names.shrink();
+        self.time.shrink();
+        self.gcs.shrink();
+        self.dumps.finish();
+        self.histograms.shrink();
+        Ok(Model {
+            names: self.names,
+            types: self.types,
+            functions: self.functions,
+            modules: self.modules,
+            threads: self.threads,
+            stacks: self.stacks,
+            time: self.time,
+            allocations: self.objects,
+            samples: self.samples,
+            histograms: self.histograms,
+            gc_bookkeeping: self.gc_book,
+            gcs: self.gcs,
+            collections,
+            handles: self.handles,
+            finalizers: self.finalizers,
+            dumps: self.dumps,
+            comments: self.comments,
+            live_objects_at_end: live_objects,
+            records: self.records,
+            had_alloc_info: self.had_alloc_info,
+            had_call_info: self.had_call_info,
+            diagnostics: Diagnostics::new(0),
+            file_bytes: self.data.len() as u64,
+        })
+    }
+
+    /// Bytes held by the tables so far (for progress reports).
+    pub fn heap_bytes(&self) -> usize {
+        self.heap.heap_bytes() + self.samples.heap_bytes() + self.objects.heap_bytes() + self.stacks.heap_bytes()
+    }
+
+}

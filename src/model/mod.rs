@@ -1,0 +1,314 @@
+//! Records -> [`Model`]: the tables and CLRProfiler's heap simulation.
+//!
+//! A [`Model`] is everything CLRProfiler's views answer from one pass over
+//! a log, as immutable columns: name tables, types, functions, modules,
+//! threads, the stack table (a prefix tree), the time table, every
+//! allocated object with its fate, the GCs, the address history (the packed
+//! sample table), histograms per stack, handles, finalizations, heap dumps
+//! and comments. It is built once, in log order, by a [`Builder`], and then
+//! only read (by [`crate::query`]).
+//!
+//! The simulation reproduces CLRProfiler's reader exactly, as
+//! `docs/reference-reader.md` describes it (the section numbers in this
+//! module's documentation refer to that page): the same objects are live
+//! at every moment, the same sample entries are made, the same counters
+//! kept, so every Summary figure equals CLRProfiler's. Where CLRProfiler's
+//! reader throws, [`load`] returns an [`Error`] naming the record.
+//!
+//! # API structure
+//!
+//! - [`load`] (and [`load_with_progress`]) parse a log in parallel and feed
+//!   the records to a [`Builder`] on the calling thread; [`Builder`] can also
+//!   be fed by hand.
+//! - [`Model`] gives the tables: [`Model::stacks`] ([`StackTable`]),
+//!   [`Model::allocations`] ([`AllocationTable`], with [`Fate`]),
+//!   [`Model::samples`] ([`SampleTable`]), [`Model::gcs`] ([`GcTable`]),
+//!   [`Model::histograms`] ([`Histograms`]), and so on.
+//! - Ids: the log's ids are [`crate::format`]'s newtypes (`TypeId`,
+//!   `FunctionId`, `StackId`, ...); the model's rows have their own dense
+//!   ids ([`StackRef`], [`ObjectId`], [`TickIndex`], [`GcIndex`],
+//!   [`ThreadRef`], [`SampleId`], [`NameId`]).
+//!
+//! # Example
+//!
+//! ```
+//! let log = b"t 1 0 System.String\nn 1 1 1 24\ni 5\n! 7 0x1000 1\n! 7 0x1018 1\n";
+//! let model = clrprof::model::load(log, &Default::default()).unwrap();
+//! assert_eq!(model.allocations().len(), 2);
+//! let (ty, size) = model.stacks().type_and_size(model.allocations().stack(clrprof::model::ObjectId(0))).unwrap();
+//! assert_eq!(model.type_name(ty), "System.String");
+//! assert_eq!(size, 24);
+//! ```
+
+mod allocations;
+mod builder;
+mod comments;
+mod error;
+mod finalizers;
+mod functions;
+mod gc;
+mod handles;
+mod heap;
+mod heap_dump;
+mod histogram;
+mod idmap;
+mod ids;
+mod intervals;
+mod live;
+mod modules;
+mod names;
+mod samples;
+mod stacks;
+mod threads;
+mod time;
+mod types;
+
+pub use allocations::{AllocationTable, Fate};
+pub use builder::Builder;
+pub use comments::{Comment, CommentTable};
+pub use error::{Error, Problem, Result};
+pub use finalizers::{Finalization, FinalizerTable};
+pub use functions::{Function, FunctionTable};
+pub use gc::{Gc, GcBookkeeping, GcSource, GcTable, GenerationRange};
+pub use handles::{HandleEvent, HandleTable};
+pub use heap_dump::{DumpObject, DumpRoot, HeapDump, HeapDumpTable};
+pub use histogram::{Histograms, StackCounts};
+pub use ids::{FrameNode, GcIndex, NameId, ObjectId, SampleId, StackRef, ThreadRef, TickIndex};
+pub use modules::{AssemblyLoad, Module, ModuleTable};
+pub use names::NameTable;
+pub use samples::{GrainIndex, PackedSamples, Sample, SampleTable, GROUP as SAMPLE_GROUP};
+pub use stacks::StackTable;
+pub use threads::ThreadTable;
+pub use time::{TimeTable, COMMENT_SLOT_LIMIT, MAX_SLOTS};
+pub use types::TypeTable;
+
+use crate::format::{ChunkOptions, Diagnostics, Parsed, TypeId};
+
+/// The heap simulation's collection counters and generation limits
+/// (section 3.7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Collections {
+    /// Gen 0 collections (every GC; a `g` line may overwrite the count).
+    pub gen0: i64,
+    /// Gen 1 collections.
+    pub gen1: i64,
+    /// Gen 2 collections.
+    pub gen2: i64,
+    /// The tick of the most recent GC.
+    pub gen1_limit: TickIndex,
+    /// The tick of the GC before the most recent GC of generation 1 or more.
+    pub gen2_limit: TickIndex,
+}
+
+/// Everything loaded from one log (see the module documentation).
+#[derive(Debug)]
+pub struct Model {
+    pub(crate) names: NameTable,
+    pub(crate) types: TypeTable,
+    pub(crate) functions: FunctionTable,
+    pub(crate) modules: ModuleTable,
+    pub(crate) threads: ThreadTable,
+    pub(crate) stacks: StackTable,
+    pub(crate) time: TimeTable,
+    pub(crate) allocations: AllocationTable,
+    pub(crate) samples: SampleTable,
+    pub(crate) histograms: Histograms,
+    pub(crate) gc_bookkeeping: GcBookkeeping,
+    pub(crate) gcs: GcTable,
+    pub(crate) collections: Collections,
+    pub(crate) handles: HandleTable,
+    pub(crate) finalizers: FinalizerTable,
+    pub(crate) dumps: HeapDumpTable,
+    pub(crate) comments: CommentTable,
+    pub(crate) live_objects_at_end: u64,
+    pub(crate) records: u64,
+    pub(crate) had_alloc_info: bool,
+    pub(crate) had_call_info: bool,
+    pub(crate) diagnostics: Diagnostics,
+    pub(crate) file_bytes: u64,
+}
+
+impl Model {
+    /// The interned strings.
+    pub fn names(&self) -> &NameTable {
+        &self.names
+    }
+    /// Type names and flags.
+    pub fn types(&self) -> &TypeTable {
+        &self.types
+    }
+    /// The name of a type (CLRProfiler's `???? type N` when it has none).
+    pub fn type_name(&self, id: TypeId) -> std::borrow::Cow<'_, str> {
+        match self.types.name(id) {
+            Some(n) => std::borrow::Cow::Borrowed(self.names.get(n)),
+            None => std::borrow::Cow::Owned(format!("???? type {}", id.0)),
+        }
+    }
+    /// Functions.
+    pub fn functions(&self) -> &FunctionTable {
+        &self.functions
+    }
+    /// Modules and assemblies.
+    pub fn modules(&self) -> &ModuleTable {
+        &self.modules
+    }
+    /// Threads.
+    pub fn threads(&self) -> &ThreadTable {
+        &self.threads
+    }
+    /// The stack table.
+    pub fn stacks(&self) -> &StackTable {
+        &self.stacks
+    }
+    /// The time table.
+    pub fn time(&self) -> &TimeTable {
+        &self.time
+    }
+    /// Allocated objects and their fates.
+    pub fn allocations(&self) -> &AllocationTable {
+        &self.allocations
+    }
+    /// The address history.
+    pub fn samples(&self) -> &SampleTable {
+        &self.samples
+    }
+    /// Counts per stack row.
+    pub fn histograms(&self) -> &Histograms {
+        &self.histograms
+    }
+    /// CLRProfiler's own GC bookkeeping (induced counts, heap sizes).
+    pub fn gc_bookkeeping(&self) -> &GcBookkeeping {
+        &self.gc_bookkeeping
+    }
+    /// The GCs.
+    pub fn gcs(&self) -> &GcTable {
+        &self.gcs
+    }
+    /// The heap simulation's collection counters.
+    pub fn collections(&self) -> &Collections {
+        &self.collections
+    }
+    /// Handles.
+    pub fn handles(&self) -> &HandleTable {
+        &self.handles
+    }
+    /// Finalizations.
+    pub fn finalizers(&self) -> &FinalizerTable {
+        &self.finalizers
+    }
+    /// Heap dumps.
+    pub fn heap_dumps(&self) -> &HeapDumpTable {
+        &self.dumps
+    }
+    /// Comments.
+    pub fn comments(&self) -> &CommentTable {
+        &self.comments
+    }
+    /// Objects in the simulated heap at the end of the log.
+    pub fn live_objects_at_end(&self) -> u64 {
+        self.live_objects_at_end
+    }
+    /// Records applied.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+    /// Whether the log had allocation records (`!`/`a`).
+    pub fn had_alloc_info(&self) -> bool {
+        self.had_alloc_info
+    }
+    /// Whether the log had call records (`c`).
+    pub fn had_call_info(&self) -> bool {
+        self.had_call_info
+    }
+    /// What the parser recovered from (line numbers resolved).
+    pub fn diagnostics(&self) -> &Diagnostics {
+        &self.diagnostics
+    }
+    /// Size of the log in bytes.
+    pub fn file_bytes(&self) -> u64 {
+        self.file_bytes
+    }
+
+    /// Bytes held by each table, by name.
+    pub fn table_bytes(&self) -> Vec<(&'static str, usize)> {
+        let mut v = vec![
+            ("names", self.names.heap_bytes()),
+            ("types", self.types.heap_bytes()),
+            ("functions", self.functions.heap_bytes()),
+            ("modules", self.modules.heap_bytes()),
+            ("threads", self.threads.heap_bytes()),
+            ("stacks", self.stacks.heap_bytes()),
+            ("time", self.time.heap_bytes()),
+        ];
+        v.extend(self.allocations.column_bytes());
+        v.extend([
+            ("samples", self.samples.heap_bytes()),
+            ("histograms", self.histograms.heap_bytes()),
+            ("gcs", self.gcs.heap_bytes()),
+            ("handles", self.handles.heap_bytes()),
+            ("finalizers", self.finalizers.heap_bytes()),
+            ("heap_dumps", self.dumps.heap_bytes()),
+            ("comments", self.comments.heap_bytes()),
+        ]);
+        v
+    }
+}
+
+/// How to load a log.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// How the parser cuts and schedules the log.
+    pub chunks: ChunkOptions,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions { chunks: ChunkOptions { chunk_bytes: 512 << 10, threads: None, in_flight: 0 } }
+    }
+}
+
+/// Loads a log: parses it on the rayon pool while the calling thread runs
+/// the simulation.
+pub fn load(data: &[u8], options: &LoadOptions) -> Result<Model> {
+    load_with_progress(data, options, |_| {})
+}
+
+/// Like [`load`], calling `progress` with the bytes read so far after each
+/// chunk.
+pub fn load_with_progress(data: &[u8], options: &LoadOptions, mut progress: impl FnMut(u64)) -> Result<Model> {
+    let mut builder = Builder::new(data);
+    let mut failed: Option<Error> = None;
+    // Record vectors are handed back to the parsing threads for reuse.
+    let pool = std::sync::Mutex::new(Vec::<Vec<Parsed<'_>>>::new());
+    let mut diagnostics = crate::format::parse_chunks(
+        data,
+        &options.chunks,
+        |r| {
+            let mut v = pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
+            v.extend(r);
+            v
+        },
+        |mut records: Vec<Parsed<'_>>, done| {
+            if failed.is_none() {
+                for p in &records {
+                    if let Err(e) = builder.push(p) {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            records.clear();
+            if let Ok(mut p) = pool.lock() {
+                p.push(records);
+            }
+            progress(done as u64);
+        },
+    );
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut model = builder.finish()?;
+    diagnostics.resolve_lines(data);
+    model.diagnostics = diagnostics;
+    Ok(model)
+}

@@ -1,0 +1,13 @@
+//! [`Model`](crate::model::Model) -> answers. Pure functions over a finished
+//! model; nothing here changes it.
+//!
+//! - [`summary()`]: CLRProfiler's 18 Summary figures.
+//! - [`by_type`]: a histogram (allocated, relocated, final heap, finalized,
+//!   critical finalized) grouped by type name, as CLRProfiler's histogram
+//!   views show it.
+
+pub mod summary;
+pub mod types;
+
+pub use summary::{summary, Summary};
+pub use types::{by_type, HistogramKind, TypeRow};

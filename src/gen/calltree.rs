@@ -114,8 +114,29 @@ pub struct CallTree {
     pub main_chain: Vec<u32>,
     /// A worker thread's root chain (thread start ... `Worker::Run`).
     pub worker_chain: Vec<u32>,
-    /// Application areas in use.
-    pub areas: usize,
+    /// What the simulation reads at every call and allocation, packed
+    /// (one 16-byte entry per function, callees and sites in two pools).
+    hot: Vec<FnHot>,
+    callee_pool: Vec<u32>,
+    site_pool: Vec<SiteEntry>,
+}
+
+/// A function's hot data: where its callees and sites are in the pools.
+#[derive(Clone, Copy, Debug)]
+struct FnHot {
+    callees: u32,
+    sites: u32,
+    n_callees: u16,
+    n_sites: u16,
+    intensity: f32,
+}
+
+/// A site in the pool: cumulative weight, type, length factor.
+#[derive(Clone, Copy, Debug)]
+struct SiteEntry {
+    cumulative: u32,
+    ty: u32,
+    factor: f32,
 }
 
 /// A framework function: name, signature, module, callees (indices into
@@ -507,24 +528,69 @@ impl CallTree {
                 }
             }
         }
-        CallTree {
+        let mut tree = CallTree {
             modules,
             functions: fns,
             main_chain: vec![main],
             worker_chain: vec![THREAD_START as u32, 1, 2, THREAD_START_CONTEXT as u32, worker],
-            areas,
+            hot: Vec::new(),
+            callee_pool: Vec::new(),
+            site_pool: Vec::new(),
+        };
+        tree.pack();
+        tree
+    }
+
+    /// Builds the packed hot data from `functions`.
+    fn pack(&mut self) {
+        for f in &self.functions {
+            let callees = self.callee_pool.len() as u32;
+            self.callee_pool.extend_from_slice(&f.callees);
+            let sites = self.site_pool.len() as u32;
+            for k in 0..f.sites.types.len() {
+                self.site_pool.push(SiteEntry {
+                    cumulative: f.sites.cumulative[k],
+                    ty: f.sites.types[k],
+                    factor: f.sites.factors[k],
+                });
+            }
+            self.hot.push(FnHot {
+                callees,
+                sites,
+                n_callees: f.callees.len().min(u16::MAX as usize) as u16,
+                n_sites: f.sites.types.len().min(u16::MAX as usize) as u16,
+                intensity: f.intensity as f32,
+            });
         }
     }
 
-    /// Number of functions.
-    pub fn len(&self) -> usize {
-        self.functions.len()
+    /// The functions `f` calls.
+    #[inline]
+    pub fn callees(&self, f: u32) -> &[u32] {
+        let h = &self.hot[f as usize];
+        &self.callee_pool[h.callees as usize..h.callees as usize + h.n_callees as usize]
     }
 
-    /// True when there is no function (never, in practice).
-    pub fn is_empty(&self) -> bool {
-        self.functions.is_empty()
+    /// How likely an allocation with `f` on top happens there.
+    #[inline]
+    pub fn intensity(&self, f: u32) -> f64 {
+        self.hot[f as usize].intensity as f64
     }
+
+    /// Draws one of `f`'s allocation sites (None if it has none).
+    #[inline]
+    pub fn pick_site(&self, f: u32, rng: &mut Rng) -> Option<Site> {
+        let h = &self.hot[f as usize];
+        if h.n_sites == 0 {
+            return None;
+        }
+        let sites = &self.site_pool[h.sites as usize..h.sites as usize + h.n_sites as usize];
+        let total = sites[sites.len() - 1].cumulative;
+        let x = rng.below(total as u64) as u32;
+        let e = sites.iter().find(|e| x < e.cumulative).unwrap_or(&sites[sites.len() - 1]);
+        Some(Site { ty: e.ty as usize, factor: e.factor as f64 })
+    }
+
 }
 
 /// A library function application code calls, by weight.
@@ -607,11 +673,11 @@ mod tests {
         let mut r = Rng::new(11);
         let types = TypeCatalog::new(&mut r, 8, 40, 4, true);
         let t = CallTree::new(&mut r, &types, 300, 4, PointerBits::Bits64);
-        assert!(t.len() >= 250 && t.len() <= 310, "{}", t.len());
+        assert!(t.functions.len() >= 250 && t.functions.len() <= 310, "{}", t.functions.len());
         // Depth-first search with colors: no back edge.
         fn visit(t: &CallTree, f: usize, color: &mut Vec<u8>) -> bool {
             color[f] = 1;
-            for &g in &t.functions[f].callees {
+            for &g in t.callees(f as u32) {
                 let g = g as usize;
                 if color[g] == 1 || (color[g] == 0 && !visit(t, g, color)) {
                     return false;
@@ -620,8 +686,9 @@ mod tests {
             color[f] = 2;
             true
         }
-        let mut color = vec![0u8; t.len()];
-        for f in 0..t.len() {
+        let n = t.functions.len();
+        let mut color = vec![0u8; n];
+        for f in 0..n {
             if color[f] == 0 {
                 assert!(visit(&t, f, &mut color), "cycle through {}", t.functions[f].name);
             }

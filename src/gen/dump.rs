@@ -16,13 +16,13 @@ use super::emit::Emitter;
 use super::error::GenError;
 use super::handles::{HandleKind, Handles};
 use super::heap::{Heap, Obj};
-use super::loader::Loader;
+use super::ids::Ids;
 use super::rng::{Geometric, Rng};
 use super::threads::ThreadState;
 use super::truth::{DumpTruth, RootCounts};
 use super::types::TypeCatalog;
 use crate::format::records::{Root, ROOT_PINNING, ROOT_WEAK};
-use crate::format::{Address, FunctionId, Record, TypeId};
+use crate::format::{Address, FunctionId, TypeId};
 
 const KIND_OTHER: i32 = 0;
 const KIND_STACK: i32 = 1;
@@ -41,7 +41,7 @@ pub struct DumpInputs<'a> {
     /// Types (which can hold references).
     pub types: &'a TypeCatalog,
     /// Type ids.
-    pub loader: &'a Loader,
+    pub ids: &'a Ids,
     /// Live handles.
     pub handles: &'a Handles,
     /// Threads (their current frames give stack roots).
@@ -69,13 +69,13 @@ pub fn write(inputs: &DumpInputs<'_>, rng: &mut Rng, out: &mut Emitter) -> Resul
     let mut rooted = vec![false; n];
     // Thread stacks: a few of the youngest objects, held by a frame.
     for t in inputs.threads {
-        if t.function_ids.is_empty() || n == 0 {
+        if t.frames.is_empty() || n == 0 {
             continue;
         }
         for _ in 0..STACK_ROOTS {
             let k = n - 1 - (rng.below(64.min(n as u64)) as usize);
             let i = by_seq[k] as usize;
-            let f: FunctionId = t.function_ids[rng.index(t.function_ids.len())];
+            let f: FunctionId = t.frames[rng.index(t.frames.len())].id;
             roots.push(Root { address: Address(objs[i].addr), kind: KIND_STACK, flags: 0, id: f.0 as u64 });
             rooted[i] = true;
             counts.stack += 1;
@@ -157,13 +157,13 @@ pub fn write(inputs: &DumpInputs<'_>, rng: &mut Rng, out: &mut Emitter) -> Resul
     }
 
     for r in &roots {
-        out.record(Record::Root(*r))?;
+        out.root(*r)?;
     }
     let strong: Vec<Address> = roots.iter().filter(|r| r.flags & ROOT_WEAK == 0).map(|r| r.address).collect();
     out.roots(&strong)?;
     let mut bytes = 0u64;
     for (i, o) in objs.iter().enumerate() {
-        let type_id = inputs.loader.known_type(o.ty()).unwrap_or(TypeId(0));
+        let type_id = inputs.ids.known_type(o.ty()).unwrap_or(TypeId(0));
         let refs = &targets[start[i] as usize..start[i + 1] as usize];
         out.heap_object(Address(o.addr), type_id, o.size, refs)?;
         bytes += o.size as u64;

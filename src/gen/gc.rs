@@ -38,7 +38,7 @@ use super::heap::{Heap, Obj, CRITICAL, FINALIZABLE, PINNED, QUEUED};
 use super::schedule::GcPlan;
 use super::truth::TruthBuilder;
 use crate::format::records::{FinalizerQueued, GcCounts, Moved, Survived};
-use crate::format::{Address, Kind, Record};
+use crate::format::{Address, Kind};
 use std::io;
 
 /// Condemned bytes a GC processes per millisecond of pause.
@@ -135,7 +135,7 @@ impl Sorter<'_> {
         }
         if o.flags() & FINALIZABLE != 0 {
             let critical = o.flags() & CRITICAL != 0;
-            self.out.record(Record::Finalizer(FinalizerQueued { critical, address: Address(o.addr) }))?;
+            self.out.finalizer(FinalizerQueued { critical, address: Address(o.addr) })?;
             o.set_flags((o.flags() & !FINALIZABLE) | QUEUED);
             self.truth.finalized(o, critical);
             self.work.freachable.push(o.seq);
@@ -200,9 +200,9 @@ impl Plugs {
     fn flush(&mut self, out: &mut Emitter) -> io::Result<()> {
         if let Some((src, dst, len)) = self.plug.take() {
             if src != dst {
-                out.record(Record::Moved(Moved { old: Address(src), new: Address(dst), length: len as u32 }))?;
+                out.moved(Moved { old: Address(src), new: Address(dst), length: len as u32 })?;
             } else {
-                out.record(Record::Survived(Survived { start: Address(src), length: len as u32 }))?;
+                out.survived(Survived { start: Address(src), length: len as u32 })?;
             }
         }
         Ok(())
@@ -283,7 +283,7 @@ pub fn finish(
     clock.hold_until(alloc_bytes, t_end);
     let after = heap.ranges();
     out.gc_boundary(false, false, plan.condemned as i32, &after)?;
-    out.record(Record::GcCounts(GcCounts { gen0: counts[0] as i32, gen1: counts[1] as i32, gen2: counts[2] as i32 }))?;
+    out.gc_counts(GcCounts { gen0: counts[0] as i32, gen1: counts[1] as i32, gen2: counts[2] as i32 })?;
     truth.gc_end(plan, &after, t_end, work.survived, gc_lines(out));
     Ok(())
 }

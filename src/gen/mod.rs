@@ -56,16 +56,20 @@ mod clock;
 mod dump;
 mod emit;
 mod error;
-mod fasthash;
 mod gc;
 mod handles;
 mod heap;
+mod idmap;
+mod ids;
 mod lifetime;
+mod lines;
 mod loader;
 mod names;
 mod options;
 mod pipeline;
 mod process;
+mod profiler;
+mod program;
 mod reader_clock;
 mod rng;
 mod schedule;
@@ -81,33 +85,40 @@ pub use handles::HandleStats;
 pub use options::{GenOptions, PointerBits, Preset};
 pub use truth::{ClrSummary, Truth};
 
-use crate::format::LogWriter;
 use std::io::{self, Write};
 use std::sync::mpsc::sync_channel;
 
 /// Generates the log `opts` describe into `out`; returns the writer (after
 /// a flush) and the ground truth.
 ///
-/// The simulation runs on the calling thread and the formatting on a
-/// second, scoped thread (see `pipeline.rs`), so `out` must be `Send`.
+/// The simulation runs on the calling thread and the profiler stage
+/// (stacks, definitions, formatting) on a second, scoped thread (see
+/// `pipeline.rs`), so `out` must be `Send`.
 pub fn generate<W: Write + Send>(opts: &GenOptions, out: W) -> Result<(W, Truth), GenError> {
     opts.validate()?;
-    let style = opts.pointer_bits.style();
+    let mut rng = rng::Rng::stream(opts.seed, rng::Stream::Process);
+    let program = program::Program::new(opts, &mut rng)?;
     let (tx, rx) = sync_channel(pipeline::QUEUE);
     let (recycle_tx, recycle_rx) = sync_channel(pipeline::QUEUE);
+    let style = opts.pointer_bits.style();
     std::thread::scope(|s| {
-        let writer = s.spawn(move || pipeline::write_batches(LogWriter::new(out, style), rx, recycle_tx));
-        let simulated = process::Process::new(opts, emit::Emitter::new(tx, recycle_rx)).and_then(|p| p.run());
+        let program = &program;
+        let writer = s.spawn(move || {
+            profiler::Profiler::new(out, style, program, opts.calls, opts.pointer_bits).run(rx, recycle_tx)
+        });
+        let simulated = process::Process::new(opts, program, rng, emit::Emitter::new(tx, recycle_rx)).and_then(|p| p.run());
         // The emitter is gone (finished, or dropped on an error), so the
-        // writer sees the channel close and returns.
-        let written = writer.join().unwrap_or_else(|_| Err(io::Error::other("the log writer thread panicked")));
+        // profiler sees the channel close and returns.
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(GenError::Io(io::Error::other("the log writer thread panicked"))));
         match (simulated, written) {
-            (Ok(mut truth), Ok((w, bytes))) => {
-                truth.log.bytes = bytes;
-                Ok((w, truth))
+            (Ok(mut truth), Ok(report)) => {
+                truth.attach_log(report.bytes, &report.counts, report.stacks);
+                Ok((report.writer, truth))
             }
             // A writer failure explains a simulation stopped by it.
-            (_, Err(e)) => Err(GenError::Io(e)),
+            (_, Err(e)) => Err(e),
             (Err(e), Ok(_)) => Err(e),
         }
     })

@@ -1,25 +1,21 @@
-//! Two cores, two stages: the simulation produces records, a writer thread
-//! formats them.
+//! Two cores, two stages: the simulation produces events, the profiler
+//! stage turns them into log lines.
 //!
-//! Formatting a line costs about as much as simulating the allocation it
-//! reports, so the generator runs the format layer's [`LogWriter`] on a
-//! second thread. The simulation appends compact operations to a
-//! [`Batch`] (fixed-size records by value, lists and names in arenas
-//! beside them); full batches go through a bounded channel to the writer
-//! thread, which turns each operation back into a [`Record`] and calls
-//! [`LogWriter::record`] (or its `type_def`/`function_def`/`module_load`/
-//! `comment` helpers) in order, then sends the emptied batch back for
-//! reuse. One producer, one consumer, in order: the bytes are the same as
-//! writing directly.
+//! Like CLRProfiler, which runs inside the process it profiles, the
+//! generator splits the work: the simulation (threads, calls, allocation,
+//! the heap, GCs) runs on the calling thread and reports *events* (a
+//! function entered, an object allocated, a handle created) together with
+//! the GC records it writes itself; a second thread plays the profiler: it
+//! interns call paths and stacks, writes the definitions (`n`, `f`, `m`,
+//! `y`, `t`) before their first use, and formats every line through the
+//! format layer's [`LogWriter`](crate::format::LogWriter). Events travel
+//! in [`Batch`]es of 32-byte [`Op`]s through a bounded channel and come
+//! back empty for reuse. One producer, one consumer, in order: the bytes
+//! are exactly those a single thread would write.
 
-use crate::format::records::{
-    Alloc, AssemblyLoad, Call, FinalizerQueued, GcBoundary, GcCounts, GenerationRange, HandleCreated, HandleDestroyed,
-    HeapObject, Moved, Root, Roots, StackDef, Survived, Tick,
-};
-use crate::format::{Address, FunctionId, List, LogWriter, ModuleId, Record, StackId, ThreadId, TypeId};
-use std::io::{self, Write};
+use crate::format::records::{FinalizerQueued, GcCounts, GenerationRange, Moved, Root, Survived};
+use crate::format::{Address, FunctionId, TypeId};
 use std::ops::Range;
-use std::sync::mpsc::{Receiver, SyncSender};
 
 /// Operations per batch (a batch of 32-byte operations stays small enough
 /// not to push the simulation's tables out of the cache).
@@ -27,21 +23,58 @@ pub const BATCH_OPS: usize = 4096;
 /// Batches in flight between the threads.
 pub const QUEUE: usize = 4;
 
-/// A record to write, in 32 bytes: small records by value, the others as
-/// indices into the batch's side tables and arenas.
+/// One event or record, in 32 bytes. `thread` is an index into the
+/// program's threads.
 #[derive(Clone, Copy, Debug)]
 pub enum Op {
-    /// `!`.
+    /// The runtime starts: `f 0 NATIVE FUNCTION`, and module 0 loads on
+    /// the main thread with the empty stack.
+    Start,
+    /// A thread calls function `func` (id `id`): jitted on first use, a
+    /// `c` line with call logging.
+    Enter {
+        /// Thread index.
+        thread: u32,
+        /// Function index in the program.
+        func: u32,
+        /// Its id.
+        id: FunctionId,
+    },
+    /// A thread returns from its innermost function.
+    Leave {
+        /// Thread index.
+        thread: u32,
+    },
+    /// `!`: an object allocated on a thread (its type's `t` line and its
+    /// stack's `n` line first, when new).
     Alloc {
-        /// Thread.
-        thread: ThreadId,
-        /// Allocation stack.
-        stack: StackId,
-        /// Object address.
+        /// Thread index.
+        thread: u32,
+        /// Type index in the program.
+        ty: u32,
+        /// Type id.
+        type_id: TypeId,
+        /// Size in bytes.
+        size: u32,
+        /// Address.
         address: u64,
     },
-    /// `c`.
-    Call(Call),
+    /// `h`: a handle created on a thread (the stack is the thread's).
+    HandleCreated {
+        /// Thread index.
+        thread: u32,
+        /// Handle id.
+        handle: u64,
+        /// The object it refers to (0: none).
+        initial: u64,
+    },
+    /// `j`: a handle destroyed on a thread.
+    HandleDestroyed {
+        /// Thread index.
+        thread: u32,
+        /// Handle id.
+        handle: u64,
+    },
     /// `i`.
     Tick(u32),
     /// `u`.
@@ -50,14 +83,12 @@ pub enum Op {
     Survived(Survived),
     /// `l`.
     Finalizer(FinalizerQueued),
-    /// `h`.
-    HandleCreated(HandleCreated),
-    /// `j`.
-    HandleDestroyed(HandleDestroyed),
     /// `e`.
     Root(Root),
     /// `g`.
     GcCounts(GcCounts),
+    /// `b`: an entry of the batch's `gcs`.
+    Gc(u32),
     /// `o`: references in `addrs`.
     Object {
         /// The object.
@@ -73,83 +104,19 @@ pub enum Op {
     Roots((u32, u32)),
     /// `z`: text in `text`.
     Comment((u32, u32)),
-    /// `n`, `b`, `t`, `f`, `m` or `y`: an entry of `defs`.
-    Def(u32),
 }
 
-/// A record with lists or names (rare, so kept out of [`Op`]).
+/// A `b` line.
 #[derive(Clone, Debug)]
-pub enum Def {
-    /// `n`: frames in `funcs`.
-    Stack {
-        /// Stack id.
-        id: StackId,
-        /// The flag as written.
-        flag: i32,
-        /// Type and size of an allocation stack.
-        alloc: Option<(TypeId, i32)>,
-        /// The reference stack.
-        reference: Option<StackId>,
-        /// Frames (range of `funcs`).
-        frames: Range<u32>,
-    },
-    /// `b`: ranges in `ranges`.
-    Gc {
-        /// Start (true) or end.
-        is_start: bool,
-        /// Induced.
-        induced: bool,
-        /// Condemned generation.
-        condemned: i32,
-        /// Generation ranges (range of `ranges`).
-        ranges: Range<u32>,
-    },
-    /// `y`: name in `text`.
-    Assembly {
-        /// Loading thread.
-        thread: ThreadId,
-        /// Assembly id.
-        assembly: u64,
-        /// Name (range of `text`).
-        name: Range<u32>,
-    },
-    /// `t`: name in `text`.
-    Type {
-        /// Type id.
-        id: TypeId,
-        /// Has a finalizer.
-        finalizable: bool,
-        /// Name (range of `text`).
-        name: Range<u32>,
-    },
-    /// `f`: name and signature in `text`.
-    Function {
-        /// Function id.
-        id: FunctionId,
-        /// Name (range of `text`).
-        name: Range<u32>,
-        /// Signature (range of `text`).
-        signature: Range<u32>,
-        /// Code address.
-        address: Address,
-        /// Code size.
-        size: u32,
-        /// Module.
-        module: ModuleId,
-        /// Stack at the first call.
-        stack: StackId,
-    },
-    /// `m`: path in `text`.
-    Module {
-        /// Module id.
-        id: ModuleId,
-        /// Path (range of `text`).
-        path: Range<u32>,
-        /// Load address.
-        address: Address,
-        /// Stack at load.
-        stack: StackId,
-    },
+pub struct GcLine {
+    /// Start (true) or end.
+    pub is_start: bool,
+    /// Induced.
+    pub induced: bool,
+    /// Condemned generation.
+    pub condemned: i32,
+    /// Generation ranges (range of `ranges`).
+    pub ranges: Range<u32>,
 }
 
 /// Operations and the side tables and arenas they refer to.
@@ -157,20 +124,14 @@ pub enum Def {
 pub struct Batch {
     /// The operations, in log order.
     pub ops: Vec<Op>,
-    /// Records with lists or names.
-    pub defs: Vec<Def>,
-    /// Stack frames.
-    pub funcs: Vec<FunctionId>,
+    /// `b` lines.
+    pub gcs: Vec<GcLine>,
     /// Generation ranges.
     pub ranges: Vec<GenerationRange>,
     /// Addresses (references, roots).
     pub addrs: Vec<Address>,
-    /// Names and texts.
+    /// Texts.
     pub text: String,
-}
-
-fn span(start: usize, end: usize) -> Range<u32> {
-    start as u32..end as u32
 }
 
 impl Batch {
@@ -182,24 +143,10 @@ impl Batch {
     /// Empties the batch, keeping its memory.
     pub fn clear(&mut self) {
         self.ops.clear();
-        self.defs.clear();
-        self.funcs.clear();
+        self.gcs.clear();
         self.ranges.clear();
         self.addrs.clear();
         self.text.clear();
-    }
-
-    /// Adds a record with lists or names; returns its operation.
-    pub fn def(&mut self, d: Def) -> Op {
-        self.defs.push(d);
-        Op::Def((self.defs.len() - 1) as u32)
-    }
-
-    /// Copies generation ranges into the arena.
-    pub fn ranges(&mut self, r: &[GenerationRange]) -> Range<u32> {
-        let start = self.ranges.len();
-        self.ranges.extend_from_slice(r);
-        span(start, self.ranges.len())
     }
 
     /// Copies addresses into the arena.
@@ -210,10 +157,10 @@ impl Batch {
     }
 
     /// Copies a text into the arena.
-    pub fn text(&mut self, s: &str) -> Range<u32> {
+    pub fn text(&mut self, s: &str) -> (u32, u32) {
         let start = self.text.len();
         self.text.push_str(s);
-        span(start, self.text.len())
+        (start as u32, self.text.len() as u32)
     }
 
     /// True when the batch should be sent.
@@ -221,82 +168,14 @@ impl Batch {
     pub fn is_full(&self) -> bool {
         self.ops.len() >= BATCH_OPS || self.addrs.len() >= BATCH_OPS * 4
     }
-
-    /// Writes every operation, in order.
-    pub fn write_to<W: Write>(&self, w: &mut LogWriter<W>) -> io::Result<()> {
-        for op in &self.ops {
-            match *op {
-                Op::Alloc { thread, stack, address } => {
-                    w.record(&Record::Alloc(Alloc { thread: Some(thread), address: Address(address), stack }))?
-                }
-                Op::Call(c) => w.record(&Record::Call(c))?,
-                Op::Tick(ms) => w.record(&Record::Tick(Tick { ms }))?,
-                Op::Moved(m) => w.record(&Record::Moved(m))?,
-                Op::Survived(v) => w.record(&Record::Survived(v))?,
-                Op::Finalizer(l) => w.record(&Record::Finalizer(l))?,
-                Op::HandleCreated(h) => w.record(&Record::HandleCreated(h))?,
-                Op::HandleDestroyed(j) => w.record(&Record::HandleDestroyed(j))?,
-                Op::Root(e) => w.record(&Record::Root(e))?,
-                Op::GcCounts(g) => w.record(&Record::GcCounts(g))?,
-                Op::Object { address, type_id, size, refs } => w.record(&Record::HeapObject(HeapObject {
-                    address: Address(address),
-                    type_id,
-                    size,
-                    refs: List::Items(&self.addrs[refs.0 as usize..refs.1 as usize]),
-                }))?,
-                Op::Roots(a) => w.record(&Record::Roots(Roots {
-                    addresses: List::Items(&self.addrs[a.0 as usize..a.1 as usize]),
-                }))?,
-                Op::Comment(t) => w.comment(&self.text[t.0 as usize..t.1 as usize])?,
-                Op::Def(k) => self.write_def(w, &self.defs[k as usize])?,
-            }
-        }
-        Ok(())
-    }
-
-    fn write_def<W: Write>(&self, w: &mut LogWriter<W>, d: &Def) -> io::Result<()> {
-        let r = |r: &Range<u32>| r.start as usize..r.end as usize;
-        match d {
-            Def::Stack { id, flag, alloc, reference, frames } => w.record(&Record::Stack(StackDef {
-                id: *id,
-                flag: *flag,
-                alloc: *alloc,
-                reference: *reference,
-                frames: List::Items(&self.funcs[r(frames)]),
-            })),
-            Def::Gc { is_start, induced, condemned, ranges } => w.record(&Record::GcBoundary(GcBoundary {
-                is_start: *is_start,
-                induced: *induced,
-                condemned: *condemned,
-                ranges: List::Items(&self.ranges[r(ranges)]),
-            })),
-            Def::Assembly { thread, assembly, name } => w.record(&Record::Assembly(AssemblyLoad {
-                thread: *thread,
-                assembly: *assembly,
-                name: self.text[r(name)].as_bytes(),
-            })),
-            Def::Type { id, finalizable, name } => w.type_def(*id, *finalizable, &self.text[r(name)]),
-            Def::Function { id, name, signature, address, size, module, stack } => {
-                w.function_def(*id, &self.text[r(name)], &self.text[r(signature)], *address, *size, *module, *stack)
-            }
-            Def::Module { id, path, address, stack } => w.module_load(*id, &self.text[r(path)], *address, *stack),
-        }
-    }
 }
 
-/// The writer thread's loop: writes batches until the channel closes;
-/// returns the writer and the bytes written.
-pub fn write_batches<W: Write>(
-    mut w: LogWriter<W>,
-    batches: Receiver<Batch>,
-    recycle: SyncSender<Batch>,
-) -> io::Result<(W, u64)> {
-    for mut batch in batches {
-        batch.write_to(&mut w)?;
-        batch.clear();
-        // The producer may have finished and stopped taking batches back.
-        let _ = recycle.try_send(batch);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_stay_small() {
+        assert!(std::mem::size_of::<Op>() <= 32, "{}", std::mem::size_of::<Op>());
     }
-    let bytes = w.bytes_written();
-    Ok((w.into_inner()?, bytes))
 }

@@ -7,32 +7,30 @@
 //! grows with depth, else call a random callee; jitting writes `m`/`y`/`f`
 //! lines on first use, call logging a `c` line per call), choose a type
 //! from the allocating function's sites (or, rarely, a large array) and a
-//! size, start a GC when one is due, then write the tick, type, stack and
-//! `!` lines and record the object. Memory is the live heap plus the
-//! interned stacks; nothing else grows with the log.
+//! size, start a GC when one is due, then report the allocation and
+//! record the object. Events go to the profiler stage (`profiler.rs`),
+//! which owns stacks and definitions. Memory is the live heap; nothing else
+//! grows with the log.
 
-use super::calltree::{CallTree, Site};
+use super::calltree::Site;
 use super::clock::Clock;
 use super::dump::{self, DumpInputs};
 use super::emit::Emitter;
 use super::error::GenError;
 use super::gc::{self, GcWork};
 use super::handles::{HandleKind, Handles};
-use super::heap::{Heap, Layout, Obj, CRITICAL, FINALIZABLE, MAX_TYPES, PINNED};
+use super::heap::{Heap, Layout, Obj, CRITICAL, FINALIZABLE, PINNED};
+use super::ids::Ids;
 use super::lifetime::{LifetimeModel, FOREVER};
-use super::loader::Loader;
-use super::names::{AREAS, COMPANY};
+use super::names::COMPANY;
 use super::options::GenOptions;
+use super::program::Program;
 use super::rng::{Chance, Geometric, Rng, Stream};
 use super::schedule::Schedule;
 use super::sizer::Sizer;
-use super::stacks::{StackTable, ROOT};
 use super::threads::ThreadState;
-use super::truth::{CallTruth, Ending, Params, StackTruth, ThreadTruth, Truth, TruthBuilder};
-use super::types::{Finalizer, TypeCatalog, LARGE_EXCESS_MEAN, LARGE_OBJECT_BYTES};
-use crate::format::records::{HandleCreated, HandleDestroyed};
-use crate::format::{Address, Kind, Record, ThreadId};
-use std::collections::BTreeMap;
+use super::truth::{CallTruth, Ending, Params, ThreadTruth, Truth, TruthBuilder};
+use super::types::{Finalizer, LARGE_EXCESS_MEAN, LARGE_OBJECT_BYTES};
 
 /// The exceptions the runtime allocates before `Main`.
 const STARTUP_EXCEPTIONS: [&str; 4] = [
@@ -59,16 +57,14 @@ const PHASES: &[&str] = &[
 ];
 
 /// The running process.
-pub struct Process {
+pub struct Process<'p> {
     opts: GenOptions,
+    program: &'p Program,
     out: Emitter,
     rng: Rng,
     handle_rng: Rng,
     dump_rng: Rng,
-    types: TypeCatalog,
-    tree: CallTree,
-    loader: Loader,
-    stacks: StackTable,
+    ids: Ids,
     threads: Vec<ThreadState>,
     current: usize,
     burst_left: u64,
@@ -92,26 +88,18 @@ pub struct Process {
     object_type: Option<usize>,
 }
 
-impl Process {
-    /// Sets up the program and process for `opts`, writing to `out`.
-    pub fn new(opts: &GenOptions, out: Emitter) -> Result<Process, GenError> {
+impl<'p> Process<'p> {
+    /// Sets up the process for `opts` running `program`; `rng` is the
+    /// process stream (after the program drew its thread ids).
+    pub fn new(opts: &GenOptions, program: &'p Program, rng: Rng, out: Emitter) -> Result<Process<'p>, GenError> {
         opts.validate()?;
         if opts.objects < 4 * opts.gcs as u64 {
             return Err(GenError::Options("--objects must be at least 4 times --gcs".into()));
         }
         let bits = opts.pointer_bits;
         let ptr = bits.bytes();
-        let mut names_rng = Rng::stream(opts.seed, Stream::Names);
-        let mut tree_rng = Rng::stream(opts.seed, Stream::Tree);
-        let mut rng = Rng::stream(opts.seed, Stream::Process);
-        let areas = (opts.functions as usize / 60).clamp(3, AREAS.len());
-        let types = TypeCatalog::new(&mut names_rng, ptr, opts.app_types, areas, opts.finalizers);
-        if types.len() > MAX_TYPES {
-            return Err(GenError::Limit("type"));
-        }
-        let tree = CallTree::new(&mut tree_rng, &types, opts.functions, areas, bits);
-        let loader = Loader::new(&tree, &types, bits);
-
+        let types = &program.types;
+        let tree = &program.tree;
         let expected_large = LARGE_OBJECT_BYTES as f64 + LARGE_EXCESS_MEAN + ptr as f64;
         let p_large = if types.large_types().is_empty() {
             0.0
@@ -122,19 +110,13 @@ impl Process {
         let expected_soh_bytes = opts.objects as f64 * (1.0 - p_large) * soh_target;
         let budget = ((expected_soh_bytes / (opts.gcs as f64 + 1.0)) as u64).max(64 * 1024);
 
-        let mut ids: Vec<i32> = Vec::new();
-        while ids.len() < opts.threads as usize {
-            let id = 1000 + rng.below(30_000) as i32;
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
-        }
-        let threads: Vec<ThreadState> = ids
+        let threads: Vec<ThreadState> = program
+            .threads
             .iter()
             .enumerate()
             .map(|(k, &id)| {
                 let base = if k == 0 { tree.main_chain.len() } else { tree.worker_chain.len() };
-                ThreadState::new(ThreadId(id), base)
+                ThreadState::new(id, base)
             })
             .collect();
         let comment_at = (1..=opts.comments as u64).map(|k| k * opts.objects / (opts.comments as u64 + 1)).collect();
@@ -150,7 +132,7 @@ impl Process {
             out,
             handle_rng: Rng::stream(opts.seed, Stream::Handles),
             dump_rng: Rng::stream(opts.seed, Stream::Dumps),
-            sizer: Sizer::new(&types, soh_target),
+            sizer: Sizer::new(types, soh_target),
             heap: Heap::new(Layout::new(bits), threads.len()),
             schedule: Schedule::new(opts, budget),
             lifetimes: LifetimeModel::new(budget),
@@ -158,12 +140,10 @@ impl Process {
             clock: Clock::new(opts.tick_start, opts.alloc_rate_mb_per_s),
             truth: TruthBuilder::new(types.len()),
             gc_work: GcWork::default(),
-            stacks: StackTable::new(),
+            ids: Ids::new(tree.functions.len(), types.len()),
             opts: opts.clone(),
+            program,
             rng,
-            types,
-            tree,
-            loader,
             threads,
             current: 0,
             burst_left: 0,
@@ -180,8 +160,8 @@ impl Process {
         })
     }
 
-    /// Runs the process to the end; returns the truth (without the log's
-    /// byte count, which only the writer knows).
+    /// Runs the process to the end; returns the truth (without what only
+    /// the profiler stage knows: bytes, line counts, stacks).
     pub fn run(mut self) -> Result<Truth, GenError> {
         self.startup()?;
         for i in self.seq as u64..self.opts.objects {
@@ -193,13 +173,10 @@ impl Process {
     /// The runtime starts: `NATIVE FUNCTION`, mscorlib, the preallocated
     /// exceptions, then `Main` on the main thread.
     fn startup(&mut self) -> Result<(), GenError> {
-        self.loader.native_function(&mut self.out)?;
-        let th = &mut self.threads[0];
-        let stack = self.stacks.call_stack(ROOT, &mut th.latest, &mut self.out)?;
-        self.loader.ensure_module(0, &self.tree, th.os, stack, &mut self.out)?;
+        self.out.start()?;
         for name in STARTUP_EXCEPTIONS.iter().take(self.opts.objects as usize) {
-            if let Some(ty) = self.types.find(name) {
-                let size = self.types.size_of(ty, 0);
+            if let Some(ty) = self.program.types.find(name) {
+                let size = self.program.types.size_of(ty, 0);
                 self.allocate(0, ty, size, false, self.seq as u64)?;
             }
         }
@@ -210,8 +187,9 @@ impl Process {
     }
 
     fn start_thread(&mut self, t: usize) -> Result<(), GenError> {
-        let chain = if t == 0 { self.tree.main_chain.clone() } else { self.tree.worker_chain.clone() };
-        for f in chain {
+        let tree = &self.program.tree;
+        let chain = if t == 0 { &tree.main_chain } else { &tree.worker_chain };
+        for &f in chain {
             self.enter(t, f as usize)?;
         }
         self.threads[t].started = true;
@@ -234,10 +212,9 @@ impl Process {
         for _ in 0..calls {
             self.call_once(t)?;
         }
-        self.stacks.prefetch_allocs(self.threads[t].node());
         // Some functions allocate only now and then: walk on.
         for _ in 0..8 {
-            let intensity = self.threads[t].top().map_or(1.0, |f| self.tree.functions[f as usize].intensity);
+            let intensity = self.threads[t].top().map_or(1.0, |f| self.program.tree.intensity(f));
             if intensity >= 1.0 || self.rng.chance(intensity) {
                 break;
             }
@@ -245,13 +222,13 @@ impl Process {
         }
         let large = self.rng.hit(self.p_large);
         let (ty, size) = if large {
-            let candidates = self.types.large_types();
+            let candidates = self.program.types.large_types();
             let ty = candidates[self.rng.index(candidates.len())];
-            (ty, self.types.large_size(&mut self.rng, ty))
+            (ty, self.program.types.large_size(&mut self.rng, ty))
         } else {
             let site = self.pick_site(t);
             self.sizer.note(site.ty, site.factor);
-            (site.ty, self.types.small_size(&mut self.rng, site.ty, self.sizer.scale() * site.factor))
+            (site.ty, self.program.types.small_size(&mut self.rng, site.ty, self.sizer.scale() * site.factor))
         };
         if self.schedule.due(i) {
             self.collect()?;
@@ -283,13 +260,15 @@ impl Process {
             let th = &self.threads[t];
             let Some(f) = th.top() else { return Ok(()) };
             let depth = th.depth_above_base();
-            let callees = &self.tree.functions[f as usize].callees;
+            let callees = self.program.tree.callees(f);
             let pop = depth > 0
                 && (callees.is_empty()
-                    || th.funcs.len() >= MAX_FRAMES
+                    || th.frames.len() >= MAX_FRAMES
                     || self.rng.hit(self.pop_prob[depth.min(self.pop_prob.len() - 1)]));
             if pop {
-                self.threads[t].pop();
+                if self.threads[t].pop() {
+                    self.out.leave(t)?;
+                }
                 continue;
             }
             if callees.is_empty() {
@@ -304,24 +283,12 @@ impl Process {
         Ok(())
     }
 
-    /// Calls function `f` on thread `t`: jits it on first use, logs the
-    /// call when call logging is on.
+    /// Calls function `f` on thread `t`.
+    #[inline]
     fn enter(&mut self, t: usize, f: usize) -> Result<(), GenError> {
-        let th = &mut self.threads[t];
-        let fid = match self.loader.function(f) {
-            Some(id) => id,
-            None => {
-                let caller = self.stacks.call_stack(th.node(), &mut th.latest, &mut self.out)?;
-                self.loader.jit(f, &self.tree, th.os, caller, &mut self.out)?
-            }
-        };
-        let node = self.stacks.child(th.node(), fid)?;
-        self.stacks.prefetch_node(node);
-        th.push(f as u32, fid, node);
-        if self.opts.calls {
-            let stack = self.stacks.call_stack(node, &mut th.latest, &mut self.out)?;
-            self.out.call(th.os, stack)?;
-        }
+        let id = self.ids.function(f)?;
+        self.threads[t].push(f as u32, id);
+        self.out.enter(t, f, id)?;
         Ok(())
     }
 
@@ -329,8 +296,8 @@ impl Process {
     /// frame that has any.
     #[inline]
     fn pick_site(&mut self, t: usize) -> Site {
-        for &f in self.threads[t].funcs.iter().rev() {
-            if let Some(site) = self.tree.functions[f as usize].sites.pick(&mut self.rng) {
+        for fr in self.threads[t].frames.iter().rev() {
+            if let Some(site) = self.program.tree.pick_site(fr.func, &mut self.rng) {
                 return site;
             }
         }
@@ -344,14 +311,11 @@ impl Process {
     #[inline]
     fn allocate(&mut self, t: usize, ty: usize, size: u64, large: bool, index: u64) -> Result<(), GenError> {
         let ms = self.clock.before_alloc(self.alloc_bytes, &mut self.out)?;
-        let type_id = self.loader.type_id(ty, &self.types, &mut self.out)?;
-        let th = &mut self.threads[t];
-        let stack = self.stacks.alloc_stack(th.node(), ty as u32, type_id, size as u32, &mut th.latest, &mut self.out)?;
-        let os = th.os;
-        let spec = self.types.spec(ty);
-        let life = self.lifetimes.draw(&mut self.rng, spec.longevity);
+        let type_id = self.ids.type_id(ty);
+        let (longevity, finalizer) = self.program.types.fate(ty);
+        let life = self.lifetimes.draw(&mut self.rng, longevity);
         let mut death = if life == FOREVER { u64::MAX } else { self.alloc_bytes.saturating_add(life) };
-        let mut flags = match spec.finalizer {
+        let mut flags = match finalizer {
             Finalizer::None => 0,
             Finalizer::Normal => FINALIZABLE,
             Finalizer::Critical => FINALIZABLE | CRITICAL,
@@ -386,7 +350,7 @@ impl Process {
             }
             addr
         };
-        self.out.alloc(os, addr, stack)?;
+        self.out.alloc(t, ty, type_id, size, addr)?;
         self.seq = self.seq.checked_add(1).ok_or(GenError::Limit("object"))?;
         self.alloc_bytes += size;
         self.schedule.note_alloc(size, large);
@@ -394,14 +358,7 @@ impl Process {
         if let Some(plan) = handle {
             let target = plan.with_target.then_some((self.seq - 1, addr));
             let h = self.handles.create(plan, target);
-            let th = &mut self.threads[t];
-            let stack = self.stacks.call_stack(th.node(), &mut th.latest, &mut self.out)?;
-            self.out.record(Record::HandleCreated(HandleCreated {
-                thread: th.os,
-                handle: h.id,
-                initial: Address(h.target_addr),
-                stack,
-            }))?;
+            self.out.handle_created(t, h.id.0, h.target_addr)?;
         }
         Ok(())
     }
@@ -415,9 +372,7 @@ impl Process {
                     o.set_flags(o.flags() & !PINNED);
                 }
             }
-            let th = &mut self.threads[t];
-            let stack = self.stacks.call_stack(th.node(), &mut th.latest, &mut self.out)?;
-            self.out.record(Record::HandleDestroyed(HandleDestroyed { thread: th.os, handle: h.id, stack }))?;
+            self.out.handle_destroyed(t, h.id.0)?;
         }
         Ok(())
     }
@@ -445,8 +400,8 @@ impl Process {
             let index = self.clock.reader_index();
             let inputs = DumpInputs {
                 heap: &self.heap,
-                types: &self.types,
-                loader: &self.loader,
+                types: &self.program.types,
+                ids: &self.ids,
                 handles: &self.handles,
                 threads: &self.threads,
                 freachable: &self.gc_work.freachable,
@@ -488,16 +443,10 @@ impl Process {
             app_types: o.app_types,
             gen0_budget_bytes: self.schedule.budget(),
         };
-        let mut lines_by_kind = BTreeMap::new();
-        for k in Kind::ALL {
-            let n = self.out.count(k);
-            if n > 0 {
-                lines_by_kind.insert(k.letter().to_string(), n);
-            }
-        }
         let ranges = self.heap.ranges();
         let mut per_gen = [(0u64, 0u64); 4];
-        let mut alive_by_type = vec![(0u64, 0u64); self.types.len()];
+        let types = &self.program.types;
+        let mut alive_by_type = vec![(0u64, 0u64); types.len()];
         for (g, o) in self.heap.all() {
             per_gen[g as usize].0 += 1;
             per_gen[g as usize].1 += o.size as u64;
@@ -511,10 +460,10 @@ impl Process {
             (per_gen[2].0, per_gen[2].1, &ranges[1]),
             (per_gen[3].0, per_gen[3].1, &ranges[0]),
         ];
-        let type_info = (0..self.types.len())
+        let type_info = (0..types.len())
             .map(|t| {
-                self.loader.known_type(t).map(|id| {
-                    let s = self.types.spec(t);
+                self.ids.known_type(t).map(|id| {
+                    let s = types.spec(t);
                     (id.0, s.name.clone(), s.finalizer != Finalizer::None, s.finalizer == Finalizer::Critical)
                 })
             })
@@ -522,21 +471,13 @@ impl Process {
         let started: Vec<i32> = self.threads.iter().filter(|t| t.started).map(|t| t.os.0).collect();
         let ending = Ending {
             params,
-            bytes: 0,
-            lines_by_kind,
             generations,
             alive_by_type,
             type_info,
             by_condemned: self.schedule.by_condemned(),
             counts: self.schedule.counts(),
             handles: self.handles.stats(),
-            stacks: StackTruth {
-                distinct_n_lines: self.out.count(Kind::Stack),
-                allocation_stacks: self.stacks.allocation_stacks(),
-                call_stacks: self.stacks.call_stacks(),
-                trie_nodes: self.stacks.trie_nodes(),
-            },
-            calls: CallTruth { enabled: o.calls, c_lines: self.out.count(Kind::Call) },
+            calls: CallTruth { enabled: o.calls, c_lines: 0 },
             threads: ThreadTruth { count: started.len() as u64, ids: started },
             ticks: self.clock.stats(),
         };

@@ -3,14 +3,13 @@
 //!
 //! Call paths are interned in a prefix tree (trie): node 0 is the empty
 //! path, and a node is its parent path plus one function, so a thread's
-//! current stack is just a node and a call is a lookup among the node's
-//! few children. A *call stack* is a node; an *allocation stack* is a node
+//! current stack is just a node and a call is one lookup of (parent,
+//! function). A *call stack* is a node; an *allocation stack* is a node
 //! plus the allocated type and size (they are part of its identity). Each
 //! distinct stack gets one id, in order of first use, and its `n` line is
-//! written then. A node keeps its allocation stacks in a small vector
-//! sorted by (type, size): threads keep returning to the same nodes, so
-//! that vector is usually in cache, where a global hash map of millions of
-//! stacks would miss on most lookups (measured: 170 ns per allocation).
+//! written then. Both lookups use [`IdMap`]s keyed by packed integers; a
+//! small direct-mapped cache of recent allocation stacks sits in front of
+//! the large map (four allocations in five hit it, in L2).
 //!
 //! Prefix compression follows the profiler (`_StackTraceId` in
 //! `ProfilerCallback.cpp`): every thread remembers the last stack it used
@@ -20,39 +19,29 @@
 //! thread's previous stack was an allocation stack, | 4 * shared frames;
 //! the previous stack's id is written only when `flag >= 4`.
 
-use super::emit::Emitter;
+use super::lines::Lines;
 use super::error::GenError;
+use super::idmap::{IdMap, EMPTY};
 use crate::format::records::StackDef;
-use crate::format::{FunctionId, StackId, TypeId};
+use crate::format::{FunctionId, Record, StackId, TypeId};
+use std::io::Write;
 
 /// The trie node of the empty path.
 pub const ROOT: u32 = 0;
 
-const NODE_LIMIT: usize = 1 << 31;
+/// Call paths are below 2^24 (the allocation-stack key packs the node in 24
+/// bits, the type in 12 and the size in 28).
+const NODE_LIMIT: usize = 1 << 24;
+/// Entries of the recent-stacks cache (2^13 x 16 bytes: stays in L2).
+const RECENT_BITS: u32 = 16;
 
+#[derive(Clone, Copy)]
 struct Node {
     parent: u32,
     func: FunctionId,
     depth: u32,
     /// Call-stack id, 0 while the path has never been used as a stack.
     stack: StackId,
-    /// Child nodes by function id.
-    children: Vec<(FunctionId, u32)>,
-    /// Allocation stacks at this node: (type << 32 | size, id), sorted.
-    allocs: Vec<(u64, StackId)>,
-}
-
-/// A hint to load the cache line at `p`; nothing on other architectures.
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // Safety: SSE is part of the x86_64 baseline, and a prefetch never
-    // faults or changes memory, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// The stack a thread used last (the profiler's "latest stack trace").
@@ -66,6 +55,12 @@ pub struct Latest {
 /// Interned call paths and stack ids.
 pub struct StackTable {
     nodes: Vec<Node>,
+    /// (parent << 32 | function) -> child node.
+    children: IdMap,
+    /// (node << 40 | type << 28 | size) -> allocation-stack id.
+    allocs: IdMap,
+    /// Recent entries of `allocs`, direct-mapped.
+    recent: Vec<(u64, StackId)>,
     last_id: i32,
     alloc_stacks: u64,
     call_stacks: u64,
@@ -82,14 +77,10 @@ impl StackTable {
     /// An empty table (ids start at 1; 0 is the reader's empty stack).
     pub fn new() -> StackTable {
         StackTable {
-            nodes: vec![Node {
-                parent: u32::MAX,
-                func: FunctionId(-1),
-                depth: 0,
-                stack: StackId(0),
-                children: Vec::new(),
-                allocs: Vec::new(),
-            }],
+            nodes: vec![Node { parent: u32::MAX, func: FunctionId(-1), depth: 0, stack: StackId(0) }],
+            children: IdMap::new(),
+            allocs: IdMap::new(),
+            recent: vec![(EMPTY, StackId(0)); 1 << RECENT_BITS],
             last_id: 0,
             alloc_stacks: 0,
             call_stacks: 0,
@@ -100,7 +91,8 @@ impl StackTable {
     /// The node of `parent` plus a call to `func`.
     #[inline]
     pub fn child(&mut self, parent: u32, func: FunctionId) -> Result<u32, GenError> {
-        if let Some(&(_, n)) = self.nodes[parent as usize].children.iter().find(|c| c.0 == func) {
+        let key = (parent as u64) << 32 | func.0 as u32 as u64;
+        if let Some(n) = self.children.get(key) {
             return Ok(n);
         }
         let n = self.nodes.len();
@@ -108,18 +100,18 @@ impl StackTable {
             return Err(GenError::Limit("call-path"));
         }
         let depth = self.nodes[parent as usize].depth + 1;
-        self.nodes.push(Node { parent, func, depth, stack: StackId(0), children: Vec::new(), allocs: Vec::new() });
-        self.nodes[parent as usize].children.push((func, n as u32));
+        self.nodes.push(Node { parent, func, depth, stack: StackId(0) });
+        self.children.insert_new(key, n as u32);
         Ok(n as u32)
     }
 
     /// The call-stack id of `node`, writing its `n` line on first use.
     #[inline]
-    pub fn call_stack(
+    pub fn call_stack<W: Write>(
         &mut self,
         node: u32,
         latest: &mut Option<Latest>,
-        out: &mut Emitter,
+        out: &mut Lines<W>,
     ) -> Result<StackId, GenError> {
         let id = self.nodes[node as usize].stack;
         if id.0 != 0 {
@@ -134,49 +126,37 @@ impl StackTable {
         Ok(id)
     }
 
-    /// Asks the CPU to start loading what an allocation at `node` will look
-    /// up (the node and its allocation stacks), so that the simulation's
-    /// other work overlaps the memory latency.
-    #[inline]
-    pub fn prefetch_allocs(&self, node: u32) {
-        if let Some(n) = self.nodes.get(node as usize) {
-            prefetch(n.allocs.as_ptr());
-        }
-    }
-
-    /// Asks the CPU to start loading a node.
-    #[inline]
-    pub fn prefetch_node(&self, node: u32) {
-        if let Some(n) = self.nodes.get(node as usize) {
-            prefetch(n as *const Node);
-        }
-    }
-
     /// The allocation-stack id of (`node`, type, size), writing its `n`
-    /// line on first use. `type_key` is the generator's type index.
+    /// line on first use. `type_key` is the generator's type index (below
+    /// 2^12) and `size` is below 2^28.
     #[inline]
-    pub fn alloc_stack(
+    pub fn alloc_stack<W: Write>(
         &mut self,
         node: u32,
         type_key: u32,
         type_id: TypeId,
         size: u32,
         latest: &mut Option<Latest>,
-        out: &mut Emitter,
+        out: &mut Lines<W>,
     ) -> Result<StackId, GenError> {
-        let key = (type_key as u64) << 32 | size as u64;
-        let pos = match self.nodes[node as usize].allocs.binary_search_by_key(&key, |e| e.0) {
-            Ok(k) => {
-                let id = self.nodes[node as usize].allocs[k].1;
-                *latest = Some(Latest { id, node, alloc: true });
-                return Ok(id);
-            }
-            Err(k) => k,
+        if type_key >= 1 << 12 || size >= 1 << 28 {
+            return Err(GenError::Limit("allocation-stack key"));
+        }
+        let key = (node as u64) << 40 | (type_key as u64) << 28 | size as u64;
+        let slot = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - RECENT_BITS)) as usize;
+        let id = if self.recent[slot].0 == key {
+            self.recent[slot].1
+        } else if let Some(id) = self.allocs.get(key) {
+            self.recent[slot] = (key, StackId(id as i32));
+            StackId(id as i32)
+        } else {
+            let id = self.next_id()?;
+            self.write_def(id, node, Some((type_id, size as i32)), latest, out)?;
+            self.allocs.insert_new(key, id.0 as u32);
+            self.recent[slot] = (key, id);
+            self.alloc_stacks += 1;
+            id
         };
-        let id = self.next_id()?;
-        self.write_def(id, node, Some((type_id, size as i32)), latest, out)?;
-        self.nodes[node as usize].allocs.insert(pos, (key, id));
-        self.alloc_stacks += 1;
         *latest = Some(Latest { id, node, alloc: true });
         Ok(id)
     }
@@ -203,13 +183,13 @@ impl StackTable {
         node(a).depth
     }
 
-    fn write_def(
+    fn write_def<W: Write>(
         &mut self,
         id: StackId,
         node: u32,
         alloc: Option<(TypeId, i32)>,
         latest: &Option<Latest>,
-        out: &mut Emitter,
+        out: &mut Lines<W>,
     ) -> Result<(), GenError> {
         let reference = latest.map(|l| (l.id, self.common_depth(l.node, node), l.alloc));
         let shared = reference.map_or(0, |r| r.1);
@@ -222,7 +202,7 @@ impl StackTable {
         }
         self.scratch.reverse();
         let def = StackDef::new(id, alloc, reference, &self.scratch);
-        out.stack_def(&def)?;
+        out.record(&Record::Stack(def))?;
         Ok(())
     }
 
@@ -256,12 +236,13 @@ impl StackTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{read_all, Style};
-    use crate::gen::emit::capture;
+    use crate::format::{read_all, LogWriter, Style};
 
-    fn text(f: impl FnOnce(&mut StackTable, &mut Emitter)) -> String {
+    fn text(f: impl FnOnce(&mut StackTable, &mut Lines<Vec<u8>>)) -> String {
         let mut t = StackTable::new();
-        capture(Style::BITS64, |out| f(&mut t, out))
+        let mut out = Lines::new(LogWriter::new(Vec::new(), Style::BITS64));
+        f(&mut t, &mut out);
+        String::from_utf8(out.finish().unwrap()).unwrap()
     }
 
     #[test]

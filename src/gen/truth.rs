@@ -18,6 +18,7 @@ use super::heap::{Obj, QUEUED};
 use super::reader_clock::EventGate;
 use super::schedule::GcPlan;
 use crate::format::records::GenerationRange;
+use crate::format::Kind;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -863,10 +864,6 @@ impl TruthBuilder {
 pub struct Ending<'a> {
     /// Parameters.
     pub params: Params,
-    /// Log bytes.
-    pub bytes: u64,
-    /// Lines by record letter.
-    pub lines_by_kind: BTreeMap<String, u64>,
     /// Objects left in each generation (3: large) with their range.
     pub generations: [(u64, u64, &'a GenerationRange); 4],
     /// Objects left per type.
@@ -879,9 +876,7 @@ pub struct Ending<'a> {
     pub counts: [u32; 3],
     /// Handle counts.
     pub handles: HandleStats,
-    /// Stack counts.
-    pub stacks: StackTruth,
-    /// `c` lines.
+    /// `c` lines (filled in by [`Truth::attach_log`]).
     pub calls: CallTruth,
     /// Threads.
     pub threads: ThreadTruth,
@@ -895,7 +890,6 @@ impl TruthBuilder {
         let final_objects: u64 = end.generations.iter().map(|g| g.0).sum();
         let final_bytes: u64 = end.generations.iter().map(|g| g.1).sum();
         let summary = self.summary(final_bytes, end.counts, &end.handles);
-        let lines: u64 = end.lines_by_kind.values().sum();
         let mut types: Vec<TypeTruth> = Vec::new();
         for (k, info) in end.type_info.iter().enumerate() {
             let Some((id, name, finalizable, critical)) = info else { continue };
@@ -924,12 +918,10 @@ impl TruthBuilder {
         let objects = self.soh.objects + self.loh.objects;
         let bytes = self.soh.bytes + self.loh.bytes;
         let handles_enabled = end.params.handles_per_million > 0.0;
-        let u_lines = end.lines_by_kind.get("u").copied().unwrap_or(0);
-        let v_lines = end.lines_by_kind.get("v").copied().unwrap_or(0);
         Truth {
             schema: SCHEMA.to_string(),
             generator: GeneratorInfo { name: "clrprof gen".to_string(), version: env!("CARGO_PKG_VERSION").to_string() },
-            log: LogInfo { bytes: end.bytes, lines, pointer_bits: end.params.pointer_bits, lines_by_kind: end.lines_by_kind },
+            log: LogInfo { bytes: 0, lines: 0, pointer_bits: end.params.pointer_bits, lines_by_kind: BTreeMap::new() },
             gcs: GcsTruth {
                 total: self.gcs.len() as u32,
                 by_condemned_generation: end.by_condemned,
@@ -953,8 +945,8 @@ impl TruthBuilder {
             relocation: Relocation {
                 relocated_objects: self.relocated.objects,
                 relocated_bytes: self.relocated.bytes,
-                u_lines,
-                v_lines,
+                u_lines: 0,
+                v_lines: 0,
             },
             final_heap: FinalHeap {
                 objects: final_objects,
@@ -985,7 +977,7 @@ impl TruthBuilder {
                 list: self.dumps,
             },
             comments: Comments { count: self.comments.len() as u64, list: self.comments },
-            stacks: end.stacks,
+            stacks: StackTruth { distinct_n_lines: 0, allocation_stacks: 0, call_stacks: 0, trie_nodes: 0 },
             calls: end.calls,
             threads: end.threads,
             ticks: end.ticks,
@@ -1026,6 +1018,22 @@ impl TruthBuilder {
 }
 
 impl Truth {
+    /// Fills in what only the profiler stage knows: the log's size, its
+    /// lines by kind, and the stacks.
+    pub(crate) fn attach_log(&mut self, bytes: u64, counts: &[u64; Kind::COUNT], stacks: StackTruth) {
+        self.log.bytes = bytes;
+        self.log.lines = counts.iter().sum();
+        self.log.lines_by_kind = Kind::ALL
+            .iter()
+            .filter(|k| counts[k.index()] > 0)
+            .map(|k| (k.letter().to_string(), counts[k.index()]))
+            .collect();
+        self.relocation.u_lines = counts[Kind::Moved.index()];
+        self.relocation.v_lines = counts[Kind::Survived.index()];
+        self.calls.c_lines = counts[Kind::Call.index()];
+        self.stacks = stacks;
+    }
+
     /// The truth as pretty-printed JSON.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
         serde_json::to_string_pretty(self)

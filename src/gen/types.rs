@@ -102,6 +102,10 @@ struct SizeRule {
     max_len: u32,
     /// Mean length (before the site's scale).
     len_mean: f64,
+    /// Lifetime tendency.
+    longevity: Longevity,
+    /// Finalization.
+    finalizer: Finalizer,
 }
 
 /// The catalog of types with size sampling.
@@ -241,11 +245,27 @@ impl TypeCatalog {
     fn rule(&self, ty: usize) -> SizeRule {
         let spec = &self.specs[ty];
         match spec.shape {
-            Shape::Fixed { .. } => SizeRule { fixed: self.size_of(ty, 0) as u32, header: 0, elem: 0, max_len: 0, len_mean: 0.0 },
+            Shape::Fixed { .. } => SizeRule {
+                fixed: self.size_of(ty, 0) as u32,
+                header: 0,
+                elem: 0,
+                max_len: 0,
+                len_mean: 0.0,
+                longevity: spec.longevity,
+                finalizer: spec.finalizer,
+            },
             shape => {
                 let (header, elem) = self.element_layout(shape);
                 let max_len = (LARGE_OBJECT_BYTES - 1 - header - self.ptr) / elem;
-                SizeRule { fixed: 0, header: header as u32, elem: elem as u32, max_len: max_len as u32, len_mean: spec.len_mean }
+                SizeRule {
+                    fixed: 0,
+                    header: header as u32,
+                    elem: elem as u32,
+                    max_len: max_len as u32,
+                    len_mean: spec.len_mean,
+                    longevity: spec.longevity,
+                    finalizer: spec.finalizer,
+                }
             }
         }
     }
@@ -264,6 +284,14 @@ impl TypeCatalog {
     #[inline]
     pub fn spec(&self, ty: usize) -> &TypeSpec {
         &self.specs[ty]
+    }
+
+    /// Lifetime tendency and finalization of a type (packed beside its
+    /// size rule, for the allocation path).
+    #[inline]
+    pub fn fate(&self, ty: usize) -> (Longevity, Finalizer) {
+        let r = &self.rules[ty];
+        (r.longevity, r.finalizer)
     }
 
     /// A type by name.

@@ -185,3 +185,88 @@ fn failing_logs_error_or_recover() {
     }
     assert!(seen >= 5, "only {seen} failing logs");
 }
+
+// ---------------------------------------------------------------- the CLI
+
+fn clrprof(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run clrprof")
+}
+
+/// Compares `actual` with a golden file (`UPDATE_GOLDEN=1` writes it).
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
+    assert_eq!(actual, expected, "output differs from {}", path.display());
+}
+
+/// The project's own corpus through `clrprof summary --json`. The golden
+/// figures were checked against the throw-away model of
+/// `docs/reference-reader.md` (section 10) when they were blessed.
+/// `tricky.log` has a generation-4 range, where CLRProfiler's reader throws:
+/// the CLI exits with status 1 and names the line.
+#[test]
+fn corpus_summaries_through_the_cli() {
+    for log in ["all-kinds", "truncated"] {
+        let out = clrprof(&["summary", "--json", "--quiet", &format!("corpus/{log}.log")]);
+        assert!(out.status.success(), "{log}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let v: Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(v.as_object().map(|o| o.len()), Some(18), "{log}: 18 keys");
+        golden(&format!("summary-{log}.json"), &text);
+    }
+    let out = clrprof(&["summary", "--quiet", "corpus/tricky.log"]);
+    assert_eq!(out.status.code(), Some(1));
+    golden("summary-tricky.stderr", &String::from_utf8_lossy(&out.stderr));
+    // The table form names every figure.
+    let out = clrprof(&["summary", "corpus/all-kinds.log"]);
+    assert!(out.status.success());
+    golden("summary-all-kinds.txt", &String::from_utf8_lossy(&out.stdout));
+}
+
+/// The same figures from the reference logs through the CLI's JSON.
+#[test]
+fn reference_summaries_through_the_cli() {
+    let Some(dir) = reference_dir() else { return };
+    for name in ["sample-all-kinds", "gen-tiny", "quirk-q12_g_only"] {
+        let path = dir.join(format!("{name}.log"));
+        let out = clrprof(&["summary", "--json", "--quiet", path.to_str().expect("path")]);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let ours: Value = serde_json::from_slice(&out.stdout).expect("json");
+        let reference: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.clrprofiler.json"))).expect("json"))
+                .expect("json");
+        assert_eq!(ours, reference["summary"], "{name}");
+    }
+}
+
+/// `clrprof footprint --json` has the documented keys and sane values.
+#[test]
+fn footprint_json() {
+    let out = clrprof(&["footprint", "--json", "--quiet", "corpus/all-kinds.log"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    for key in [
+        "file_bytes",
+        "load_seconds",
+        "peak_rss_bytes",
+        "peak_anon_bytes",
+        "samples",
+        "sample_table_bytes",
+        "bytes_per_sample",
+        "tables",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["samples"], 1122);
+    assert_eq!(v["file_bytes"], std::fs::metadata("corpus/all-kinds.log").expect("meta").len());
+    assert!(v["tables"]["stacks"].as_u64().is_some_and(|b| b > 0));
+}

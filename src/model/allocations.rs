@@ -323,6 +323,19 @@ impl AllocationTable {
         }
     }
 
+    /// Objects allocated per stack row.
+    pub(crate) fn stack_counts(&self) -> super::histogram::StackCounts {
+        let mut counts: Vec<u64> = Vec::new();
+        for i in 0..self.stacks.len() {
+            let r = self.stacks.get(i) as usize;
+            if r >= counts.len() {
+                counts.resize((r + 1).max(counts.len() * 2), 0);
+            }
+            counts[r] += 1;
+        }
+        super::histogram::StackCounts::from_vec(counts)
+    }
+
     /// Objects with a fate other than the default (for the footprint).
     pub fn stored_fates(&self) -> usize {
         self.exceptions.len()

@@ -160,7 +160,6 @@ impl<'a> Builder<'a> {
                 };
                 let (heap, mut fx) = self.effects();
                 heap.allocate(&mut fx, a.address.0, st.row, st.type_id, st.size, obj.0)?;
-                self.histograms.allocated.add(st.row);
             }
             Record::Stack(n) => {
                 let cap = self.functions.capacity();
@@ -414,6 +413,7 @@ impl<'a> Builder<'a> {
         let mut final_heap = StackCounts::default();
         self.heap.final_walk(&self.stacks, |o| final_heap.add(o.row)).map_err(err)?;
         self.histograms.final_heap = final_heap;
+        self.histograms.allocated = self.objects.stack_counts();
         self.histograms.relocated = StackCounts::from_vec(std::mem::take(&mut self.heap.relocated));
         for (_, h) in self.heap.live.iter() {
             self.objects.alive(h.obj);

@@ -17,7 +17,7 @@ use super::allocations::AllocationTable;
 use super::error::Problem;
 use super::ids::StackRef;
 use super::intervals::{Interval, Intervals};
-use super::live::{Header, LiveObjects, RAW};
+use super::live::{Header, LiveObjects, Placed, RAW};
 use super::samples::SampleTable;
 use super::stacks::StackTable;
 use crate::format::TypeId;
@@ -304,6 +304,24 @@ impl Heap {
         obj: u32,
     ) -> Result<(), Problem> {
         let appended = if fresh { self.note_allocation(fx, a, size)? } else { false };
+        if size >= 12 {
+            // Nothing near: no predecessor to erase, no header words to
+            // damage, nothing in the body. One search.
+            let w = a >> 2;
+            let clear_end = if appended {
+                0
+            } else {
+                (a.wrapping_add(12) >> 2).saturating_add(((size - 12).wrapping_add(3) & 0xFFFF_FFFC) as u64 / 4)
+            };
+            let stacks = fx.stacks;
+            let header = Header { row: row.0, tick: alloc_tick, obj };
+            let pred_clear = |k: u64, h: Header| {
+                Self::decode(stacks, k, h).is_ok_and(|o| o.start.checked_add(o.size as u64).is_some_and(|e| e <= a))
+            };
+            if self.live.place_fast(w, clear_end, !appended, pred_clear, header) == Placed::Done {
+                return fx.samples.insert(a, a.wrapping_add(size as u64), fx.tick, alloc_tick, type_id.0);
+            }
+        }
         if !appended {
             let p = self.live.find_le(a.wrapping_sub(4) >> 2).map_or(0, |(k, _)| k << 2);
             if let Some(o) = self.object_in(fx.stacks, p, a)? {
@@ -352,9 +370,13 @@ impl Heap {
             }
             let next = f.start.wrapping_add(f.size as u64);
             fx.samples.free(f.start, next, fx.tick)?;
-            // The object itself moves: take it out before clearing its body.
-            self.live.remove(f.start >> 2);
-            self.clear32(fx, f.start, f.size);
+            // The object itself moves: take it out before clearing its body
+            // (in one step when nothing else lies there).
+            let count = (f.size.wrapping_add(3) & 0xFFFF_FFFC) as u64 / 4;
+            if self.live.remove_alone(f.start >> 2, count).is_none() {
+                self.live.remove(f.start >> 2);
+                self.clear32(fx, f.start, f.size);
+            }
             let dest = new.wrapping_add(f.start.wrapping_sub(old));
             self.place(fx, dest, f.row, f.type_id, f.size, f.header.tick, false, f.header.obj)?;
             let r = f.row.index();

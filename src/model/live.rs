@@ -3,31 +3,35 @@
 //! CLRProfiler keeps 16 bits for every 4-byte word of address space and
 //! marks an object (of 12 bytes or more) by three header words at its
 //! address. This store keeps only the objects: one entry per marked word,
-//! keyed by the word index (`address >> 2`), holding what the three header
-//! words encode (stack row and allocation tick) plus the object's id. The
-//! entries live in pages of sorted arrays:
+//! keyed by the word index (`address >> 2`), holding what the header words
+//! encode (stack row and allocation tick) plus the object's id.
+//!
+//! Entries are grouped by blocks of 16 KB of address space (4096 words); a
+//! block is a small sorted array of 16-bit word offsets and headers:
 //!
 //! ```text
-//! firsts: [0x400, 0x8200, ...]            first key of each page
-//! pages:  [ keys [0x400, 0x406, 0x40f, ...]   (up to 1024, sorted)
-//!           vals [hdr,   hdr,   hdr,   ...] ]
-//!         [ keys [0x8200, ...] ... ]
+//! block id = word >> 12          blocks: [ keys: [0x004, 0x00a, 0x013, ...]  (u16, sorted)
+//! offset   = word & 0xfff                  vals: [hdr,   hdr,   hdr,   ...] ] (12 bytes each)
+//! index:   block id -> block     (a hash map behind a small cache of recent blocks)
+//! nonempty: ordered set of the block ids that hold entries
 //! ```
 //!
-//! Allocations mostly arrive in increasing address order within a region,
-//! so an insert is usually a push at the end of the page last used (found
-//! without a search through a hint); a page that fills up is split. No
-//! allocation per object and no hashing. Range removals drain whole pages.
+//! An allocation finds its block in the cache (threads allocate in a few
+//! regions at a time) and its place by a short search in at most a few
+//! hundred entries, usually at the end. There is no allocation per object
+//! and no hashing per allocation. Searches that cross empty blocks use the
+//! ordered set of nonempty blocks, so sparse 64-bit heaps cost nothing.
 //!
 //! The header-word details that matter on inconsistent logs (a clear that
 //! hits the second or third word of a header, a header written over another
-//! one's words) are applied by [`super::heap`], which knows how the words
-//! encode an entry.
+//! one's words) are applied by [`super::heap`].
 
 use std::cell::Cell;
+use std::collections::{BTreeSet, HashMap};
 
-/// Entries per page.
-const PAGE: usize = 1024;
+const BLOCK_BITS: u32 = 12;
+const OFFSET_MASK: u64 = (1 << BLOCK_BITS) - 1;
+const CACHE: usize = 8;
 
 /// What the simulated heap holds for one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,28 +49,65 @@ pub(crate) struct Header {
 pub(crate) const RAW: u32 = 1 << 31;
 
 #[derive(Clone, Debug, Default)]
-struct Page {
-    keys: Vec<u64>,
+struct Block {
+    keys: Vec<u16>,
     vals: Vec<Header>,
 }
 
-impl Page {
-    fn with(key: u64, val: Header) -> Page {
-        let mut keys = Vec::with_capacity(PAGE);
-        let mut vals = Vec::with_capacity(PAGE);
-        keys.push(key);
-        vals.push(val);
-        Page { keys, vals }
+impl Block {
+    /// Index of the first key >= `off`.
+    #[inline]
+    fn lower_bound(&self, off: u16) -> usize {
+        match self.keys.last() {
+            Some(&l) if l < off => self.keys.len(),
+            _ => self.keys.partition_point(|&k| k < off),
+        }
     }
 }
 
 /// The address-ordered store of live objects (see the module documentation).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LiveObjects {
-    pages: Vec<Page>,
-    firsts: Vec<u64>,
+    blocks: Vec<Block>,
+    ids: Vec<u64>,
+    index: HashMap<u64, u32>,
+    nonempty: BTreeSet<u64>,
+    cache: Cell<[(u64, u32); CACHE]>,
+    cache_next: Cell<usize>,
     len: usize,
-    hint: Cell<usize>,
+}
+
+impl Default for LiveObjects {
+    fn default() -> Self {
+        LiveObjects {
+            blocks: Vec::new(),
+            ids: Vec::new(),
+            index: HashMap::new(),
+            nonempty: BTreeSet::new(),
+            cache: Cell::new([(u64::MAX, u32::MAX); CACHE]),
+            cache_next: Cell::new(0),
+            len: 0,
+        }
+    }
+}
+
+#[inline]
+fn split(key: u64) -> (u64, u16) {
+    (key >> BLOCK_BITS, (key & OFFSET_MASK) as u16)
+}
+
+#[inline]
+fn join(block: u64, off: u16) -> u64 {
+    (block << BLOCK_BITS) | off as u64
+}
+
+/// The outcome of [`LiveObjects::place_fast`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placed {
+    /// Inserted; nothing else was touched.
+    Done,
+    /// Something lies near: the caller applies the general rules.
+    Slow,
 }
 
 impl LiveObjects {
@@ -75,154 +116,200 @@ impl LiveObjects {
         self.len
     }
 
-    /// The page that holds (or would hold) `key`: the last page whose first
-    /// key is at most `key`, or page 0. The store must not be empty.
+    /// The block with this id, if it exists.
     #[inline]
-    fn page_for(&self, key: u64) -> usize {
-        let h = self.hint.get();
-        let n = self.firsts.len();
-        if h < n && self.firsts[h] <= key && (h + 1 == n || key < self.firsts[h + 1]) {
-            return h;
+    fn find_block(&self, b: u64) -> Option<usize> {
+        let c = self.cache.get();
+        for &(id, i) in &c {
+            if id == b && i != u32::MAX {
+                return Some(i as usize);
+            }
         }
-        let p = self.firsts.partition_point(|&f| f <= key).saturating_sub(1);
-        self.hint.set(p);
-        p
+        let i = *self.index.get(&b)?;
+        self.remember(b, i);
+        Some(i as usize)
+    }
+
+    #[inline]
+    fn remember(&self, b: u64, i: u32) {
+        let mut c = self.cache.get();
+        let n = self.cache_next.get();
+        c[n] = (b, i);
+        self.cache.set(c);
+        self.cache_next.set((n + 1) % CACHE);
+    }
+
+    #[inline]
+    fn block_or_create(&mut self, b: u64) -> usize {
+        if let Some(i) = self.find_block(b) {
+            return i;
+        }
+        let i = self.blocks.len() as u32;
+        self.blocks.push(Block::default());
+        self.ids.push(b);
+        self.index.insert(b, i);
+        self.remember(b, i);
+        i as usize
+    }
+
+    /// The last entry of the nonempty block before block `b`.
+    fn last_before_block(&self, b: u64) -> Option<(u64, Header)> {
+        let pb = *self.nonempty.range(..b).next_back()?;
+        let blk = &self.blocks[self.find_block(pb)?];
+        let n = blk.keys.len();
+        (n > 0).then(|| (join(pb, blk.keys[n - 1]), blk.vals[n - 1]))
+    }
+
+    /// The first entry of the nonempty block after block `b`.
+    fn first_after_block(&self, b: u64) -> Option<(u64, Header)> {
+        let nb = *self.nonempty.range(b.checked_add(1)?..).next()?;
+        let blk = &self.blocks[self.find_block(nb)?];
+        blk.keys.first().map(|&k| (join(nb, k), blk.vals[0]))
     }
 
     /// The entry at `key`.
     #[inline]
     pub(crate) fn get(&self, key: u64) -> Option<Header> {
-        if self.pages.is_empty() {
-            return None;
-        }
-        let p = &self.pages[self.page_for(key)];
-        let i = p.keys.partition_point(|&k| k < key);
-        (i < p.keys.len() && p.keys[i] == key).then(|| p.vals[i])
+        let (b, off) = split(key);
+        let blk = &self.blocks[self.find_block(b)?];
+        let i = blk.lower_bound(off);
+        (i < blk.keys.len() && blk.keys[i] == off).then(|| blk.vals[i])
     }
 
-    /// Replaces the header of the entry at `key` (which must exist).
+    /// Replaces the header of the entry at `key`, if it exists.
     pub(crate) fn set(&mut self, key: u64, h: Header) {
-        if self.pages.is_empty() {
-            return;
-        }
-        let pi = self.page_for(key);
-        let p = &mut self.pages[pi];
-        let i = p.keys.partition_point(|&k| k < key);
-        if i < p.keys.len() && p.keys[i] == key {
-            p.vals[i] = h;
+        let (b, off) = split(key);
+        let Some(bi) = self.find_block(b) else { return };
+        let blk = &mut self.blocks[bi];
+        let i = blk.lower_bound(off);
+        if i < blk.keys.len() && blk.keys[i] == off {
+            blk.vals[i] = h;
         }
     }
 
     /// The entry with the greatest key at most `key`.
     #[inline]
     pub(crate) fn find_le(&self, key: u64) -> Option<(u64, Header)> {
-        if self.pages.is_empty() {
-            return None;
+        let (b, off) = split(key);
+        if let Some(bi) = self.find_block(b) {
+            let blk = &self.blocks[bi];
+            let i = blk.lower_bound(off + 1);
+            if i > 0 {
+                return Some((join(b, blk.keys[i - 1]), blk.vals[i - 1]));
+            }
         }
-        let pi = self.page_for(key);
-        let p = &self.pages[pi];
-        let i = p.keys.partition_point(|&k| k <= key);
-        if i == 0 {
-            return None; // only for page 0: every key is above
-        }
-        Some((p.keys[i - 1], p.vals[i - 1]))
+        self.last_before_block(b)
     }
 
     /// The entry with the least key in `[lo, hi]` (both inclusive).
     #[inline]
     pub(crate) fn find_in(&self, lo: u64, hi: u64) -> Option<(u64, Header)> {
-        if self.pages.is_empty() || lo > hi {
+        if lo > hi {
             return None;
         }
-        let pi = self.page_for(lo);
-        let p = &self.pages[pi];
-        let i = p.keys.partition_point(|&k| k < lo);
-        let (k, v) = if i < p.keys.len() {
-            (p.keys[i], p.vals[i])
-        } else {
-            let q = self.pages.get(pi + 1)?;
-            (q.keys[0], q.vals[0])
-        };
-        (k <= hi).then_some((k, v))
+        let (b, off) = split(lo);
+        if let Some(bi) = self.find_block(b) {
+            let blk = &self.blocks[bi];
+            let i = blk.lower_bound(off);
+            if i < blk.keys.len() {
+                let k = join(b, blk.keys[i]);
+                return (k <= hi).then_some((k, blk.vals[i]));
+            }
+        }
+        if hi >> BLOCK_BITS == b {
+            return None;
+        }
+        self.first_after_block(b).filter(|&(k, _)| k <= hi)
     }
 
     /// Inserts or replaces the entry at `key`; returns the replaced header.
     #[inline]
     pub(crate) fn insert(&mut self, key: u64, val: Header) -> Option<Header> {
-        if self.pages.is_empty() {
-            self.pages.push(Page::with(key, val));
-            self.firsts.push(key);
-            self.len = 1;
-            return None;
+        let (b, off) = split(key);
+        let bi = self.block_or_create(b);
+        let blk = &mut self.blocks[bi];
+        let i = blk.lower_bound(off);
+        if i < blk.keys.len() && blk.keys[i] == off {
+            return Some(std::mem::replace(&mut blk.vals[i], val));
         }
-        let pi = self.page_for(key);
-        let p = &mut self.pages[pi];
-        let n = p.keys.len();
-        // Fast path: beyond the page's last key.
-        let i = if p.keys[n - 1] < key { n } else { p.keys.partition_point(|&k| k < key) };
-        if i < n && p.keys[i] == key {
-            return Some(std::mem::replace(&mut p.vals[i], val));
+        if blk.keys.is_empty() {
+            self.nonempty.insert(b);
         }
+        blk.keys.insert(i, off);
+        blk.vals.insert(i, val);
         self.len += 1;
-        if n < PAGE {
-            p.keys.insert(i, key);
-            p.vals.insert(i, val);
-            if i == 0 {
-                self.firsts[pi] = key;
-            }
-            return None;
-        }
-        if i == n {
-            // A full page appended to: start the next page.
-            self.pages.insert(pi + 1, Page::with(key, val));
-            self.firsts.insert(pi + 1, key);
-            self.hint.set(pi + 1);
-            return None;
-        }
-        // Split in halves, then insert into the half that holds `i`.
-        let mid = PAGE / 2;
-        let mut right = Page { keys: Vec::with_capacity(PAGE), vals: Vec::with_capacity(PAGE) };
-        right.keys.extend_from_slice(&p.keys[mid..]);
-        right.vals.extend_from_slice(&p.vals[mid..]);
-        p.keys.truncate(mid);
-        p.vals.truncate(mid);
-        if i <= mid {
-            p.keys.insert(i, key);
-            p.vals.insert(i, val);
-            if i == 0 {
-                self.firsts[pi] = key;
-            }
-        } else {
-            right.keys.insert(i - mid, key);
-            right.vals.insert(i - mid, val);
-        }
-        let rf = right.keys[0];
-        self.pages.insert(pi + 1, right);
-        self.firsts.insert(pi + 1, rf);
         None
+    }
+
+    /// Inserts an object at `key` when nothing lies near it: no entry in
+    /// `[key - 2, max(key + 2, clear_end - 1)]`, and (when `check_pred`) the
+    /// entry before it satisfies `pred_clear`. Otherwise inserts nothing.
+    #[inline]
+    pub(crate) fn place_fast(
+        &mut self,
+        key: u64,
+        clear_end: u64,
+        check_pred: bool,
+        pred_clear: impl FnOnce(u64, Header) -> bool,
+        val: Header,
+    ) -> Placed {
+        let (b, off) = split(key);
+        let bi = self.block_or_create(b);
+        let blk = &self.blocks[bi];
+        let i = blk.lower_bound(off);
+        let n = blk.keys.len();
+        let reach = clear_end.saturating_sub(1).max(key.saturating_add(2));
+        let next = if i < n {
+            Some(join(b, blk.keys[i]))
+        } else if reach >> BLOCK_BITS == b {
+            None // nothing further in this block, and the reach ends in it
+        } else {
+            self.first_after_block(b).map(|x| x.0)
+        };
+        if next.is_some_and(|k| k <= reach) {
+            return Placed::Slow;
+        }
+        let prev = if i > 0 {
+            Some((join(b, blk.keys[i - 1]), blk.vals[i - 1]))
+        } else if check_pred || off < 2 {
+            self.last_before_block(b)
+        } else {
+            None // only a predecessor within two words would matter
+        };
+        if let Some((pk, ph)) = prev {
+            if pk.saturating_add(2) >= key || (check_pred && !pred_clear(pk, ph)) {
+                return Placed::Slow;
+            }
+        }
+        let blk = &mut self.blocks[bi];
+        if n == 0 {
+            self.nonempty.insert(b);
+            if blk.keys.capacity() == 0 {
+                blk.keys.reserve(64);
+                blk.vals.reserve(64);
+            }
+        }
+        blk.keys.insert(i, off);
+        blk.vals.insert(i, val);
+        self.len += 1;
+        Placed::Done
     }
 
     /// Removes the entry at `key`.
     #[inline]
     pub(crate) fn remove(&mut self, key: u64) -> Option<Header> {
-        if self.pages.is_empty() {
+        let (b, off) = split(key);
+        let bi = self.find_block(b)?;
+        let blk = &mut self.blocks[bi];
+        let i = blk.lower_bound(off);
+        if i >= blk.keys.len() || blk.keys[i] != off {
             return None;
         }
-        let pi = self.page_for(key);
-        let p = &mut self.pages[pi];
-        let i = p.keys.partition_point(|&k| k < key);
-        if i >= p.keys.len() || p.keys[i] != key {
-            return None;
-        }
-        p.keys.remove(i);
-        let v = p.vals.remove(i);
+        blk.keys.remove(i);
+        let v = blk.vals.remove(i);
         self.len -= 1;
-        if p.keys.is_empty() {
-            self.pages.remove(pi);
-            self.firsts.remove(pi);
-            self.hint.set(0);
-        } else if i == 0 {
-            self.firsts[pi] = p.keys[0];
+        if blk.keys.is_empty() {
+            self.nonempty.remove(&b);
         }
         Some(v)
     }
@@ -230,82 +317,115 @@ impl LiveObjects {
     /// Removes every entry with a key in `[lo, hi)`, calling `f` for each in
     /// key order.
     pub(crate) fn remove_range(&mut self, lo: u64, hi: u64, mut f: impl FnMut(u64, Header)) {
-        if self.pages.is_empty() || lo >= hi {
+        if lo >= hi {
             return;
         }
-        let first = self.page_for(lo);
-        let mut pi = first;
-        let mut empty_from = usize::MAX;
-        let mut empty_to = 0;
-        while pi < self.pages.len() && self.firsts[pi] < hi {
-            let p = &mut self.pages[pi];
-            let n = p.keys.len();
-            let a = p.keys.partition_point(|&k| k < lo);
-            let b = p.keys.partition_point(|&k| k < hi);
-            if a < b {
-                for j in a..b {
-                    f(p.keys[j], p.vals[j]);
+        let (lb, loff) = split(lo);
+        let (hb, hoff) = split(hi);
+        // Fast path: within one block.
+        if lb == hb {
+            let Some(bi) = self.find_block(lb) else { return };
+            let blk = &mut self.blocks[bi];
+            let a = blk.lower_bound(loff);
+            let e = blk.lower_bound(hoff);
+            if a < e {
+                for j in a..e {
+                    f(join(lb, blk.keys[j]), blk.vals[j]);
                 }
-                p.keys.drain(a..b);
-                p.vals.drain(a..b);
-                self.len -= b - a;
-                if p.keys.is_empty() {
-                    empty_from = empty_from.min(pi);
-                    empty_to = pi + 1;
-                } else if a == 0 {
-                    self.firsts[pi] = p.keys[0];
+                blk.keys.drain(a..e);
+                blk.vals.drain(a..e);
+                self.len -= e - a;
+                if blk.keys.is_empty() {
+                    self.nonempty.remove(&lb);
                 }
             }
-            if b < n {
-                break; // this page holds keys at or above `hi`
-            }
-            pi += 1;
+            return;
         }
-        if empty_from < empty_to {
-            self.pages.drain(empty_from..empty_to);
-            self.firsts.drain(empty_from..empty_to);
-            self.hint.set(0);
+        let touched: Vec<u64> = self.nonempty.range(lb..=hb).copied().collect();
+        for b in touched {
+            let Some(bi) = self.find_block(b) else { continue };
+            let blk = &mut self.blocks[bi];
+            let a = if b == lb { blk.lower_bound(loff) } else { 0 };
+            let e = if b == hb { blk.lower_bound(hoff) } else { blk.keys.len() };
+            if a >= e {
+                continue;
+            }
+            for j in a..e {
+                f(join(b, blk.keys[j]), blk.vals[j]);
+            }
+            blk.keys.drain(a..e);
+            blk.vals.drain(a..e);
+            self.len -= e - a;
+            if blk.keys.is_empty() {
+                self.nonempty.remove(&b);
+            }
         }
     }
 
-    /// Repacks the pages when they are less than half full on average.
+    /// Frees the arrays of empty blocks that grew large (after a GC).
     pub(crate) fn compact(&mut self) {
-        if self.pages.len() < 4 || self.len * 2 > self.pages.len() * PAGE {
-            return;
-        }
-        let old = std::mem::take(&mut self.pages);
-        self.firsts.clear();
-        let mut cur = Page { keys: Vec::with_capacity(PAGE), vals: Vec::with_capacity(PAGE) };
-        for p in old {
-            for (k, v) in p.keys.into_iter().zip(p.vals) {
-                if cur.keys.len() == PAGE {
-                    self.firsts.push(cur.keys[0]);
-                    self.pages.push(std::mem::replace(
-                        &mut cur,
-                        Page { keys: Vec::with_capacity(PAGE), vals: Vec::with_capacity(PAGE) },
-                    ));
-                }
-                cur.keys.push(k);
-                cur.vals.push(v);
+        for blk in &mut self.blocks {
+            if blk.keys.is_empty() && blk.keys.capacity() > 1024 {
+                *blk = Block::default();
             }
         }
-        if !cur.keys.is_empty() {
-            self.firsts.push(cur.keys[0]);
-            self.pages.push(cur);
+    }
+
+    /// Removes the object at `key` whose body spans `count` words, when
+    /// nothing else lies in `[key - 2, key + count)`; otherwise removes
+    /// nothing and returns `None`.
+    #[inline]
+    pub(crate) fn remove_alone(&mut self, key: u64, count: u64) -> Option<Header> {
+        let (b, off) = split(key);
+        let bi = self.find_block(b)?;
+        let blk = &self.blocks[bi];
+        let i = blk.lower_bound(off);
+        if i >= blk.keys.len() || blk.keys[i] != off {
+            return None;
         }
-        self.hint.set(0);
+        let end = key.saturating_add(count.max(1));
+        let next_near = if i + 1 < blk.keys.len() {
+            join(b, blk.keys[i + 1]) < end
+        } else if (end - 1) >> BLOCK_BITS == b {
+            false
+        } else {
+            self.first_after_block(b).is_some_and(|(k, _)| k < end)
+        };
+        let prev_near = if i > 0 {
+            join(b, blk.keys[i - 1]) + 2 >= key
+        } else if off < 2 {
+            self.last_before_block(b).is_some_and(|(k, _)| k + 2 >= key)
+        } else {
+            false
+        };
+        if next_near || prev_near {
+            return None;
+        }
+        let blk = &mut self.blocks[bi];
+        blk.keys.remove(i);
+        let v = blk.vals.remove(i);
+        self.len -= 1;
+        if blk.keys.is_empty() {
+            self.nonempty.remove(&b);
+        }
+        Some(v)
     }
 
     /// Every entry in key order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, Header)> + '_ {
-        self.pages.iter().flat_map(|p| p.keys.iter().copied().zip(p.vals.iter().copied()))
+        self.nonempty.iter().flat_map(move |&b| {
+            let blk = self.find_block(b).map(|i| &self.blocks[i]);
+            blk.into_iter().flat_map(move |blk| blk.keys.iter().map(move |&k| join(b, k)).zip(blk.vals.iter().copied()))
+        })
     }
 
     /// Bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.pages.iter().map(|p| p.keys.capacity() * 8 + p.vals.capacity() * 12).sum::<usize>()
-            + self.pages.capacity() * std::mem::size_of::<Page>()
-            + self.firsts.capacity() * 8
+        self.blocks.iter().map(|b| b.keys.capacity() * 2 + b.vals.capacity() * 12).sum::<usize>()
+            + self.blocks.capacity() * std::mem::size_of::<Block>()
+            + self.ids.capacity() * 8
+            + self.index.capacity() * 16
+            + self.nonempty.len() * 24
     }
 }
 
@@ -320,7 +440,7 @@ mod tests {
 
     #[test]
     fn against_btreemap() {
-        // A deterministic pseudo-random mix of operations.
+        // A deterministic pseudo-random mix of operations over a few regions.
         let mut s = LiveObjects::default();
         let mut m: BTreeMap<u64, Header> = BTreeMap::new();
         let mut x: u64 = 12345;
@@ -330,21 +450,22 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let mut seq = 0u64;
-        for step in 0..200_000u32 {
+        let mut cursors = [0u64, 50_000, 1 << 40, 7 << 50];
+        for step in 0..300_000u32 {
             let r = next();
-            let key = match r % 4 {
+            let c = (r % 4) as usize;
+            let key = match (r >> 2) % 3 {
                 0 | 1 => {
-                    seq += 1 + r % 3;
-                    seq
+                    cursors[c] += 1 + (r >> 8) % 40;
+                    cursors[c]
                 }
-                _ => (r >> 8) % 20_000,
+                _ => cursors[c].saturating_sub((r >> 8) % 30_000),
             };
-            match (r >> 40) % 10 {
+            match (r >> 40) % 12 {
                 0..=5 => assert_eq!(s.insert(key, h(step)), m.insert(key, h(step))),
                 6 => assert_eq!(s.remove(key), m.remove(&key)),
                 7 => {
-                    let hi = key + (r >> 20) % 3000;
+                    let hi = key + (r >> 20) % 20_000;
                     let mut got = Vec::new();
                     s.remove_range(key, hi, |k, v| got.push((k, v)));
                     let want: Vec<_> = m.range(key..hi).map(|(&k, &v)| (k, v)).collect();
@@ -355,8 +476,21 @@ mod tests {
                 }
                 8 => {
                     assert_eq!(s.find_le(key), m.range(..=key).next_back().map(|(&k, &v)| (k, v)));
-                    let hi = key + (r >> 20) % 50;
+                    let hi = key + (r >> 20) % 9000;
                     assert_eq!(s.find_in(key, hi), m.range(key..=hi).next().map(|(&k, &v)| (k, v)));
+                }
+                9 => {
+                    let end = key + (r >> 20) % 10;
+                    let before = m.range(..key).next_back().map(|(&k, &v)| (k, v));
+                    let reach = end.saturating_sub(1).max(key + 2);
+                    let near = m.range(key.saturating_sub(2)..=reach).next().is_some();
+                    let pred_ok = (r >> 30) % 2 == 0;
+                    let want = if near || (before.is_some() && !pred_ok) { Placed::Slow } else { Placed::Done };
+                    let got = s.place_fast(key, end, true, |_, _| pred_ok, h(step));
+                    assert_eq!(got, want, "key {key}");
+                    if got == Placed::Done {
+                        m.insert(key, h(step));
+                    }
                 }
                 _ => {
                     assert_eq!(s.get(key), m.get(&key).copied());

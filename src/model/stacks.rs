@@ -69,13 +69,21 @@ pub struct StackTable {
     row_of_index: IdMap,
     index_of_row: Vec<u32>,
     node: Vec<u32>,
-    head: Vec<[i32; 2]>,
-    flags: Vec<u8>,
+    info: Vec<RowInfo>,
     // Reader state.
     capacity: u64,
     max_index: i64,
     alloc_only: HashMap<(i32, i32), u32>,
     mapping: Option<Mapping>,
+}
+
+/// The part of a row every allocation reads, kept together (one cache line
+/// per lookup).
+#[derive(Clone, Copy, Debug, Default)]
+struct RowInfo {
+    /// The first two values of the list (type and size).
+    head: [i32; 2],
+    flags: u8,
 }
 
 /// What an allocation needs from its stack.
@@ -96,8 +104,7 @@ impl StackTable {
             row_of_index: IdMap::new(),
             index_of_row: Vec::new(),
             node: Vec::new(),
-            head: Vec::new(),
-            flags: Vec::new(),
+            info: Vec::new(),
             capacity: INITIAL_CAPACITY,
             max_index: 0,
             alloc_only: HashMap::new(),
@@ -148,8 +155,7 @@ impl StackTable {
         self.row_of_index.insert(index as u64, r);
         self.index_of_row.push(index);
         self.node.push(0);
-        self.head.push([0, 0]);
-        self.flags.push(0);
+        self.info.push(RowInfo::default());
         StackRef(r)
     }
 
@@ -175,12 +181,11 @@ impl StackTable {
             None => [0, 0],
         };
         self.node[r] = node;
-        self.head[r] = first2;
-        self.flags[r] = flags;
+        self.info[r] = RowInfo { head: first2, flags };
     }
 
     fn list_len(&self, row: usize) -> usize {
-        let head = if self.flags[row] & HAS_HEAD != 0 { 2 } else { 0 };
+        let head = if self.info[row].flags & HAS_HEAD != 0 { 2 } else { 0 };
         head + self.depth[self.node[row] as usize] as usize
     }
 
@@ -211,7 +216,7 @@ impl StackTable {
         if index < 0 || index as u64 >= self.capacity {
             return Err(Problem::StackIdOutOfRange { id, limit: self.capacity });
         }
-        Ok(self.row_of_index.get(index as u64).map(|r| r as usize).filter(|&r| self.flags[r] & DEFINED != 0))
+        Ok(self.row_of_index.get(index as u64).map(|r| r as usize).filter(|&r| self.info[r].flags & DEFINED != 0))
     }
 
     /// Resolves the stack id of an allocation (T1-T4).
@@ -221,10 +226,10 @@ impl StackTable {
         let Some(r) = self.defined_row(index, id.0 as i64)? else {
             return Err(Problem::UndefinedStack { id: id.0 as i64, index });
         };
-        if self.flags[r] & LONG_ENOUGH == 0 {
+        if self.info[r].flags & LONG_ENOUGH == 0 {
             return Err(Problem::ShortStack { index, len: self.list_len(r) });
         }
-        let [t, s] = self.head[r];
+        let [t, s] = self.info[r].head;
         Ok(AllocStack { row: StackRef(r as u32), type_id: TypeId(t), size: s as u32 })
     }
 
@@ -233,7 +238,7 @@ impl StackTable {
     #[inline]
     pub(crate) fn object_stack(&self, row: StackRef) -> Result<(TypeId, u32), Problem> {
         let r = row.index();
-        let f = self.flags.get(r).copied().unwrap_or(0);
+        let f = self.info.get(r).map_or(0, |i| i.flags);
         if f & DEFINED == 0 {
             let index = self.index_of_row.get(r).copied().unwrap_or(0) as i64;
             return Err(Problem::UndefinedStack { id: -1, index });
@@ -241,7 +246,7 @@ impl StackTable {
         if f & LONG_ENOUGH == 0 {
             return Err(Problem::ShortStack { index: self.index_of_row[r] as i64, len: self.list_len(r) });
         }
-        let [t, s] = self.head[r];
+        let [t, s] = self.info[r].head;
         Ok((TypeId(t), s as u32))
     }
 
@@ -275,7 +280,7 @@ impl StackTable {
                 let Some(r) = self.defined_row(index, reference.0 as i64)? else {
                     return Err(Problem::UndefinedReferenceStack { id: reference.0 as i64, index });
                 };
-                let ref_head = if self.flags[r] & HAS_HEAD != 0 { 2 } else { 0 };
+                let ref_head = if self.info[r].flags & HAS_HEAD != 0 { 2 } else { 0 };
                 let ref_len = self.list_len(r);
                 let shared = (shared as i64).min(ref_len as i64 - had as i64);
                 if shared > 0 {
@@ -295,7 +300,7 @@ impl StackTable {
                         // function ids, or frames are copied from an offset.
                         let mut list = Vec::with_capacity(ref_len);
                         if ref_head == 2 {
-                            list.extend_from_slice(&self.head[r]);
+                            list.extend_from_slice(&self.info[r].head);
                         }
                         list.extend(self.path(ref_node));
                         for &f in &list[had..had + shared] {
@@ -425,13 +430,13 @@ impl StackTable {
 
     /// Whether a stack was defined at this row's index.
     pub fn is_defined(&self, row: StackRef) -> bool {
-        self.flags.get(row.index()).is_some_and(|f| f & DEFINED != 0)
+        self.info.get(row.index()).is_some_and(|i| i.flags & DEFINED != 0)
     }
 
     /// Whether the row was declared as an allocation stack (type and size
     /// first).
     pub fn is_allocation_stack(&self, row: StackRef) -> bool {
-        self.flags.get(row.index()).is_some_and(|f| f & HAS_HEAD != 0)
+        self.info.get(row.index()).is_some_and(|i| i.flags & HAS_HEAD != 0)
     }
 
     /// The type and size an object allocated with this row has: the first two
@@ -439,8 +444,8 @@ impl StackTable {
     /// its first two function ids, as CLRProfiler reads them).
     pub fn type_and_size(&self, row: StackRef) -> Option<(TypeId, i32)> {
         let r = row.index();
-        let f = *self.flags.get(r)?;
-        (f & DEFINED != 0 && f & LONG_ENOUGH != 0).then(|| (TypeId(self.head[r][0]), self.head[r][1]))
+        let f = self.info.get(r)?.flags;
+        (f & DEFINED != 0 && f & LONG_ENOUGH != 0).then(|| (TypeId(self.info[r].head[0]), self.info[r].head[1]))
     }
 
     /// The leaf node of a row's frames.
@@ -476,8 +481,8 @@ impl StackTable {
     pub fn list(&self, row: StackRef) -> Vec<i32> {
         let r = row.index();
         let mut v = Vec::new();
-        if self.flags[r] & HAS_HEAD != 0 {
-            v.extend_from_slice(&self.head[r]);
+        if self.info[r].flags & HAS_HEAD != 0 {
+            v.extend_from_slice(&self.info[r].head);
         }
         v.extend(self.path(self.node[r]));
         v
@@ -492,7 +497,9 @@ impl StackTable {
     pub fn heap_bytes(&self) -> usize {
         self.parent.capacity() * 16
             + self.row_of_index.heap_bytes()
-            + self.index_of_row.capacity() * (4 + 4 + 8 + 1)
+            + self.index_of_row.capacity() * 4
+            + self.node.capacity() * 4
+            + self.info.capacity() * std::mem::size_of::<RowInfo>()
             + self.alloc_only.capacity() * 12
             + self.mapping.as_ref().map_or(0, |m| m.assigned.heap_bytes())
     }
@@ -505,8 +512,7 @@ impl StackTable {
         self.row_of_index.shrink();
         self.index_of_row.shrink_to_fit();
         self.node.shrink_to_fit();
-        self.head.shrink_to_fit();
-        self.flags.shrink_to_fit();
+        self.info.shrink_to_fit();
     }
 }
 

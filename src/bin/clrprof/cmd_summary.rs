@@ -1,0 +1,75 @@
+//! `clrprof summary`: CLRProfiler's Summary page.
+
+use crate::common::{print_json, thousands, LoadArgs};
+use crate::load::load;
+use anyhow::Result;
+use clrprof::query::{summary, Summary};
+
+/// Arguments of `clrprof summary`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    load: LoadArgs,
+    /// Print JSON (the keys of CLRProfiler's Summary; null for "Unknown").
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let loaded = load(&args.load, args.quiet)?;
+    let s = summary(&loaded.model);
+    if args.json {
+        return print_json(&serde_json::to_value(s)?);
+    }
+    print_table(&args.load.shown().display().to_string(), &s);
+    if loaded.model.diagnostics().total() > 0 && !args.quiet {
+        eprintln!(
+            "clrprof: {} warning(s) while reading; `clrprof stats` lists them",
+            thousands(loaded.model.diagnostics().total())
+        );
+    }
+    Ok(())
+}
+
+fn show(v: Option<u64>) -> String {
+    v.map_or_else(|| "Unknown".to_string(), thousands)
+}
+
+fn signed(v: i64) -> String {
+    if v < 0 {
+        format!("-{}", thousands(v.unsigned_abs()))
+    } else {
+        thousands(v as u64)
+    }
+}
+
+fn print_table(path: &str, s: &Summary) {
+    println!("{path}");
+    let rows: [(&str, String); 18] = [
+        ("Allocated bytes", thousands(s.allocated_bytes)),
+        ("Relocated bytes", thousands(s.relocated_bytes)),
+        ("Final heap bytes", thousands(s.final_heap_bytes)),
+        ("Objects finalized", show(s.objects_finalized)),
+        ("Critical objects finalized", show(s.critical_objects_finalized)),
+        ("Gen 0 collections", signed(s.gen0_collections)),
+        ("Gen 1 collections", signed(s.gen1_collections)),
+        ("Gen 2 collections", signed(s.gen2_collections)),
+        ("Induced collections", show(s.induced_collections)),
+        ("Gen 0 heap bytes", show(s.gen0_heap_bytes)),
+        ("Gen 1 heap bytes", show(s.gen1_heap_bytes)),
+        ("Gen 2 heap bytes", show(s.gen2_heap_bytes)),
+        ("Large object heap bytes", show(s.loh_bytes)),
+        ("Handles created", show(s.handles_created)),
+        ("Handles destroyed", show(s.handles_destroyed)),
+        ("Handles surviving", show(s.handles_surviving)),
+        ("Heap dumps", thousands(s.heap_dumps)),
+        ("Comments", thousands(s.comments)),
+    ];
+    for (name, value) in rows {
+        println!("  {name:<28} {value:>16}");
+    }
+}

@@ -227,8 +227,9 @@ impl<'p> Process<'p> {
             (ty, self.program.types.large_size(&mut self.rng, ty))
         } else {
             let site = self.pick_site(t);
-            self.sizer.note(site.ty, site.factor);
-            (site.ty, self.program.types.small_size(&mut self.rng, site.ty, self.sizer.scale() * site.factor))
+            let size = self.program.types.small_size(&mut self.rng, site.ty, self.sizer.scale() * site.factor);
+            self.sizer.note(site.ty, site.factor, size);
+            (site.ty, size)
         };
         if self.schedule.due(i) {
             self.collect()?;

@@ -69,18 +69,6 @@ impl Sites {
             (t as usize, w)
         })
     }
-
-    /// Draws a site.
-    #[inline]
-    pub fn pick(&self, rng: &mut Rng) -> Option<Site> {
-        let total = self.total();
-        if total == 0 {
-            return None;
-        }
-        let x = rng.below(total as u64) as u32;
-        let k = self.cumulative.iter().position(|&c| x < c).unwrap_or(self.types.len() - 1);
-        Some(Site { ty: self.types[k] as usize, factor: self.factors[k] as f64 })
-    }
 }
 
 /// A function of the program.

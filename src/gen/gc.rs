@@ -66,6 +66,8 @@ pub struct GcWork {
     pub into_gen2: u64,
     /// Survivors.
     pub survived: (u64, u64),
+    /// Cumulative GC counts after this GC (for its `g` line).
+    pub counts: [u32; 3],
 }
 
 /// Phase 1: the start tick and `b 1` line, `l` lines, and the split of
@@ -277,8 +279,8 @@ pub fn finish(
     alloc_bytes: u64,
     truth: &mut TruthBuilder,
     work: &GcWork,
-    counts: [u32; 3],
 ) -> Result<(), GenError> {
+    let counts = work.counts;
     let t_end = clock.fresh(work.t_end, out)?;
     clock.hold_until(alloc_bytes, t_end);
     let after = heap.ranges();

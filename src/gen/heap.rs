@@ -60,6 +60,7 @@ pub struct Obj {
 impl Obj {
     /// An object of type `ty` (below [`MAX_TYPES`]) with `flags`.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub fn new(addr: u64, death: u64, seq: u32, size: u32, alloc_ms: u32, ty: usize, born_gc: u16, flags: u8) -> Obj {
         Obj { addr, death, seq, size, alloc_ms, ty_flags: (ty as u16 & 0x0fff) | (flags as u16) << 12, born_gc }
     }

@@ -87,11 +87,13 @@ impl IdMap {
     }
 
     /// Entries.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True when empty.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -414,7 +414,8 @@ impl<'p> Process<'p> {
         for c in &mut counts[..=plan.condemned as usize] {
             *c += 1;
         }
-        gc::finish(&plan, &self.heap, &mut self.out, &mut self.clock, self.alloc_bytes, &mut self.truth, &self.gc_work, counts)?;
+        self.gc_work.counts = counts;
+        gc::finish(&plan, &self.heap, &mut self.out, &mut self.clock, self.alloc_bytes, &mut self.truth, &self.gc_work)?;
         self.schedule.finished(&plan, self.gc_work.into_gen1, self.gc_work.into_gen2);
         Ok(())
     }

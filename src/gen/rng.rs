@@ -95,8 +95,6 @@ pub enum Stream {
     Handles = 4,
     /// Heap-dump references and roots.
     Dumps = 5,
-    /// Size calibration (never touches the log).
-    Calibration = 6,
 }
 
 /// wyrand with helpers for the distributions the simulation uses.
@@ -202,19 +200,6 @@ impl Rng {
         } else {
             v as u64
         }
-    }
-
-    /// Picks an index with probability proportional to `weights[i]`.
-    pub fn weighted(&mut self, weights: &[f64]) -> usize {
-        let total: f64 = weights.iter().sum();
-        let mut x = self.unit() * total;
-        for (i, w) in weights.iter().enumerate() {
-            if x < *w {
-                return i;
-            }
-            x -= w;
-        }
-        weights.len().saturating_sub(1)
     }
 }
 

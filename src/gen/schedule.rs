@@ -104,11 +104,6 @@ impl Schedule {
         self.by_condemned
     }
 
-    /// GC numbers that are induced.
-    pub fn induced_numbers(&self) -> &[u32] {
-        &self.induced
-    }
-
     fn arm(&mut self) {
         let next = self.done + 1;
         self.next_trigger = if self.induced.contains(&next) { self.budget / 2 } else { self.budget };

@@ -206,17 +206,6 @@ impl StackTable {
         Ok(())
     }
 
-    /// Frames of a node, outermost first.
-    pub fn frames(&self, mut node: u32) -> Vec<FunctionId> {
-        let mut v = Vec::with_capacity(self.nodes[node as usize].depth as usize);
-        while node != ROOT {
-            v.push(self.nodes[node as usize].func);
-            node = self.nodes[node as usize].parent;
-        }
-        v.reverse();
-        v
-    }
-
     /// Distinct allocation stacks written.
     pub fn allocation_stacks(&self) -> u64 {
         self.alloc_stacks
@@ -263,7 +252,6 @@ mod tests {
             assert_eq!(t.call_stack(c, &mut latest, out).unwrap(), StackId(4));
             let e = t.child(c, FunctionId(9)).unwrap();
             assert_eq!(t.call_stack(e, &mut latest, out).unwrap(), StackId(7));
-            assert_eq!(t.frames(e), vec![FunctionId(1), FunctionId(2), FunctionId(3), FunctionId(9)]);
         });
         assert_eq!(
             s,

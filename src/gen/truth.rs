@@ -821,10 +821,8 @@ impl TruthBuilder {
         let heap = |g: usize| {
             if !known {
                 None
-            } else if self.gc_count[g] > 0 {
-                Some(self.cumulative[g] / self.gc_count[g])
             } else {
-                Some(self.last_sizes[g])
+                Some(self.cumulative[g].checked_div(self.gc_count[g]).unwrap_or(self.last_sizes[g]))
             }
         };
         let if_known = |v: u64| {

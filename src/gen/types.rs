@@ -275,11 +275,6 @@ impl TypeCatalog {
         self.specs.len()
     }
 
-    /// True when the catalog is empty (never, in practice).
-    pub fn is_empty(&self) -> bool {
-        self.specs.is_empty()
-    }
-
     /// One type.
     #[inline]
     pub fn spec(&self, ty: usize) -> &TypeSpec {
@@ -309,13 +304,8 @@ impl TypeCatalog {
         &self.large
     }
 
-    /// Pointer size in bytes.
-    pub fn pointer_bytes(&self) -> u64 {
-        self.ptr
-    }
-
     fn align(&self, n: u64) -> u64 {
-        (n + self.ptr - 1) / self.ptr * self.ptr
+        n.div_ceil(self.ptr) * self.ptr
     }
 
     /// Header bytes before the elements of a string or array, and bytes per
@@ -434,7 +424,7 @@ mod tests {
         assert_eq!(c64.size_of(obj, 0), 24);
         assert_eq!(c32.size_of(obj, 0), 12);
         for c in [&c64, &c32] {
-            let p = c.pointer_bytes();
+            let p = c.ptr;
             for ty in 0..c.len() {
                 for _ in 0..50 {
                     let n = c.small_size(&mut r, ty, 3.0);

@@ -89,6 +89,9 @@ pub struct Recount {
     pub max_address: u64,
 }
 
+/// A stack: the allocated type and size (allocation stacks), and frames.
+type Stack = (Option<(i32, i32)>, Vec<i32>);
+
 fn range_of(ranges: &[GenerationRange], addr: u64, size: u64) -> Option<i32> {
     ranges
         .iter()
@@ -123,9 +126,8 @@ pub fn replay(log: &[u8]) -> Recount {
     assert_eq!(warnings.total(), 0, "the reader warned: {:?}", warnings.warnings().first());
     let mut rc = Recount::default();
     let mut types: HashMap<i32, (String, bool)> = HashMap::new();
-    // id -> (type and size, frames)
-    let mut stacks: HashMap<i32, (Option<(i32, i32)>, Vec<i32>)> = HashMap::new();
-    let mut distinct: HashSet<(Option<(i32, i32)>, Vec<i32>)> = HashSet::new();
+    let mut stacks: HashMap<i32, Stack> = HashMap::new();
+    let mut distinct: HashSet<Stack> = HashSet::new();
     let mut functions: HashSet<i32> = HashSet::new();
     let mut heap: BTreeMap<u64, Live> = BTreeMap::new();
     let mut handles: HashMap<u64, ()> = HashMap::new();
@@ -211,7 +213,7 @@ pub fn replay(log: &[u8]) -> Recount {
                 while time + (1i64 << 31) < slot_time {
                     time += 1i64 << 32;
                 }
-                if time >= slot_time + 1 {
+                if time > slot_time {
                     slot_time = time;
                     slots += 1;
                 }
@@ -233,7 +235,7 @@ pub fn replay(log: &[u8]) -> Recount {
                     in_gc = true;
                     condemned = b.condemned;
                     let index = slots - 1;
-                    counted_gc = last_counted_start.is_none_or(|l| index > l);
+                    counted_gc = last_counted_start.map_or(true, |l| index > l);
                     if counted_gc {
                         last_counted_start = Some(index);
                     }
@@ -372,7 +374,7 @@ pub fn replay(log: &[u8]) -> Recount {
                     dump = Some(HashMap::new());
                     rc.heap_dumps += 1;
                     let index = slots - 1;
-                    if last_counted_dump.is_none_or(|l| index > l) {
+                    if last_counted_dump.map_or(true, |l| index > l) {
                         last_counted_dump = Some(index);
                         rc.heap_dumps_counted += 1;
                     }
@@ -403,7 +405,7 @@ pub fn replay(log: &[u8]) -> Recount {
     assert!(slots < 1_048_575, "the slot model ignores resolution changes");
     rc.heap_bytes_known = counted[0] > 0;
     for g in 0..4 {
-        rc.heap_bytes[g] = if counted[g] > 0 { cumulative[g] / counted[g] } else { last_sizes[g] };
+        rc.heap_bytes[g] = cumulative[g].checked_div(counted[g]).unwrap_or(last_sizes[g]);
     }
     rc.stacks = stacks.len();
     rc

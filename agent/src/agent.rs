@@ -1,0 +1,537 @@
+//! The agent: settings, the log's buffers and file, the id tables, and the
+//! rules that keep the log in one time order.
+//!
+//! # Buffers and order
+//!
+//! ```text
+//!  thread A --! c-->  Segments(A) --\
+//!  thread B --! c-->  Segments(B) ---+-- drain: defs, then segments --> LogWriter<File>
+//!  any -- h j y -->   events      --/     merged by tick, `i` lines
+//!  any -- t f m n -->  defs  -----------/  between; GC records go
+//!                                           straight to the writer
+//! ```
+//!
+//! A drain happens at every GC start (managed threads are suspended, so
+//! everything allocated before the GC precedes its `b` line), at every GC
+//! end, on the timer thread, at each exception throw and at shutdown.
+//! Definitions are written before the segments of the same drain, and a
+//! definition always enters `defs` before the line using it enters a
+//! segment, so ids are defined before use. The drain holds the `defs` lock
+//! while it takes the segment buffers, so no use can overtake its
+//! definition. Lock order: `out` -> `tables` -> `defs` -> segment buffers;
+//! no lock is held across a call into the runtime.
+
+use crate::config::{Config, StackMode};
+use crate::info::{GenerationRange, Info};
+use crate::segments::{merge_order, Segments};
+use crate::tables::{StackKey, Tables};
+use crate::thread::{self, ThreadState};
+use clrprof::format::records::{
+    AssemblyLoad, Call, Comment, FinalizerQueued, GcBoundary, GcCounts, GenerationRange as LogRange, HandleCreated,
+    HandleDestroyed, Moved, Survived, Tick,
+};
+use clrprof::format::{write_record, Address, HandleId, List, LogWriter, Record, StackId, Style, ThreadId};
+use clrprof::format::records::Alloc;
+use std::ffi::c_void;
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+static AGENT: OnceLock<Agent> = OnceLock::new();
+
+/// The agent, once `Initialize` has run.
+#[inline]
+pub fn get() -> Option<&'static Agent> {
+    AGENT.get()
+}
+
+/// A thread buffer larger than this is drained by its own thread.
+const DRAIN_AT: usize = 8 << 20;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The log file and what the drain remembers between drains.
+pub struct Out {
+    writer: LogWriter<File>,
+    /// The last `i` value written.
+    last_tick: Option<u32>,
+    /// Condemned generations of the GCs in progress.
+    gc_stack: Vec<i32>,
+    /// GC counts per generation, as `g` lines report them.
+    gc_counts: [i32; 3],
+    scratch: Vec<u8>,
+}
+
+impl Out {
+    fn tick(&mut self, tick: u32) {
+        if self.last_tick.is_none_or(|t| tick > t) {
+            self.scratch.clear();
+            write_record(&mut self.scratch, &Record::Tick(Tick { ms: tick }), Style::BITS64);
+            let _ = self.writer.raw(&self.scratch);
+            self.last_tick = Some(tick);
+        }
+    }
+
+    /// A tick later than every tick written so far (a GC boundary gets
+    /// its own tick, as CLRProfiler gives it).
+    fn fresh_tick(&mut self, now: u32) -> u32 {
+        let t = match self.last_tick {
+            Some(last) if now <= last => last + 1,
+            _ => now,
+        };
+        self.tick(t);
+        t
+    }
+
+    fn record(&mut self, r: &Record<'_>) {
+        let _ = self.writer.record(r);
+    }
+}
+
+/// The agent's state.
+pub struct Agent {
+    /// The runtime's info interface.
+    pub info: Info,
+    /// Settings.
+    pub config: Config,
+    style: Style,
+    start: libc::timespec,
+    out: Mutex<Out>,
+    defs: Mutex<Vec<u8>>,
+    events: Mutex<Segments>,
+    threads: Mutex<Vec<&'static ThreadState>>,
+    tables: Mutex<Tables>,
+    shutdown: AtomicBool,
+}
+
+fn clock() -> libc::timespec {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // Safety: clock_gettime writes into `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts
+}
+
+impl Agent {
+    /// Creates the agent and its log file. Fails when the file cannot be
+    /// created or the agent already exists.
+    pub fn install(info: Info, config: Config) -> Result<&'static Agent, String> {
+        let file = File::create(&config.output).map_err(|e| format!("cannot create {}: {e}", config.output.display()))?;
+        let style = Style::BITS64;
+        let mut writer = LogWriter::new(file, style);
+        // CLRProfiler's first line: function 0 stands for native code.
+        let _ = writer.raw(b"f 0 NATIVE FUNCTION ( UNKNOWN ARGUMENTS ) 0 0\n");
+        let mode = match config.stacks {
+            StackMode::Shadow => "shadow",
+            StackMode::Snapshot => "snapshot",
+            StackMode::None => "none",
+        };
+        let header = format!(
+            "clrprof agent {} pid {} stacks {}{}",
+            env!("CARGO_PKG_VERSION"),
+            std::process::id(),
+            mode,
+            if config.calls { " calls" } else { "" }
+        );
+        let _ = writer.record(&Record::Comment(Comment { text: header.as_bytes() }));
+        let _ = writer.flush();
+        let agent = Agent {
+            info,
+            config,
+            style,
+            start: clock(),
+            out: Mutex::new(Out { writer, last_tick: None, gc_stack: Vec::new(), gc_counts: [0; 3], scratch: Vec::new() }),
+            defs: Mutex::new(Vec::new()),
+            events: Mutex::new(Segments::default()),
+            threads: Mutex::new(Vec::new()),
+            tables: Mutex::new(Tables::default()),
+            shutdown: AtomicBool::new(false),
+        };
+        AGENT.set(agent).map_err(|_| "the agent is already installed".to_string())?;
+        let agent = AGENT.get().ok_or("agent missing")?;
+        let period = std::time::Duration::from_millis(agent.config.flush_ms);
+        std::thread::Builder::new()
+            .name("clrprof-flush".into())
+            .spawn(move || {
+                while !agent.shutdown.load(Ordering::Acquire) {
+                    std::thread::sleep(period);
+                    crate::guard((), || agent.flush());
+                }
+            })
+            .map_err(|e| format!("cannot start the flush thread: {e}"))?;
+        Ok(agent)
+    }
+
+    /// Milliseconds since the agent started (32-bit, wrapping like the
+    /// format's ticks).
+    #[inline]
+    pub fn now_ms(&self) -> u32 {
+        let t = clock();
+        let ms = (t.tv_sec - self.start.tv_sec) as i64 * 1000 + (t.tv_nsec - self.start.tv_nsec) as i64 / 1_000_000;
+        ms.max(0) as u32
+    }
+
+    pub(crate) fn register_thread(&self, ts: &'static ThreadState) {
+        lock(&self.threads).push(ts);
+    }
+
+    // ---------------------------------------------------------------- stacks
+
+    /// The stack id for the calling thread's current stack; for an
+    /// allocation, with the allocated class and size.
+    pub fn stack_id(&self, ts: &ThreadState, alloc: Option<(usize, u64)>) -> i32 {
+        let (class, size) = alloc.unwrap_or((0, 0));
+        let mut snapshot = Vec::new();
+        let node = match self.config.stacks {
+            StackMode::Shadow => ts.with_local(|l| l.top_node()),
+            StackMode::None => 0,
+            StackMode::Snapshot => {
+                if alloc.is_some() {
+                    self.snapshot(&mut snapshot);
+                }
+                ts.with_local(|l| l.path_node(&snapshot))
+            }
+        };
+        let hit = ts.with_local(|l| {
+            let id = l.stack_ids.get(&(node, class, size)).copied();
+            if id.is_some() {
+                l.last_stack = id;
+            }
+            id
+        });
+        if let Some(id) = hit {
+            return id;
+        }
+        let (frames, previous) = ts.with_local(|l| {
+            let frames = match self.config.stacks {
+                StackMode::Shadow => l.frames.iter().map(|f| f.func).collect(),
+                StackMode::Snapshot => std::mem::take(&mut snapshot),
+                StackMode::None => Vec::new(),
+            };
+            (frames, l.last_stack)
+        });
+        let id = self.define_stack(&frames, alloc, previous);
+        ts.with_local(|l| {
+            l.stack_ids.insert((node, class, size), id);
+            l.last_stack = Some(id);
+        });
+        id
+    }
+
+    fn snapshot(&self, frames: &mut Vec<usize>) {
+        extern "system" fn collect(func: usize, _ip: usize, _f: usize, _n: u32, _c: *mut u8, data: *mut c_void) -> i32 {
+            crate::guard(0, || {
+                if func != 0 {
+                    // Safety: `data` is the Vec passed below, alive during the walk.
+                    unsafe { (*(data as *mut Vec<usize>)).push(func) };
+                }
+                0
+            })
+        }
+        frames.clear();
+        let _ = self.info.stack_snapshot(collect, frames as *mut Vec<usize> as *mut c_void);
+        frames.reverse();
+    }
+
+    fn define_stack(&self, frames: &[usize], alloc: Option<(usize, u64)>, previous: Option<i32>) -> i32 {
+        let ids: Vec<i32> = frames.iter().map(|&f| self.function_id(f)).collect();
+        let alloc = alloc.map(|(class, size)| (self.type_id(class), size.min(i32::MAX as u64) as i32));
+        let key = StackKey { frames: ids.into_boxed_slice(), alloc };
+        let mut tables = lock(&self.tables);
+        let mut defs = lock(&self.defs);
+        tables.stack(&mut defs, self.style, key, previous)
+    }
+
+    /// A function was compiled or found precompiled: define it now (call
+    /// logging names functions here, since the enter hook cannot).
+    pub fn function_seen(&self, func: usize) {
+        if self.config.calls {
+            self.function_id(func);
+        }
+    }
+
+    fn function_id(&self, func: usize) -> i32 {
+        if let Some(id) = lock(&self.tables).function(func) {
+            return id;
+        }
+        let name = crate::names::function_name(&self.info, func);
+        let (address, size) = self.info.code_info(func);
+        let mut tables = lock(&self.tables);
+        let module = tables.module(name.module).unwrap_or(0);
+        let mut defs = lock(&self.defs);
+        tables.define_function(&mut defs, self.style, func, &name.name, &name.signature, address, size, module)
+    }
+
+    fn type_id(&self, class: usize) -> i32 {
+        if let Some(id) = lock(&self.tables).type_id(class) {
+            return id;
+        }
+        let (name, finalizable) = crate::names::type_name(&self.info, class);
+        let mut tables = lock(&self.tables);
+        let mut defs = lock(&self.defs);
+        tables.define_type(&mut defs, self.style, class, &name, finalizable)
+    }
+
+    // ------------------------------------------------------------- records
+
+    /// `!`: an allocation on the calling thread.
+    pub fn allocated(&self, object: usize, class: usize) {
+        let Some(size) = self.info.object_size(object) else { return };
+        let Some(ts) = thread::current() else { return };
+        if ts.with_local(|l| std::mem::replace(&mut l.busy, true)) {
+            return;
+        }
+        let stack = self.stack_id(ts, Some((class, size)));
+        let tick = self.now_ms();
+        let big = {
+            let mut buf = ts.lock_buf();
+            let out = buf.at(tick);
+            write_record(
+                out,
+                &Record::Alloc(Alloc { thread: Some(ThreadId(ts.os_tid)), address: Address(object as u64), stack: StackId(stack) }),
+                self.style,
+            );
+            out.len() > DRAIN_AT
+        };
+        ts.with_local(|l| l.busy = false);
+        if big {
+            self.flush();
+        }
+    }
+
+    /// `c`: a call (call logging), from the enter hook.
+    pub fn called(&self, ts: &ThreadState) {
+        if ts.with_local(|l| std::mem::replace(&mut l.busy, true)) {
+            return;
+        }
+        let stack = self.stack_id(ts, None);
+        let tick = self.now_ms();
+        let big = {
+            let mut buf = ts.lock_buf();
+            let out = buf.at(tick);
+            write_record(out, &Record::Call(Call { thread: ThreadId(ts.os_tid), stack: StackId(stack) }), self.style);
+            out.len() > DRAIN_AT
+        };
+        ts.with_local(|l| l.busy = false);
+        if big {
+            self.flush();
+        }
+    }
+
+    /// The calling thread's id and current call stack (0 when the thread
+    /// is busy inside the agent).
+    fn thread_and_stack(&self) -> (i32, i32) {
+        let Some(ts) = thread::current() else {
+            // Safety: gettid has no preconditions.
+            return (unsafe { libc::syscall(libc::SYS_gettid) } as i32, 0);
+        };
+        if ts.with_local(|l| std::mem::replace(&mut l.busy, true)) {
+            return (ts.os_tid, 0);
+        }
+        let stack = if self.config.stacks == StackMode::Snapshot { self.empty_stack(ts) } else { self.stack_id(ts, None) };
+        ts.with_local(|l| l.busy = false);
+        (ts.os_tid, stack)
+    }
+
+    fn empty_stack(&self, ts: &ThreadState) -> i32 {
+        let previous = ts.with_local(|l| l.last_stack);
+        self.define_stack(&[], None, previous)
+    }
+
+    fn event(&self, r: &Record<'_>) {
+        let tick = self.now_ms();
+        let mut ev = lock(&self.events);
+        write_record(ev.at(tick), r, self.style);
+    }
+
+    /// `h`: a GC handle was created.
+    pub fn handle_created(&self, handle: usize, object: usize) {
+        let (tid, stack) = self.thread_and_stack();
+        self.event(&Record::HandleCreated(HandleCreated {
+            thread: ThreadId(tid),
+            handle: HandleId(handle as u64),
+            initial: Address(object as u64),
+            stack: StackId(stack),
+        }));
+    }
+
+    /// `j`: a GC handle was destroyed.
+    pub fn handle_destroyed(&self, handle: usize) {
+        let (tid, stack) = self.thread_and_stack();
+        self.event(&Record::HandleDestroyed(HandleDestroyed { thread: ThreadId(tid), handle: HandleId(handle as u64), stack: StackId(stack) }));
+    }
+
+    /// `m`: a module was loaded.
+    pub fn module_loaded(&self, module: usize) {
+        let Some((base, path)) = self.info.module_info(module) else { return };
+        // The reader ignores a module's stack; naming frames here (the
+        // loader's locks may be held) is not worth the risk: 0, the empty
+        // stack.
+        let stack = 0;
+        let mut tables = lock(&self.tables);
+        let mut defs = lock(&self.defs);
+        tables.define_module(&mut defs, self.style, module, &path, base, stack);
+    }
+
+    /// `y`: an assembly was loaded.
+    pub fn assembly_loaded(&self, assembly: usize) {
+        let Some(name) = self.info.assembly_name(assembly) else { return };
+        let name: Vec<u8> = name.chars().map(|c| if (c as u32) < 0x100 && c >= ' ' { c as u32 as u8 } else { b'?' }).collect();
+        let tid = thread::current().map_or(0, |t| t.os_tid);
+        self.event(&Record::Assembly(AssemblyLoad { thread: ThreadId(tid), assembly: assembly as u64, name: &name }));
+    }
+
+    // ------------------------------------------------------------------ GC
+
+    fn ranges(&self) -> Vec<LogRange> {
+        // The pinned object heap (generation 4, .NET 5+) is reported as
+        // generation 2: CLRProfiler's reader knows generations 0-3 only,
+        // and pinned objects are collected with generation 2.
+        self.info
+            .generation_bounds()
+            .into_iter()
+            .map(|r: GenerationRange| LogRange {
+                start: Address(r.start as u64),
+                length: r.length as u64,
+                reserved: r.reserved as u64,
+                generation: if r.generation >= 4 { 2 } else { r.generation as i32 },
+            })
+            .collect()
+    }
+
+    /// A GC starts: drain everything, then `i` and `b 1`.
+    pub fn gc_started(&self, collected: &[bool], induced: bool) {
+        let mut generation = 1usize;
+        while generation < 3 && collected.get(generation).copied().unwrap_or(false) {
+            generation += 1;
+        }
+        let condemned = generation as i32 - 1;
+        let ranges = self.ranges();
+        let now = self.now_ms();
+        let mut out = lock(&self.out);
+        self.drain(&mut out);
+        out.gc_stack.push(condemned);
+        out.fresh_tick(now);
+        out.record(&Record::GcBoundary(GcBoundary { is_start: true, induced, condemned, ranges: List::Items(&ranges) }));
+    }
+
+    /// A GC ends: `i`, `b 0`, `g`, and the file is flushed.
+    pub fn gc_finished(&self) {
+        let ranges = self.ranges();
+        let now = self.now_ms();
+        let mut out = lock(&self.out);
+        let condemned = out.gc_stack.pop().unwrap_or(0);
+        out.fresh_tick(now);
+        out.record(&Record::GcBoundary(GcBoundary { is_start: false, induced: false, condemned, ranges: List::Items(&ranges) }));
+        for g in 0..=(condemned.clamp(0, 2) as usize) {
+            out.gc_counts[g] += 1;
+        }
+        let [gen0, gen1, gen2] = out.gc_counts;
+        out.record(&Record::GcCounts(GcCounts { gen0, gen1, gen2 }));
+        self.drain(&mut out);
+        let _ = out.writer.flush();
+    }
+
+    /// `u` lines.
+    pub fn moved(&self, old: &[usize], new: &[usize], len: &[usize]) {
+        let mut out = lock(&self.out);
+        for ((&o, &n), &l) in old.iter().zip(new).zip(len) {
+            let mut done = 0usize;
+            while done < l {
+                let part = (l - done).min(u32::MAX as usize);
+                out.record(&Record::Moved(Moved {
+                    old: Address((o + done) as u64),
+                    new: Address((n + done) as u64),
+                    length: part as u32,
+                }));
+                done += part;
+            }
+        }
+    }
+
+    /// `v` lines.
+    pub fn survived(&self, start: &[usize], len: &[usize]) {
+        let mut out = lock(&self.out);
+        for (&s, &l) in start.iter().zip(len) {
+            let mut done = 0usize;
+            while done < l {
+                let part = (l - done).min(u32::MAX as usize);
+                out.record(&Record::Survived(Survived { start: Address((s + done) as u64), length: part as u32 }));
+                done += part;
+            }
+        }
+    }
+
+    /// `l`: an object was queued for finalization.
+    pub fn finalizer_queued(&self, flags: u32, object: usize) {
+        let mut out = lock(&self.out);
+        out.record(&Record::Finalizer(FinalizerQueued { critical: flags & 1 != 0, address: Address(object as u64) }));
+    }
+
+    // --------------------------------------------------------------- drain
+
+    /// Writes everything buffered to the file.
+    pub fn flush(&self) {
+        let mut out = lock(&self.out);
+        self.drain(&mut out);
+        let _ = out.writer.flush();
+    }
+
+    /// Called at shutdown: a last flush; the timer stops.
+    pub fn shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        self.flush();
+    }
+
+    fn drain(&self, out: &mut Out) {
+        let mut sources = Vec::new();
+        let mut owners: Vec<Option<&'static ThreadState>> = Vec::new();
+        let mut freed: Vec<&'static ThreadState> = Vec::new();
+        let defs = {
+            let mut defs = lock(&self.defs);
+            sources.push(lock(&self.events).take());
+            owners.push(None);
+            let mut threads = lock(&self.threads);
+            threads.retain(|&ts| {
+                let dead = ts.dead.load(Ordering::Acquire);
+                let taken = ts.lock_buf().take();
+                if !taken.0.is_empty() {
+                    sources.push(taken);
+                    owners.push(if dead { None } else { Some(ts) });
+                }
+                if dead {
+                    freed.push(ts);
+                }
+                !dead
+            });
+            std::mem::take(&mut *defs)
+        };
+        let _ = out.writer.raw(&defs);
+        for piece in merge_order(&sources) {
+            out.tick(piece.tick);
+            let _ = out.writer.raw(&sources[piece.source].0[piece.start..piece.end]);
+        }
+        for (i, (bytes, marks)) in sources.into_iter().enumerate() {
+            match owners[i] {
+                Some(ts) => ts.lock_buf().give_back(bytes, marks),
+                None if i == 0 => lock(&self.events).give_back(bytes, marks),
+                None => {}
+            }
+        }
+        for ts in freed {
+            // Safety: a dead thread's state is no longer reachable from its
+            // thread (CURRENT was cleared before `dead` was set) nor from
+            // the registry (just removed), and drains are serialized by
+            // the `out` lock.
+            unsafe { drop(Box::from_raw(ts as *const ThreadState as *mut ThreadState)) };
+        }
+        // Give the definitions buffer's capacity back.
+        let mut d = lock(&self.defs);
+        if d.capacity() == 0 && defs.capacity() <= (1 << 20) {
+            let mut defs = defs;
+            defs.clear();
+            *d = defs;
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Enter/leave hooks (`SetEnterLeaveFunctionHooks3`) keeping a shadow stack
+//! per thread.
+//!
+//! On x86-64 Linux the JIT calls the hooks directly with its own
+//! convention: Enter gets the FunctionID in R14 while the argument
+//! registers are live, Leave and Tailcall get it in RDI while the return
+//! registers are live. The stubs below save every register a C function
+//! may clobber (integer and the eight SSE argument/return registers),
+//! align the stack and call the Rust side.
+
+use crate::thread::{self, Frame, NO_NODE};
+
+/// Pushes a frame (and logs a call when call logging is on).
+extern "C" fn enter(func: usize) {
+    crate::guard((), || {
+        let Some(ts) = thread::current() else { return };
+        ts.with_local(|l| l.frames.push(Frame { func, node: NO_NODE }));
+        if let Some(agent) = crate::agent::get() {
+            if agent.config.calls {
+                agent.called(ts);
+            }
+        }
+    })
+}
+
+/// Pops a frame.
+extern "C" fn leave(_func: usize) {
+    crate::guard((), || {
+        if let Some(ts) = thread::current() {
+            ts.with_local(|l| {
+                l.frames.pop();
+            });
+        }
+    })
+}
+
+/// An exception unwinds out of `func`: remember it.
+pub fn unwind_enter(func: usize) {
+    if let Some(ts) = thread::current() {
+        ts.with_local(|l| l.unwinding.push(func));
+    }
+}
+
+/// The unwind left the function: pop its frame if it is on top (functions
+/// without hooks never pushed one).
+pub fn unwind_leave() {
+    if let Some(ts) = thread::current() {
+        ts.with_local(|l| {
+            let func = l.unwinding.pop();
+            if func.is_some() && l.frames.last().map(|f| f.func) == func {
+                l.frames.pop();
+            }
+        });
+    }
+}
+
+macro_rules! stub {
+    ($name:ident, $load:literal, $target:ident) => {
+        #[cfg(target_arch = "x86_64")]
+        #[unsafe(naked)]
+        /// A register-preserving hook stub.
+        pub extern "C" fn $name() {
+            core::arch::naked_asm!(
+                "push rbp",
+                "mov rbp, rsp",
+                "and rsp, -16",
+                "sub rsp, 208",
+                "mov [rsp + 0], rax",
+                "mov [rsp + 8], rcx",
+                "mov [rsp + 16], rdx",
+                "mov [rsp + 24], rsi",
+                "mov [rsp + 32], rdi",
+                "mov [rsp + 40], r8",
+                "mov [rsp + 48], r9",
+                "mov [rsp + 56], r10",
+                "mov [rsp + 64], r11",
+                "movdqu [rsp + 80], xmm0",
+                "movdqu [rsp + 96], xmm1",
+                "movdqu [rsp + 112], xmm2",
+                "movdqu [rsp + 128], xmm3",
+                "movdqu [rsp + 144], xmm4",
+                "movdqu [rsp + 160], xmm5",
+                "movdqu [rsp + 176], xmm6",
+                "movdqu [rsp + 192], xmm7",
+                $load,
+                "call {target}",
+                "movdqu xmm7, [rsp + 192]",
+                "movdqu xmm6, [rsp + 176]",
+                "movdqu xmm5, [rsp + 160]",
+                "movdqu xmm4, [rsp + 144]",
+                "movdqu xmm3, [rsp + 128]",
+                "movdqu xmm2, [rsp + 112]",
+                "movdqu xmm1, [rsp + 96]",
+                "movdqu xmm0, [rsp + 80]",
+                "mov r11, [rsp + 64]",
+                "mov r10, [rsp + 56]",
+                "mov r9, [rsp + 48]",
+                "mov r8, [rsp + 40]",
+                "mov rdi, [rsp + 32]",
+                "mov rsi, [rsp + 24]",
+                "mov rdx, [rsp + 16]",
+                "mov rcx, [rsp + 8]",
+                "mov rax, [rsp + 0]",
+                "mov rsp, rbp",
+                "pop rbp",
+                "ret",
+                target = sym $target,
+            )
+        }
+    };
+}
+
+stub!(enter_stub, "mov rdi, r14", enter);
+stub!(leave_stub, "nop", leave);
+
+/// The three hook addresses (enter, leave, tailcall), where supported.
+pub fn hook_addresses() -> Option<(usize, usize, usize)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        Some((enter_stub as *const () as usize, leave_stub as *const () as usize, leave_stub as *const () as usize))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}

@@ -1,0 +1,50 @@
+//! The clrprof capture agent: a .NET profiler that writes CLRProfiler logs.
+//!
+//! The runtime loads `libclrprof_agent.so` when a process starts with
+//!
+//! ```text
+//! CORECLR_ENABLE_PROFILING=1
+//! CORECLR_PROFILER={BC620A3A-B286-4C9C-8138-256EE44F802D}
+//! CORECLR_PROFILER_PATH=/abs/path/libclrprof_agent.so
+//! ```
+//!
+//! and the agent writes every allocation, GC, move, survival, finalizer
+//! queueing and handle to `CLRPROF_OUTPUT` (default `clrprof_<pid>.log`)
+//! through `clrprof::format`'s writer. `CLRPROF_STACKS` picks the stack
+//! source (`shadow`, the default: enter/leave hooks; `snapshot`:
+//! `DoStackSnapshot`; `none`), `CLRPROF_CALLS=1` adds `c` lines.
+//!
+//! # API structure
+//!
+//! - [`com`]: GUIDs, the class factory, `DllGetClassObject`.
+//! - [`callback`]: the `ICorProfilerCallback11` object and its callbacks.
+//! - [`info`]: the `ICorProfilerInfo` and `IMetaDataImport` calls.
+//! - [`agent`]: buffers, tables, drains and the log file.
+//! - [`names`]: type and function names as CLRProfiler spells them.
+//! - [`hooks`]: the enter/leave stubs and the shadow stack.
+//!
+//! No panic crosses the FFI boundary: every callback runs inside
+//! [`guard`].
+
+pub mod agent;
+pub mod callback;
+pub mod com;
+pub mod config;
+pub mod hooks;
+pub mod info;
+pub mod names;
+pub mod segments;
+pub mod tables;
+pub mod thread;
+
+pub use com::CLSID_CLRPROF_AGENT;
+
+/// The `CORECLR_PROFILER` value that loads this agent.
+pub const PROFILER_GUID: &str = "{BC620A3A-B286-4C9C-8138-256EE44F802D}";
+
+/// Runs `f`, turning a panic into `default` so that no unwind crosses into
+/// the runtime.
+#[inline]
+pub fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(default)
+}

@@ -107,7 +107,7 @@ fn tiny_matches_its_truth() {
     assert_eq!(truth.gcs.total, 8);
     assert_eq!(rc.heap_dumps, 1);
     assert!(rc.dump_objects > 0);
-    assert!(rc.finalized > 0 && rc.critical_finalized > 0, "finalizers at work");
+    assert!(rc.finalized > 0, "finalizers at work");
     assert!(rc.handles_created > 0 && rc.handles_destroyed > 0);
     assert!(rc.relocated_total.bytes > 0);
     assert!(truth.allocated.loh_objects > 0 || truth.allocated.bytes < 10_000_000);
@@ -124,6 +124,8 @@ fn small_matches_its_truth() {
     assert!(truth.allocated.loh_objects > 0, "large objects");
     assert!(truth.deaths.by_generation[3].objects > 0, "large objects reclaimed by a gen-2 GC");
     assert_eq!(rc.heap_dumps, 2);
+    assert!(rc.finalized > 100 && rc.critical_finalized > 20, "finalizers: {} ({} critical)", rc.finalized, rc.critical_finalized);
+    assert!(truth.gcs.list.iter().any(|g| g.v_lines > 0), "some survivors stay in place");
     // The mean size is on target (about 100 bytes).
     let mean = truth.allocated.mean_size;
     assert!((85.0..115.0).contains(&mean), "mean size {mean}");

@@ -364,7 +364,7 @@ const LIBRARY: &[Lib] = &[
 /// How deep the application tree goes.
 const MAX_APP_LEVEL: u32 = 9;
 /// [`Function::intensity`] of functions that allocate OS resources.
-const RESOURCE_INTENSITY: f64 = 0.1;
+const RESOURCE_INTENSITY: f64 = 0.25;
 
 impl CallTree {
     /// Builds a program of about `functions` functions.

@@ -270,3 +270,49 @@ fn footprint_json() {
     assert_eq!(v["file_bytes"], std::fs::metadata("corpus/all-kinds.log").expect("meta").len());
     assert!(v["tables"]["stacks"].as_u64().is_some_and(|b| b > 0));
 }
+
+/// Object fates against the generator's ground truth (`NAME.truth.json`,
+/// `deaths`): how many objects died, and their count and bytes by GCs
+/// survived and by generation at death.
+#[test]
+fn fates_equal_the_generator_truth() {
+    use clrprof::model::{Fate, ObjectId};
+    use std::collections::BTreeMap;
+    let Some(dir) = reference_dir() else { return };
+    for name in ["gen-tiny", "gen-small"] {
+        let truth: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.truth.json"))).expect("truth"))
+                .expect("json");
+        let m = load(&dir.join(format!("{name}.log")), 1 << 20).expect("load");
+        let a = m.allocations();
+        let mut by_survived: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        let mut by_generation: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        let mut died = 0u64;
+        for i in 0..a.len() as u32 {
+            let o = ObjectId(i);
+            if let Fate::DiedAtGc { generation, .. } = a.fate(o) {
+                let size = m.stacks().type_and_size(a.stack(o)).map_or(0, |t| t.1 as u64);
+                died += 1;
+                let s = by_survived.entry(a.gcs_survived(o).expect("tracked") as u64).or_default();
+                s.0 += 1;
+                s.1 += size;
+                let g = by_generation.entry(generation as u64).or_default();
+                g.0 += 1;
+                g.1 += size;
+            }
+        }
+        let deaths = &truth["deaths"];
+        assert_eq!(died, deaths["objects"].as_u64().expect("objects"), "{name}: deaths");
+        for (key, ours) in [("gcs_survived", &by_survived), ("generation", &by_generation)] {
+            let list = deaths[format!("by_{key}")].as_array().expect("list");
+            let want: BTreeMap<u64, (u64, u64)> = list
+                .iter()
+                .map(|e| {
+                    let k = e[key].as_u64().expect("key");
+                    (k, (e["objects"].as_u64().expect("objects"), e["bytes"].as_u64().expect("bytes")))
+                })
+                .collect();
+            assert_eq!(ours, &want, "{name}: deaths by {key}");
+        }
+    }
+}

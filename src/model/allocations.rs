@@ -3,19 +3,28 @@
 //! One row per applied `!`/`a` record, in log order ([`ObjectId`]):
 //!
 //! ```text
-//! column    storage                                   bytes per object
-//! stack     StackRef, 1-4 bytes (widened on demand)   1-4
-//! thread    ThreadRef, 1-4 bytes                      1 (usually)
-//! address   low 32 bits; the high 32 bits as runs     4
-//! tick      runs of (first object, tick index)        ~0
-//! fate      exceptions to a default, sorted by id     ~1
+//! column    storage                                        bytes per object
+//! stack     StackRef, 1-4 bytes (widened on demand)        1-4
+//! thread    runs of (first object, thread)                 ~0.1
+//! address   varint deltas from the same thread's previous  ~1.3
+//!           object, in blocks of 256 objects
+//! tick      runs of (first object, tick index)             ~0
+//! fate      exceptions to a default, sorted by id          ~0.7
 //! ```
 //!
+//! Addresses: within a block of [`ADDRESS_BLOCK`] objects, an object's
+//! address is coded relative to the previous object of the same thread in
+//! the block (bump allocation makes that difference the previous object's
+//! size), as a varint of `delta / 4` with a tag bit, or as a signed varint
+//! of the difference to the previous object of any thread when it goes
+//! backwards or is not a multiple of 4. A block's offset into the byte
+//! stream is kept, so an address is found by decoding at most 255 varints.
+//!
 //! Fates: most objects die at the first GC after their allocation, in
-//! generation 0. That is the default; only objects whose fate differs
-//! (survivors, objects alive at the end, objects under 12 bytes, objects
-//! erased outside a GC) are stored, as `(object, code, aux)` triples sorted
-//! by object.
+//! generation 0, and objects allocated after the last GC are still alive at
+//! the end. Those are the defaults; only objects whose fate differs
+//! (survivors, objects under 12 bytes, objects erased outside a GC) are
+//! stored, as `(object, code)` pairs sorted by object.
 
 use super::ids::{GcIndex, ObjectId, StackRef, ThreadRef, TickIndex};
 
@@ -115,28 +124,145 @@ impl Runs {
         self.runs.capacity() * 8
     }
 
+    pub(crate) fn len(&self) -> usize {
+        self.runs.len()
+    }
+
     pub(crate) fn shrink(&mut self) {
         self.runs.shrink_to_fit();
     }
 }
 
+/// Objects per block of the address column.
+pub const ADDRESS_BLOCK: usize = 256;
+
+/// Addresses as varint deltas (see the module documentation).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AddressColumn {
+    bytes: Vec<u8>,
+    blocks: Vec<u32>,
+    len: usize,
+    // Encoder state of the current block: (thread, last address).
+    last: Vec<(u32, u64)>,
+    prev_any: u64,
+}
+
+#[inline]
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+fn get_varint(b: &[u8], pos: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    while let Some(&x) = b.get(*pos) {
+        *pos += 1;
+        v |= ((x & 0x7F) as u64) << shift;
+        shift += 7;
+        if x & 0x80 == 0 || shift >= 64 {
+            break;
+        }
+    }
+    v
+}
+
+/// Decoding state over one block.
+struct AddressCursor {
+    last: Vec<(u32, u64)>,
+    prev_any: u64,
+    pos: usize,
+}
+
+impl AddressCursor {
+    #[inline]
+    fn next(&mut self, bytes: &[u8], thread: u32) -> u64 {
+        let v = get_varint(bytes, &mut self.pos);
+        let a = if v & 1 == 0 {
+            let base = self.last.iter().find(|e| e.0 == thread).map_or(self.prev_any, |e| e.1);
+            base.wrapping_add((v >> 1) << 2)
+        } else {
+            let z = v >> 1;
+            let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            self.prev_any.wrapping_add(d as u64)
+        };
+        match self.last.iter_mut().find(|e| e.0 == thread) {
+            Some(e) => e.1 = a,
+            None => self.last.push((thread, a)),
+        }
+        self.prev_any = a;
+        a
+    }
+}
+
+impl AddressColumn {
+    #[inline]
+    pub(crate) fn push(&mut self, thread: u32, a: u64) {
+        if self.len % ADDRESS_BLOCK == 0 {
+            self.blocks.push(self.bytes.len() as u32);
+            self.last.clear();
+            self.prev_any = 0;
+        }
+        let slot = self.last.iter().position(|e| e.0 == thread);
+        let base = slot.map_or(self.prev_any, |i| self.last[i].1);
+        let d = a.wrapping_sub(base);
+        if d % 4 == 0 && d < (1 << 60) {
+            put_varint(&mut self.bytes, (d >> 2) << 1);
+        } else {
+            let d = a.wrapping_sub(self.prev_any) as i64;
+            let z = ((d << 1) ^ (d >> 63)) as u64;
+            put_varint(&mut self.bytes, (z << 1) | 1);
+        }
+        match slot {
+            Some(i) => self.last[i].1 = a,
+            None => self.last.push((thread, a)),
+        }
+        self.prev_any = a;
+        self.len += 1;
+    }
+
+    fn cursor(&self, block: usize) -> AddressCursor {
+        AddressCursor { last: Vec::new(), prev_any: 0, pos: self.blocks[block] as usize }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.bytes.capacity() + self.blocks.capacity() * 4
+    }
+
+    pub(crate) fn shrink(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.blocks.shrink_to_fit();
+        self.last = Vec::new();
+    }
+}
+
 /// What became of an object.
+///
+/// Generations (`generation` fields and [`AllocationTable::generation`]):
+/// 3 when the object lay in a large-object-heap range of a `b` line
+/// (CLRProfiler's interval rule); otherwise by promotion: 0 at allocation,
+/// one more (up to 2) at each GC it survived whose condemned generation
+/// included it. This equals the generator's ground truth on the reference
+/// logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fate {
     /// Removed by a GC: by its removal pass (not covered by a `u`/`v` range
     /// or a preserved generation), or overwritten while that GC moved
-    /// objects. `gc` equals the number of GCs when the log ended inside that
-    /// GC.
+    /// objects. When the log ends inside a GC, objects erased by its moves
+    /// died at it, and it has no entry in the GC table.
     DiedAtGc {
         /// The GC.
         gc: GcIndex,
-        /// The object's generation when it died (CLRProfiler's rule:
-        /// the generation of the `b` range holding it, else by allocation
-        /// tick against the last GCs; 3 is the large object heap).
+        /// The object's generation when it died.
         generation: u8,
     },
     /// Erased outside a GC: a later allocation overlapped it, or the
-    /// allocation-after-GC rule removed it (section 3.6).
+    /// allocation-after-GC rule removed it (section 3.6 of
+    /// `docs/reference-reader.md`).
     Erased {
         /// When.
         tick: TickIndex,
@@ -165,14 +291,17 @@ fn encode(kind: u32, generation: u8, payload: u32) -> u32 {
 #[derive(Clone, Debug, Default)]
 pub struct AllocationTable {
     stacks: UintColumn,
-    threads: UintColumn,
-    address_low: Vec<u32>,
-    address_high: Runs,
+    threads: Runs,
+    addresses: AddressColumn,
     ticks: Runs,
     /// Objects allocated before each GC ended (index = GC).
     before_gc: Vec<u32>,
-    /// Sorted by object after `finish`.
-    exceptions: Vec<(u32, u32, u32)>,
+    /// The condemned generation of each GC.
+    condemned: Vec<i8>,
+    /// `(object, code)`, sorted by object after `finish`.
+    exceptions: Vec<(u32, u32)>,
+    /// GCs completed before an object was erased outside a GC.
+    erased_gcs: Vec<(u32, u32)>,
     len: u32,
 }
 
@@ -195,18 +324,18 @@ impl AllocationTable {
             return None;
         }
         self.stacks.push(stack.0);
-        self.threads.push(thread.0);
-        self.address_low.push(address as u32);
-        self.address_high.push(id, (address >> 32) as u32);
+        self.threads.push(id, thread.0);
+        self.addresses.push(thread.0, address);
         self.ticks.push(id, tick.0);
         self.len += 1;
         Some(ObjectId(id))
     }
 
-    /// Marks the end of a GC (every object allocated so far was allocated
-    /// before it).
-    pub(crate) fn gc_ended(&mut self) {
+    /// Marks the end of a GC condemning `generation` (every object
+    /// allocated so far was allocated before it).
+    pub(crate) fn gc_ended(&mut self, generation: i32) {
         self.before_gc.push(self.len);
+        self.condemned.push(generation.clamp(-1, 3) as i8);
     }
 
     /// The number of GCs completed before object `obj` was allocated.
@@ -220,45 +349,58 @@ impl AllocationTable {
         self.before_gc.partition_point(|&b| b <= obj.0) as u32
     }
 
-    /// The fate code an object has when nothing was recorded for it.
+    /// The fate code an object has when nothing was recorded for it: alive
+    /// when no GC ended after its allocation, else dead at the first GC
+    /// after it, in generation 0.
     #[inline]
     fn default_code(&self, obj: u32) -> u32 {
-        encode(KIND_GC, 0, self.gcs_before(ObjectId(obj)))
+        let born = self.gcs_before(ObjectId(obj));
+        if born as usize == self.before_gc.len() {
+            encode(KIND_ALIVE, 0, 0)
+        } else {
+            encode(KIND_GC, 0, born)
+        }
     }
 
-    /// Records that `obj` died at GC `gc` in `generation`.
+    /// Records that `obj` died at GC `gc` (`loh`: in a large-object-heap
+    /// range). A GC is under way, so the default for objects born before it
+    /// is "dies at the first GC".
     #[inline]
-    pub(crate) fn died_at_gc(&mut self, obj: u32, gc: u32, generation: u8) {
-        let code = encode(KIND_GC, generation, gc);
-        if code != self.default_code(obj) {
-            self.exceptions.push((obj, code, 0));
+    pub(crate) fn died_at_gc(&mut self, obj: u32, gc: u32, loh: bool) {
+        if loh || gc != self.gcs_before(ObjectId(obj)) {
+            self.exceptions.push((obj, encode(KIND_GC, if loh { 3 } else { 0 }, gc)));
         }
     }
 
     /// Records that `obj` was erased outside a GC.
-    pub(crate) fn erased(&mut self, obj: u32, tick: u32, gcs_before: u32, generation: u8) {
-        self.exceptions.push((obj, encode(KIND_ERASED, generation, tick), gcs_before));
+    pub(crate) fn erased(&mut self, obj: u32, tick: u32, gcs_before: u32, loh: bool) {
+        self.exceptions.push((obj, encode(KIND_ERASED, if loh { 3 } else { 0 }, tick)));
+        self.erased_gcs.push((obj, gcs_before));
     }
 
-    /// Records that `obj` is alive at the end.
+    /// Records that `obj` is alive at the end (called after the last GC).
     pub(crate) fn alive(&mut self, obj: u32) {
-        self.exceptions.push((obj, encode(KIND_ALIVE, 0, 0), 0));
+        if (self.gcs_before(ObjectId(obj)) as usize) < self.before_gc.len() {
+            self.exceptions.push((obj, encode(KIND_ALIVE, 0, 0)));
+        }
     }
 
     /// Records that `obj` is under 12 bytes.
     pub(crate) fn untracked(&mut self, obj: u32) {
-        self.exceptions.push((obj, encode(KIND_UNTRACKED, 0, 0), 0));
+        self.exceptions.push((obj, encode(KIND_UNTRACKED, 0, 0)));
     }
 
     pub(crate) fn finish(&mut self) {
         self.exceptions.sort_unstable_by_key(|e| e.0);
         self.exceptions.shrink_to_fit();
+        self.erased_gcs.sort_unstable_by_key(|e| e.0);
+        self.erased_gcs.shrink_to_fit();
         self.stacks.shrink();
         self.threads.shrink();
-        self.address_low.shrink_to_fit();
-        self.address_high.shrink();
+        self.addresses.shrink();
         self.ticks.shrink();
         self.before_gc.shrink_to_fit();
+        self.condemned.shrink_to_fit();
     }
 
     /// Number of objects.
@@ -280,13 +422,41 @@ impl AllocationTable {
     /// The allocating thread.
     #[inline]
     pub fn thread(&self, obj: ObjectId) -> ThreadRef {
-        ThreadRef(self.threads.get(obj.index()))
+        ThreadRef(self.threads.get(obj.0))
     }
 
-    /// The address it was allocated at.
-    #[inline]
+    /// The address it was allocated at (decodes up to 255 addresses; use
+    /// [`AllocationTable::addresses`] to read many in order).
     pub fn address(&self, obj: ObjectId) -> u64 {
-        ((self.address_high.get(obj.0) as u64) << 32) | self.address_low[obj.index()] as u64
+        let i = obj.index();
+        if i >= self.len() {
+            return 0;
+        }
+        let block = i / ADDRESS_BLOCK;
+        let first = block * ADDRESS_BLOCK;
+        let mut c = self.addresses.cursor(block);
+        let mut a = 0;
+        for k in first..=i {
+            a = c.next(&self.addresses.bytes, self.threads.get(k as u32));
+        }
+        a
+    }
+
+    /// Every object's address, in id order.
+    pub fn addresses(&self) -> impl Iterator<Item = u64> + '_ {
+        let mut c = AddressCursor { last: Vec::new(), prev_any: 0, pos: 0 };
+        let mut run = 0usize;
+        let runs = &self.threads.runs;
+        (0..self.len()).map(move |i| {
+            if i % ADDRESS_BLOCK == 0 {
+                c = self.addresses.cursor(i / ADDRESS_BLOCK);
+            }
+            while run + 1 < runs.len() && runs[run + 1].0 as usize <= i {
+                run += 1;
+            }
+            let t = runs.get(run).map_or(0, |r| r.1);
+            c.next(&self.addresses.bytes, t)
+        })
     }
 
     /// When it was allocated.
@@ -295,19 +465,55 @@ impl AllocationTable {
         TickIndex(self.ticks.get(obj.0))
     }
 
+    fn code(&self, obj: ObjectId) -> u32 {
+        match self.exceptions.binary_search_by_key(&obj.0, |e| e.0) {
+            Ok(k) => self.exceptions[k].1,
+            Err(_) => self.default_code(obj.0),
+        }
+    }
+
+    /// The generation of an object that lived from its allocation to just
+    /// before GC `until` (by promotion; see [`Fate`]).
+    fn promoted(&self, obj: ObjectId, until: u32) -> u8 {
+        let mut g = 0i8;
+        for &c in self.condemned.get(self.gcs_before(obj) as usize..until as usize).unwrap_or(&[]) {
+            if g <= c {
+                g = (g + 1).min(2);
+            }
+        }
+        g as u8
+    }
+
     /// What became of it.
     pub fn fate(&self, obj: ObjectId) -> Fate {
-        let code = match self.exceptions.binary_search_by_key(&obj.0, |e| e.0) {
-            Ok(k) => self.exceptions[k],
-            Err(_) => (obj.0, self.default_code(obj.0), 0),
-        };
-        let (_, c, aux) = code;
-        let generation = ((c >> 28) & 3) as u8;
+        let c = self.code(obj);
+        let loh = (c >> 28) & 3 == 3;
         match c >> 30 {
-            KIND_GC => Fate::DiedAtGc { gc: GcIndex(c & PAYLOAD), generation },
-            KIND_ERASED => Fate::Erased { tick: TickIndex(c & PAYLOAD), gcs_before: aux, generation },
+            KIND_GC => {
+                let gc = c & PAYLOAD;
+                let generation = if loh { 3 } else { self.promoted(obj, gc) };
+                Fate::DiedAtGc { gc: GcIndex(gc), generation }
+            }
+            KIND_ERASED => {
+                let gcs_before = match self.erased_gcs.binary_search_by_key(&obj.0, |e| e.0) {
+                    Ok(k) => self.erased_gcs[k].1,
+                    Err(_) => 0,
+                };
+                let generation = if loh { 3 } else { self.promoted(obj, gcs_before) };
+                Fate::Erased { tick: TickIndex(c & PAYLOAD), gcs_before, generation }
+            }
             KIND_ALIVE => Fate::Alive,
             _ => Fate::Untracked,
+        }
+    }
+
+    /// The generation an object died in, or is in at the end of the log
+    /// (`None` for objects under 12 bytes).
+    pub fn generation(&self, obj: ObjectId) -> Option<u8> {
+        match self.fate(obj) {
+            Fate::DiedAtGc { generation, .. } | Fate::Erased { generation, .. } => Some(generation),
+            Fate::Alive => Some(self.promoted(obj, self.before_gc.len() as u32)),
+            Fate::Untracked => None,
         }
     }
 
@@ -341,14 +547,20 @@ impl AllocationTable {
         self.exceptions.len()
     }
 
+    /// Marks the end of the log inside a GC: objects erased by its moves
+    /// died at it, objects alive survived it.
+    pub(crate) fn unfinished_gc(&mut self, generation: i32) {
+        self.gc_ended(generation);
+    }
+
     /// Bytes held, by column.
     pub fn column_bytes(&self) -> [(&'static str, usize); 5] {
         [
             ("allocations.stack", self.stacks.heap_bytes()),
             ("allocations.thread", self.threads.heap_bytes()),
-            ("allocations.address", self.address_low.capacity() * 4 + self.address_high.heap_bytes()),
+            ("allocations.address", self.addresses.heap_bytes()),
             ("allocations.tick", self.ticks.heap_bytes() + self.before_gc.capacity() * 4),
-            ("allocations.fate", self.exceptions.capacity() * 12),
+            ("allocations.fate", self.exceptions.capacity() * 8 + self.erased_gcs.capacity() * 8),
         ]
     }
 
@@ -375,16 +587,46 @@ mod tests {
     }
 
     #[test]
+    fn addresses_round_trip() {
+        let mut t = AllocationTable::new();
+        let mut x = 0x9E3779B97F4A7C15u64;
+        let mut want = Vec::new();
+        let mut cursor = [0x2_1300_0010_00u64, 0x2_1300_4000_00, 0x2_2300_0000_00, 7];
+        for i in 0..5000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let th = (x % 4) as usize;
+            let a = match (x >> 8) % 10 {
+                0 => x >> 3,                           // anywhere
+                1 => cursor[th].wrapping_sub(x % 4096), // backwards
+                2 => cursor[th] + 1 + (x >> 20) % 3,   // unaligned
+                _ => cursor[th] + 8 * ((x >> 20) % 40),
+            };
+            cursor[th] = a;
+            t.push(StackRef(i), ThreadRef(th as u32), a, TickIndex(0));
+            want.push(a);
+        }
+        t.finish();
+        assert!(t.addresses().eq(want.iter().copied()));
+        for (i, &a) in want.iter().enumerate().step_by(37) {
+            assert_eq!(t.address(ObjectId(i as u32)), a);
+        }
+    }
+
+    #[test]
     fn fates() {
         let mut t = AllocationTable::new();
         for i in 0..10u32 {
             t.push(StackRef(i), ThreadRef(1), 0x2_0000_1000 + i as u64 * 16, TickIndex(i / 3));
         }
-        t.gc_ended();
-        t.died_at_gc(0, 0, 0); // the default
-        t.died_at_gc(1, 0, 3);
+        t.gc_ended(0);
+        t.died_at_gc(0, 0, false); // the default
+        t.push(StackRef(1), ThreadRef(2), 0x9000, TickIndex(5));
+        t.alive(10); // born after the last GC: the default
+        t.died_at_gc(1, 0, true);
         t.alive(2);
-        t.erased(3, 2, 0, 0);
+        t.erased(3, 2, 0, false);
         t.untracked(4);
         t.finish();
         assert_eq!(t.fate(ObjectId(0)), Fate::DiedAtGc { gc: GcIndex(0), generation: 0 });
@@ -393,6 +635,13 @@ mod tests {
         assert_eq!(t.gcs_survived(ObjectId(2)), Some(1));
         assert_eq!(t.fate(ObjectId(4)), Fate::Untracked);
         assert_eq!(t.stored_fates(), 4);
+        assert_eq!(t.fate(ObjectId(10)), Fate::Alive);
+        assert_eq!(t.fate(ObjectId(3)), Fate::Erased { tick: TickIndex(2), gcs_before: 0, generation: 0 });
+        let addrs: Vec<u64> = t.addresses().collect();
+        for (i, a) in addrs.iter().enumerate() {
+            assert_eq!(*a, t.address(ObjectId(i as u32)));
+        }
+        assert_eq!(addrs[10], 0x9000);
         assert_eq!(t.address(ObjectId(9)), 0x2_0000_1000 + 144);
         assert_eq!(t.tick(ObjectId(7)), TickIndex(2));
     }

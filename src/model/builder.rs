@@ -52,6 +52,7 @@ pub struct Builder<'a> {
     gc_book: GcBookkeeping,
     gcs: GcTable,
     gc_start: Option<(TickIndex, bool)>,
+    gc_start_generation: i32,
     gc_ranges: Vec<GenerationRange>,
     handles: HandleTable,
     finalizers: FinalizerTable,
@@ -88,6 +89,7 @@ impl<'a> Builder<'a> {
             gc_book: GcBookkeeping::default(),
             gcs: GcTable::default(),
             gc_start: None,
+            gc_start_generation: 0,
             gc_ranges: Vec::new(),
             handles: HandleTable::default(),
             finalizers: FinalizerTable::default(),
@@ -335,6 +337,7 @@ impl<'a> Builder<'a> {
         if b.is_start {
             self.heap.gc_started();
             self.gc_start = Some((tick, b.induced));
+            self.gc_start_generation = b.condemned;
         }
         let accepted = self.gc_book.begin_line(b.is_start, b.induced, b.condemned, tick.0)?;
         self.gc_ranges.clear();
@@ -415,6 +418,9 @@ impl<'a> Builder<'a> {
         self.histograms.final_heap = final_heap;
         self.histograms.allocated = self.objects.stack_counts();
         self.histograms.relocated = StackCounts::from_vec(std::mem::take(&mut self.heap.relocated));
+        if self.heap.in_gc {
+            self.objects.unfinished_gc(self.gc_start_generation);
+        }
         for (_, h) in self.heap.live.iter() {
             self.objects.alive(h.obj);
         }

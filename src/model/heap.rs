@@ -68,29 +68,16 @@ pub(crate) struct Heap {
 struct Stamp {
     in_gc: bool,
     gcs: u32,
-    gen1_limit: u32,
-    gen2_limit: u32,
 }
 
 impl Stamp {
-    /// The generation of an object at `a` allocated at `tick` (section 3.8).
-    #[inline]
-    fn generation(&self, intervals: &Intervals, a: u64, tick: u32) -> u8 {
-        match intervals.generation_at(a) {
-            Some(g) => g.clamp(0, 3) as u8,
-            None if tick <= self.gen2_limit => 2,
-            None if tick <= self.gen1_limit => 1,
-            None => 0,
-        }
-    }
-
     #[inline]
     fn died(&self, intervals: &Intervals, fx: &mut Effects<'_>, key: u64, h: Header) {
-        let generation = self.generation(intervals, key << 2, h.tick);
+        let loh = intervals.generation_at(key << 2) == Some(3);
         if self.in_gc {
-            fx.objects.died_at_gc(h.obj, self.gcs, generation);
+            fx.objects.died_at_gc(h.obj, self.gcs, loh);
         } else {
-            fx.objects.erased(h.obj, fx.tick, self.gcs, generation);
+            fx.objects.erased(h.obj, fx.tick, self.gcs, loh);
         }
     }
 }
@@ -158,7 +145,7 @@ impl Heap {
     /// What a death is stamped with.
     #[inline]
     fn stamp(&self) -> Stamp {
-        Stamp { in_gc: self.in_gc, gcs: self.gcs, gen1_limit: self.gen1_limit, gen2_limit: self.gen2_limit }
+        Stamp { in_gc: self.in_gc, gcs: self.gcs }
     }
 
     /// Records the death of the object whose entry at `key` disappears.
@@ -463,7 +450,7 @@ impl Heap {
         }
         self.in_gc = false;
         self.gcs += 1;
-        fx.objects.gc_ended();
+        fx.objects.gc_ended(generation);
         Ok(())
     }
 

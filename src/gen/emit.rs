@@ -55,16 +55,16 @@ impl Emitter {
         self.push(Op::Start)
     }
 
-    /// Thread `thread` calls function `func` (id `id`).
+    /// Thread `thread` returns `pops` times, then calls function `func`
+    /// (id `id`).
     #[inline]
-    pub fn enter(&mut self, thread: usize, func: usize, id: FunctionId) -> io::Result<()> {
-        self.push(Op::Enter { thread: thread as u32, func: func as u32, id })
+    pub fn enter(&mut self, thread: usize, pops: u16, func: usize, id: FunctionId) -> io::Result<()> {
+        self.push(Op::Enter { thread: thread as u32, func: func as u32, id, pops })
     }
 
-    /// Thread `thread` returns.
-    #[inline]
-    pub fn leave(&mut self, thread: usize) -> io::Result<()> {
-        self.push(Op::Leave { thread: thread as u32 })
+    /// Thread `thread` returns `pops` times.
+    pub fn leave(&mut self, thread: usize, pops: u16) -> io::Result<()> {
+        self.push(Op::Return { thread: thread as u32, pops })
     }
 
     /// An object allocated on thread `thread`.

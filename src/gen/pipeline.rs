@@ -30,8 +30,9 @@ pub enum Op {
     /// The runtime starts: `f 0 NATIVE FUNCTION`, and module 0 loads on
     /// the main thread with the empty stack.
     Start,
-    /// A thread calls function `func` (id `id`): jitted on first use, a
-    /// `c` line with call logging.
+    /// A thread returns from its `pops` innermost functions, then calls
+    /// function `func` (id `id`): jitted on first use, a `c` line with
+    /// call logging.
     Enter {
         /// Thread index.
         thread: u32,
@@ -39,11 +40,15 @@ pub enum Op {
         func: u32,
         /// Its id.
         id: FunctionId,
+        /// Returns before the call.
+        pops: u16,
     },
-    /// A thread returns from its innermost function.
-    Leave {
+    /// A thread returns from its `pops` innermost functions.
+    Return {
         /// Thread index.
         thread: u32,
+        /// Returns.
+        pops: u16,
     },
     /// `!`: an object allocated on a thread (its type's `t` line and its
     /// stack's `n` line first, when new).

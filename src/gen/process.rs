@@ -190,7 +190,7 @@ impl<'p> Process<'p> {
         let tree = &self.program.tree;
         let chain = if t == 0 { &tree.main_chain } else { &tree.worker_chain };
         for &f in chain {
-            self.enter(t, f as usize)?;
+            self.enter(t, 0, f as usize)?;
         }
         self.threads[t].started = true;
         Ok(())
@@ -257,9 +257,11 @@ impl<'p> Process<'p> {
     /// Returns from functions as the walk decides, then makes one call.
     #[inline]
     fn call_once(&mut self, t: usize) -> Result<(), GenError> {
-        for _ in 0..64 {
+        let mut pops: u16 = 0;
+        // Each turn returns (the stack shrinks) or ends the walk.
+        loop {
             let th = &self.threads[t];
-            let Some(f) = th.top() else { return Ok(()) };
+            let Some(f) = th.top() else { break };
             let depth = th.depth_above_base();
             let callees = self.program.tree.callees(f);
             let pop = depth > 0
@@ -268,28 +270,32 @@ impl<'p> Process<'p> {
                     || self.rng.hit(self.pop_prob[depth.min(self.pop_prob.len() - 1)]));
             if pop {
                 if self.threads[t].pop() {
-                    self.out.leave(t)?;
+                    pops += 1;
                 }
                 continue;
             }
             if callees.is_empty() {
-                return Ok(());
+                break;
             }
             // Call frequencies are skewed: a function calls its first callee
             // half the time, the next a quarter, and so on.
             let k = (self.rng.coin_run() as usize).min(callees.len() - 1);
             let g = callees[k];
-            return self.enter(t, g as usize);
+            return self.enter(t, pops, g as usize);
+        }
+        // Only a root chain without callees ends here.
+        if pops > 0 {
+            self.out.leave(t, pops)?;
         }
         Ok(())
     }
 
-    /// Calls function `f` on thread `t`.
+    /// Calls function `f` on thread `t` after `pops` returns.
     #[inline]
-    fn enter(&mut self, t: usize, f: usize) -> Result<(), GenError> {
+    fn enter(&mut self, t: usize, pops: u16, f: usize) -> Result<(), GenError> {
         let id = self.ids.function(f)?;
         self.threads[t].push(f as u32, id);
-        self.out.enter(t, f, id)?;
+        self.out.enter(t, pops, f, id)?;
         Ok(())
     }
 

@@ -102,8 +102,10 @@ impl<'p, W: Write> Profiler<'p, W> {
                     let stack = self.stacks.alloc_stack(th.node(), ty, type_id, size, &mut th.latest, &mut self.out)?;
                     self.out.record(&Record::Alloc(Alloc { thread: Some(th.os), address: Address(address), stack }))?;
                 }
-                Op::Enter { thread, func, id } => {
+                Op::Enter { thread, func, id, pops } => {
                     let th = &mut self.threads[thread as usize];
+                    let keep = th.nodes.len().saturating_sub(pops as usize);
+                    th.nodes.truncate(keep);
                     let node = th.node();
                     if !self.loader.jitted(func as usize) {
                         let caller = self.stacks.call_stack(node, &mut th.latest, &mut self.out)?;
@@ -116,8 +118,10 @@ impl<'p, W: Write> Profiler<'p, W> {
                         self.out.record(&Record::Call(Call { thread: th.os, stack }))?;
                     }
                 }
-                Op::Leave { thread } => {
-                    self.threads[thread as usize].nodes.pop();
+                Op::Return { thread, pops } => {
+                    let th = &mut self.threads[thread as usize];
+                    let keep = th.nodes.len().saturating_sub(pops as usize);
+                    th.nodes.truncate(keep);
                 }
                 Op::Tick(ms) => self.out.record(&Record::Tick(Tick { ms }))?,
                 Op::Moved(m) => self.out.record(&Record::Moved(m))?,

@@ -57,7 +57,7 @@ fn env() -> Option<&'static Env> {
             return skip("mcs (Debian mono-mcs) is not installed");
         }
         let Some(agent) = find_agent() else { return skip("libclrprof_agent.so was not built next to the tests") };
-        let work = std::env::temp_dir().join(format!("clrprof-agent-tests-{}", std::process::id()));
+        let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agent-tests-{}", std::process::id()));
         std::fs::create_dir_all(&work).ok()?;
         for app in ["markers", "crash"] {
             let src = repo().join("agent/testapps").join(format!("{app}.cs"));
@@ -90,7 +90,7 @@ fn run(env: &Env, app: &str, rt: Runtime, vars: &[(&str, &str)]) -> Run {
         Runtime::Core31 => (&env.dotnet31, "3.1.0", "31"),
         Runtime::Net8 => (&env.dotnet8, "8.0.0", "8"),
     };
-    let dir = env.work.join(format!("{app}-{tag}-{}", vars.iter().map(|v| v.1).collect::<Vec<_>>().join("-")));
+    let dir = env.work.join(format!("{app}-{tag}-{}", vars.iter().map(|v| format!("{}{}", v.0, v.1)).collect::<Vec<_>>().join("-")));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(env.work.join(format!("{app}.dll")), dir.join(format!("{app}.dll"))).unwrap();
     std::fs::write(
@@ -321,6 +321,16 @@ fn markers_core31_no_stacks() {
 #[test]
 fn markers_net8_no_stacks() {
     check_markers(Runtime::Net8, "none", &[]);
+}
+
+#[test]
+fn markers_net8_server_gc() {
+    check_markers(Runtime::Net8, "shadow", &[("DOTNET_gcServer", "1")]);
+}
+
+#[test]
+fn markers_core31_server_gc() {
+    check_markers(Runtime::Core31, "shadow", &[("COMPlus_gcServer", "1")]);
 }
 
 #[test]

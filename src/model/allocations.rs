@@ -124,10 +124,6 @@ impl Runs {
         self.runs.capacity() * 8
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.runs.len()
-    }
-
     pub(crate) fn shrink(&mut self) {
         self.runs.shrink_to_fit();
     }

@@ -13,6 +13,7 @@ use super::histogram::{Histograms, StackCounts};
 use super::ids::{ObjectId, TickIndex};
 use super::modules::{AssemblyLoad, Module, ModuleTable};
 use super::names::NameTable;
+use super::ops::Op;
 use super::samples::SampleTable;
 use super::stacks::StackTable;
 use super::threads::ThreadTable;
@@ -20,7 +21,7 @@ use super::time::TimeTable;
 use super::types::TypeTable;
 use super::{Collections, Model};
 use crate::format::records::ROOT_WEAK;
-use crate::format::{scan, Address, Diagnostics, DumpState, Parsed, Record, RecordReader, TypeId};
+use crate::format::{scan, Address, Diagnostics, DumpState, Parsed, Record, RecordReader, StackId, ThreadId, TypeId};
 
 /// Builds a [`Model`] from records given in log order.
 ///
@@ -147,43 +148,88 @@ impl<'a> Builder<'a> {
         )
     }
 
+    /// An allocation (`!` or `a`).
+    #[inline]
+    fn alloc(&mut self, thread: Option<ThreadId>, address: u64, stack: StackId) -> Result<(), Problem> {
+        self.had_alloc_info = true;
+        let st = self.stacks.alloc_stack(stack)?;
+        let thread = self.threads.intern(thread);
+        let tick = self.time.current();
+        let Some(obj) = self.objects.push(st.row, thread, address, tick) else {
+            return Err(Problem::TooMany { what: "objects" });
+        };
+        let (heap, mut fx) = self.effects();
+        heap.allocate(&mut fx, address, st.row, st.type_id, st.size, obj.0)
+    }
+
+    /// A `u` (or, with `old == new`, a `v`) record.
+    #[inline]
+    fn moved(&mut self, old: u64, new: u64, length: u32) -> Result<(), Problem> {
+        let (heap, mut fx) = self.effects();
+        heap.move_range(&mut fx, old, new, length)
+    }
+
+    /// A `c` record.
+    #[inline]
+    fn call(&mut self, thread: ThreadId, stack: StackId) -> Result<(), Problem> {
+        self.had_call_info = true;
+        if thread.0 != -1 && stack.0 != -1 {
+            let row = self.stacks.call_row(stack)?;
+            self.histograms.calls.add(row);
+        }
+        Ok(())
+    }
+
+    /// Applies one record of a compact stream (see [`super::ops`]); on an
+    /// error, returns the problem and the record's kind letter.
+    #[inline]
+    pub(crate) fn push_op(&mut self, op: &Op, rare: &[Parsed<'_>]) -> Result<(), (Problem, char)> {
+        self.records += 1;
+        if !matches!(op, Op::Rare(_)) {
+            self.last_was_root = false;
+        }
+        match *op {
+            Op::Alloc { address, stack, thread, has_thread } => {
+                let thread = has_thread.then_some(ThreadId(thread));
+                self.alloc(thread, address, StackId(stack)).map_err(|e| (e, if has_thread { '!' } else { 'a' }))
+            }
+            Op::Moved { old, new, length } => self.moved(old, new, length).map_err(|e| (e, 'u')),
+            Op::Survived { start, length } => self.moved(start, start, length).map_err(|e| (e, 'v')),
+            Op::Tick { ms, offset } => {
+                self.time.on_tick(ms as i32, offset);
+                Ok(())
+            }
+            Op::Call { thread, stack } => self.call(ThreadId(thread), StackId(stack)).map_err(|e| (e, 'c')),
+            Op::Rare(i) => {
+                let Some(p) = rare.get(i as usize) else { return Ok(()) };
+                let r = self.apply(p);
+                self.last_offset = p.offset;
+                r.map_err(|e| (e, p.record.kind().letter()))
+            }
+        }
+    }
+
+    /// The error for a problem at `offset` in a record of kind `kind`.
+    #[cold]
+    pub(crate) fn error_at(&self, offset: u64, kind: Option<char>, problem: Problem) -> Error {
+        Error { line: crate::format::line_of(self.data, offset), offset, kind, problem }
+    }
+
     fn apply(&mut self, p: &Parsed<'_>) -> Result<(), Problem> {
         let is_root_kind = matches!(p.record, Record::Root(_) | Record::Roots(_));
         let prev_was_root = is_root_kind && self.follows_previous(p.offset);
         self.last_was_root = is_root_kind;
         match p.record {
-            Record::Alloc(a) => {
-                self.had_alloc_info = true;
-                let st = self.stacks.alloc_stack(a.stack)?;
-                let thread = self.threads.intern(a.thread);
-                let tick = self.time.current();
-                let Some(obj) = self.objects.push(st.row, thread, a.address.0, tick) else {
-                    return Err(Problem::TooMany { what: "objects" });
-                };
-                let (heap, mut fx) = self.effects();
-                heap.allocate(&mut fx, a.address.0, st.row, st.type_id, st.size, obj.0)?;
-            }
+            Record::Alloc(a) => self.alloc(a.thread, a.address.0, a.stack)?,
             Record::Stack(n) => {
                 let cap = self.functions.capacity();
                 self.stacks.define_compressed(n.id, n.flag, n.alloc, n.reference, n.frames.iter(), cap)?;
             }
             Record::StackOld(s) => self.stacks.define_plain(s.id, s.frames.iter())?,
-            Record::Moved(u) => {
-                let (heap, mut fx) = self.effects();
-                heap.move_range(&mut fx, u.old.0, u.new.0, u.length)?;
-            }
-            Record::Survived(v) => {
-                let (heap, mut fx) = self.effects();
-                heap.move_range(&mut fx, v.start.0, v.start.0, v.length)?;
-            }
+            Record::Moved(u) => self.moved(u.old.0, u.new.0, u.length)?,
+            Record::Survived(v) => self.moved(v.start.0, v.start.0, v.length)?,
             Record::Tick(t) => self.time.on_tick(t.ms as i32, p.offset),
-            Record::Call(c) => {
-                self.had_call_info = true;
-                if c.thread.0 != -1 && c.stack.0 != -1 {
-                    let row = self.stacks.call_row(c.stack)?;
-                    self.histograms.calls.add(row);
-                }
-            }
+            Record::Call(c) => self.call(c.thread, c.stack)?,
             Record::GcBoundary(b) => self.gc_boundary(&b, p.at_end_of_file)?,
             Record::GcCounts(g) => {
                 if self.gc_book.counts()[0] == 0 {

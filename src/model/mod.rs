@@ -57,6 +57,7 @@ mod intervals;
 mod live;
 mod modules;
 mod names;
+mod ops;
 mod samples;
 mod stacks;
 mod threads;
@@ -82,7 +83,7 @@ pub use threads::ThreadTable;
 pub use time::{TimeTable, COMMENT_SLOT_LIMIT, MAX_SLOTS};
 pub use types::TypeTable;
 
-use crate::format::{ChunkOptions, Diagnostics, Parsed, TypeId};
+use crate::format::{ChunkOptions, Diagnostics, TypeId};
 
 /// The heap simulation's collection counters and generation limits
 /// (section 3.7).
@@ -278,28 +279,31 @@ pub fn load(data: &[u8], options: &LoadOptions) -> Result<Model> {
 pub fn load_with_progress(data: &[u8], options: &LoadOptions, mut progress: impl FnMut(u64)) -> Result<Model> {
     let mut builder = Builder::new(data);
     let mut failed: Option<Error> = None;
-    // Record vectors are handed back to the parsing threads for reuse.
-    let pool = std::sync::Mutex::new(Vec::<Vec<Parsed<'_>>>::new());
+    // Chunk buffers are handed back to the parsing threads for reuse.
+    let pool = std::sync::Mutex::new(Vec::<ops::Chunk<'_>>::new());
     let mut diagnostics = crate::format::parse_chunks(
         data,
         &options.chunks,
         |r| {
-            let mut v = pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
-            v.extend(r);
-            v
+            let mut c = pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
+            c.fill(r);
+            c
         },
-        |mut records: Vec<Parsed<'_>>, done| {
+        |chunk: ops::Chunk<'_>, done| {
             if failed.is_none() {
-                for p in &records {
-                    if let Err(e) = builder.push(p) {
-                        failed = Some(e);
+                for (k, op) in chunk.ops.iter().enumerate() {
+                    if let Err((problem, kind)) = builder.push_op(op, &chunk.rare) {
+                        let offset = match op {
+                            ops::Op::Rare(i) => chunk.rare.get(*i as usize).map_or(0, |p| p.offset),
+                            _ => chunk.offset_of(data, k),
+                        };
+                        failed = Some(builder.error_at(offset, Some(kind), problem));
                         break;
                     }
                 }
             }
-            records.clear();
             if let Ok(mut p) = pool.lock() {
-                p.push(records);
+                p.push(chunk);
             }
             progress(done as u64);
         },

@@ -66,7 +66,9 @@ pub struct StackTable {
     depth: Vec<u32>,
     max_frame: Vec<i32>,
     // Rows.
-    row_of_index: IdMap,
+    /// By stack index: the row and a copy of its head and flags (one memory
+    /// access per allocation).
+    by_index: IndexSlots,
     index_of_row: Vec<u32>,
     node: Vec<u32>,
     info: Vec<RowInfo>,
@@ -86,6 +88,57 @@ struct RowInfo {
     flags: u8,
 }
 
+/// A stack index's row with a copy of the row's head and flags.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    head: [i32; 2],
+    row: u32,
+    flags: u8,
+}
+
+/// Slots by stack index: an array below 2^24, a hash map above.
+#[derive(Clone, Debug, Default)]
+struct IndexSlots {
+    dense: Vec<Slot>,
+    sparse: HashMap<u32, Slot>,
+}
+
+const NO_ROW: u32 = u32::MAX;
+const DENSE_INDICES: u32 = 1 << 24;
+
+impl IndexSlots {
+    #[inline]
+    fn get(&self, index: u32) -> Option<Slot> {
+        if index < DENSE_INDICES {
+            self.dense.get(index as usize).copied().filter(|s| s.row != NO_ROW)
+        } else {
+            self.sparse.get(&index).copied()
+        }
+    }
+
+    fn set(&mut self, index: u32, slot: Slot) {
+        if index < DENSE_INDICES {
+            let i = index as usize;
+            if i >= self.dense.len() {
+                let n = (self.dense.len() * 2).clamp(i + 1, DENSE_INDICES as usize);
+                self.dense.resize(n, Slot { head: [0, 0], row: NO_ROW, flags: 0 });
+            }
+            self.dense[i] = slot;
+        } else {
+            self.sparse.insert(index, slot);
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.dense.capacity() * std::mem::size_of::<Slot>() + self.sparse.capacity() * 20
+    }
+
+    fn shrink(&mut self) {
+        self.dense.shrink_to_fit();
+        self.sparse.shrink_to_fit();
+    }
+}
+
 /// What an allocation needs from its stack.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AllocStack {
@@ -101,7 +154,7 @@ impl StackTable {
             frame: vec![-1],
             depth: vec![0],
             max_frame: vec![i32::MIN],
-            row_of_index: IdMap::new(),
+            by_index: IndexSlots::default(),
             index_of_row: Vec::new(),
             node: Vec::new(),
             info: Vec::new(),
@@ -148,11 +201,11 @@ impl StackTable {
     // ----- rows
 
     fn row_for_index(&mut self, index: u32) -> StackRef {
-        if let Some(r) = self.row_of_index.get(index as u64) {
-            return StackRef(r);
+        if let Some(s) = self.by_index.get(index) {
+            return StackRef(s.row);
         }
         let r = self.index_of_row.len() as u32;
-        self.row_of_index.insert(index as u64, r);
+        self.by_index.set(index, Slot { head: [0, 0], row: r, flags: 0 });
         self.index_of_row.push(index);
         self.node.push(0);
         self.info.push(RowInfo::default());
@@ -161,7 +214,7 @@ impl StackTable {
 
     /// The row holding a stack index, if any.
     pub(crate) fn row_of(&self, index: u32) -> Option<StackRef> {
-        self.row_of_index.get(index as u64).map(StackRef)
+        self.by_index.get(index).map(|s| StackRef(s.row))
     }
 
     fn set_row(&mut self, row: StackRef, head: Option<[i32; 2]>, node: u32) {
@@ -182,6 +235,8 @@ impl StackTable {
         };
         self.node[r] = node;
         self.info[r] = RowInfo { head: first2, flags };
+        let index = self.index_of_row[r];
+        self.by_index.set(index, Slot { head: first2, row: row.0, flags });
     }
 
     fn list_len(&self, row: usize) -> usize {
@@ -213,24 +268,29 @@ impl StackTable {
     /// reader's `IndexToStacktrace`); `Ok(None)` when it is undefined.
     #[inline]
     fn defined_row(&self, index: i64, id: i64) -> Result<Option<usize>, Problem> {
+        Ok(self.defined_slot(index, id)?.map(|s| s.row as usize))
+    }
+
+    #[inline]
+    fn defined_slot(&self, index: i64, id: i64) -> Result<Option<Slot>, Problem> {
         if index < 0 || index as u64 >= self.capacity {
             return Err(Problem::StackIdOutOfRange { id, limit: self.capacity });
         }
-        Ok(self.row_of_index.get(index as u64).map(|r| r as usize).filter(|&r| self.info[r].flags & DEFINED != 0))
+        Ok(self.by_index.get(index as u32).filter(|s| s.flags & DEFINED != 0))
     }
 
     /// Resolves the stack id of an allocation (T1-T4).
     #[inline]
     pub(crate) fn alloc_stack(&self, id: StackId) -> Result<AllocStack, Problem> {
         let index = self.map(id.0)?;
-        let Some(r) = self.defined_row(index, id.0 as i64)? else {
+        let Some(slot) = self.defined_slot(index, id.0 as i64)? else {
             return Err(Problem::UndefinedStack { id: id.0 as i64, index });
         };
-        if self.info[r].flags & LONG_ENOUGH == 0 {
-            return Err(Problem::ShortStack { index, len: self.list_len(r) });
+        if slot.flags & LONG_ENOUGH == 0 {
+            return Err(Problem::ShortStack { index, len: self.list_len(slot.row as usize) });
         }
-        let [t, s] = self.info[r].head;
-        Ok(AllocStack { row: StackRef(r as u32), type_id: TypeId(t), size: s as u32 })
+        let [t, s] = slot.head;
+        Ok(AllocStack { row: StackRef(slot.row), type_id: TypeId(t), size: s as u32 })
     }
 
     /// Type and size of a row when read back for an object (the row must be
@@ -496,7 +556,7 @@ impl StackTable {
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.parent.capacity() * 16
-            + self.row_of_index.heap_bytes()
+            + self.by_index.heap_bytes()
             + self.index_of_row.capacity() * 4
             + self.node.capacity() * 4
             + self.info.capacity() * std::mem::size_of::<RowInfo>()
@@ -509,7 +569,7 @@ impl StackTable {
         self.frame.shrink_to_fit();
         self.depth.shrink_to_fit();
         self.max_frame.shrink_to_fit();
-        self.row_of_index.shrink();
+        self.by_index.shrink();
         self.index_of_row.shrink_to_fit();
         self.node.shrink_to_fit();
         self.info.shrink_to_fit();

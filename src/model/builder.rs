@@ -209,6 +209,14 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Hints that `op` comes soon (fetches what it will read).
+    #[inline]
+    pub(crate) fn prefetch(&self, op: &Op) {
+        if let Op::Alloc { stack, .. } = *op {
+            self.stacks.prefetch(StackId(stack));
+        }
+    }
+
     /// The error for a problem at `offset` in a record of kind `kind`.
     #[cold]
     pub(crate) fn error_at(&self, offset: u64, kind: Option<char>, problem: Problem) -> Error {

@@ -114,12 +114,17 @@ impl Heap {
         let index = (w[0] & 0x7FFF) as u32 + (((w[1] & 0x7F) as u32) << 15);
         let tick = (w[1] >> 7) as u32 + ((w[2] as u32) << 8);
         let row = stacks.row_of(index).map_or(RAW | index, |r| r.0);
-        self.live.set(key, Header { row, tick, obj: h.obj });
+        let (type_id, size) = stacks.type_and_size(StackRef(row)).map_or((0, 0), |(t, s)| (t.0, s as u32));
+        self.live.set(key, Header { row, tick, obj: h.obj, size, type_id });
     }
 
     /// Decodes an entry as the reference does (its stack must be readable).
     #[inline]
     fn decode(stacks: &StackTable, key: u64, h: Header) -> Result<Found, Problem> {
+        if h.row & RAW == 0 && stacks.stable() {
+            let (size, type_id, row) = (h.size, TypeId(h.type_id), StackRef(h.row));
+            return Ok(Found { start: key << 2, size, type_id, row, header: h });
+        }
         let row = if h.row & RAW != 0 {
             match stacks.row_of(h.row & !RAW) {
                 Some(r) => r,
@@ -301,7 +306,7 @@ impl Heap {
                 (a.wrapping_add(12) >> 2).saturating_add(((size - 12).wrapping_add(3) & 0xFFFF_FFFC) as u64 / 4)
             };
             let stacks = fx.stacks;
-            let header = Header { row: row.0, tick: alloc_tick, obj };
+            let header = Header { row: row.0, tick: alloc_tick, obj, size, type_id: type_id.0 };
             let pred_clear = |k: u64, h: Header| {
                 Self::decode(stacks, k, h).is_ok_and(|o| o.start.checked_add(o.size as u64).is_some_and(|e| e <= a))
             };
@@ -318,7 +323,7 @@ impl Heap {
             }
         }
         if size >= 12 {
-            self.write_header(fx, a, Header { row: row.0, tick: alloc_tick, obj });
+            self.write_header(fx, a, Header { row: row.0, tick: alloc_tick, obj, size, type_id: type_id.0 });
             if !appended {
                 self.clear32(fx, a.wrapping_add(12), size - 12);
             }

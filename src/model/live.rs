@@ -43,6 +43,11 @@ pub(crate) struct Header {
     pub tick: u32,
     /// The object's id.
     pub obj: u32,
+    /// The size and type its stack had when it was placed (used while no
+    /// stack is ever redefined; see [`super::stacks::StackTable::stable`]).
+    pub size: u32,
+    /// See `size`.
+    pub type_id: i32,
 }
 
 /// Flag of [`Header::row`]: the value is a raw stack index.
@@ -421,7 +426,7 @@ impl LiveObjects {
 
     /// Bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.blocks.iter().map(|b| b.keys.capacity() * 2 + b.vals.capacity() * 12).sum::<usize>()
+        self.blocks.iter().map(|b| b.keys.capacity() * 2 + b.vals.capacity() * std::mem::size_of::<Header>()).sum::<usize>()
             + self.blocks.capacity() * std::mem::size_of::<Block>()
             + self.ids.capacity() * 8
             + self.index.capacity() * 16
@@ -435,7 +440,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn h(x: u32) -> Header {
-        Header { row: x, tick: x, obj: x }
+        Header { row: x, tick: x, obj: x, size: x, type_id: 0 }
     }
 
     #[test]

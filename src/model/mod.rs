@@ -291,7 +291,11 @@ pub fn load_with_progress(data: &[u8], options: &LoadOptions, mut progress: impl
         },
         |chunk: ops::Chunk<'_>, done| {
             if failed.is_none() {
+                const AHEAD: usize = 8;
                 for (k, op) in chunk.ops.iter().enumerate() {
+                    if let Some(next) = chunk.ops.get(k + AHEAD) {
+                        builder.prefetch(next);
+                    }
                     if let Err((problem, kind)) = builder.push_op(op, &chunk.rare) {
                         let offset = match op {
                             ops::Op::Rare(i) => chunk.rare.get(*i as usize).map_or(0, |p| p.offset),

@@ -77,6 +77,8 @@ pub struct StackTable {
     max_index: i64,
     alloc_only: HashMap<(i32, i32), u32>,
     mapping: Option<Mapping>,
+    /// No defined stack was ever redefined.
+    stable: bool,
 }
 
 /// The part of a row every allocation reads, kept together (one cache line
@@ -139,6 +141,19 @@ impl IndexSlots {
     }
 }
 
+/// A prefetch hint for the cache line at `p`.
+#[inline(always)]
+fn prefetch_read(p: *const i8) {
+    #[cfg(target_arch = "x86_64")]
+    // Safety: a prefetch is a hint: it reads nothing into the program, never
+    // faults, and `p` points into a live slice anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// What an allocation needs from its stack.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AllocStack {
@@ -162,6 +177,7 @@ impl StackTable {
             max_index: 0,
             alloc_only: HashMap::new(),
             mapping: None,
+            stable: true,
         };
         // Index 0: the empty stack.
         let r = t.row_for_index(0);
@@ -219,6 +235,9 @@ impl StackTable {
 
     fn set_row(&mut self, row: StackRef, head: Option<[i32; 2]>, node: u32) {
         let r = row.index();
+        if self.info[r].flags & DEFINED != 0 {
+            self.stable = false;
+        }
         let mut flags = DEFINED;
         let first2 = match head {
             Some(h) => {
@@ -277,6 +296,17 @@ impl StackTable {
             return Err(Problem::StackIdOutOfRange { id, limit: self.capacity });
         }
         Ok(self.by_index.get(index as u32).filter(|s| s.flags & DEFINED != 0))
+    }
+
+    /// Asks the processor to fetch the slot of an allocation's stack id
+    /// ahead of its use (a hint; it never changes a result).
+    #[inline]
+    pub(crate) fn prefetch(&self, id: StackId) {
+        if self.mapping.is_none() && id.0 >= 0 {
+            if let Some(slot) = self.by_index.dense.get(id.0 as usize) {
+                prefetch_read(slot as *const Slot as *const i8);
+            }
+        }
     }
 
     /// Resolves the stack id of an allocation (T1-T4).
@@ -476,6 +506,13 @@ impl StackTable {
     /// plus one.
     pub fn reader_table_length(&self) -> u64 {
         self.max_index as u64 + 1
+    }
+
+    /// True while no defined stack was redefined: objects keep the type and
+    /// size they were placed with, so the simulation need not read them back.
+    #[inline]
+    pub fn stable(&self) -> bool {
+        self.stable
     }
 
     /// Whether the renumbering table exists.

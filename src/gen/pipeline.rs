@@ -19,7 +19,7 @@ use std::ops::Range;
 
 /// Operations per batch (a batch of 32-byte operations stays small enough
 /// not to push the simulation's tables out of the cache).
-pub const BATCH_OPS: usize = 4096;
+pub const BATCH_OPS: usize = 16384;
 /// Batches in flight between the threads.
 pub const QUEUE: usize = 4;
 

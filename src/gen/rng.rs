@@ -58,14 +58,15 @@ pub fn det_ln(x: f64) -> f64 {
     e as f64 * LN_2 + 2.0 * sum
 }
 
-const EXP_BITS: u32 = 11;
+const EXP_BITS: u32 = 8;
 const EXP_BINS: usize = 1 << EXP_BITS;
 
-/// Quantiles of Exp(1) at `i / EXP_BINS`, `i = 0..EXP_BINS`.
+/// Quantiles of Exp(1) at `i / EXP_BINS`, `i = 0..EXP_BINS` (2 KB: stays
+/// in the L1 cache).
 fn exp_table() -> &'static [f64; EXP_BINS] {
-    static TABLE: OnceLock<Box<[f64; EXP_BINS]>> = OnceLock::new();
+    static TABLE: OnceLock<[f64; EXP_BINS]> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut t = Box::new([0.0; EXP_BINS]);
+        let mut t = [0.0; EXP_BINS];
         for (i, q) in t.iter_mut().enumerate() {
             *q = -det_ln(1.0 - i as f64 / EXP_BINS as f64);
         }

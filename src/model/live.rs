@@ -290,8 +290,8 @@ impl LiveObjects {
         if n == 0 {
             self.nonempty.insert(b);
             if blk.keys.capacity() == 0 {
-                blk.keys.reserve(64);
-                blk.vals.reserve(64);
+                blk.keys.reserve(16);
+                blk.vals.reserve(16);
             }
         }
         blk.keys.insert(i, off);

@@ -48,7 +48,7 @@ const CHUNK_WORDS: usize = 1 << 16;
 const MAX_RECORD_WORDS: usize = 1 + 2 + 2 + 3 + 2;
 const MAX_GROUP_WORDS: usize = GROUP * MAX_RECORD_WORDS;
 const GRAIN_SHIFT: u32 = 10;
-const BLOCK_BITS: u32 = 12;
+const BLOCK_BITS: u32 = 8;
 const BLOCK: usize = 1 << BLOCK_BITS;
 /// Most grain steps one range may record (2^28 KB = 256 GB of address space).
 const MAX_STEPS: u64 = 1 << 28;
@@ -367,7 +367,7 @@ impl<'a> GroupDecoder<'a> {
 
 // ---------------------------------------------------------------- grains
 
-/// Newest sample per grain, in blocks of 4096 grains (4 MB of address space).
+/// Newest sample per grain, in blocks of 256 grains (256 KB of address space).
 #[derive(Clone, Debug, Default)]
 pub struct GrainIndex {
     blocks: HashMap<u64, u32>,

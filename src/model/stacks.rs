@@ -28,7 +28,7 @@
 //! objects already allocated with it.
 
 use super::error::Problem;
-use super::idmap::IdMap;
+use super::idmap::{dense_enough, IdMap};
 use super::ids::{FrameNode, StackRef};
 use super::types::INITIAL_CAPACITY;
 use crate::format::{FunctionId, StackId, TypeId};
@@ -103,6 +103,7 @@ struct Slot {
 struct IndexSlots {
     dense: Vec<Slot>,
     sparse: HashMap<u32, Slot>,
+    entries: usize,
 }
 
 const NO_ROW: u32 = u32::MAX;
@@ -111,23 +112,36 @@ const DENSE_INDICES: u32 = 1 << 24;
 impl IndexSlots {
     #[inline]
     fn get(&self, index: u32) -> Option<Slot> {
-        if index < DENSE_INDICES {
-            self.dense.get(index as usize).copied().filter(|s| s.row != NO_ROW)
-        } else {
-            self.sparse.get(&index).copied()
+        match self.dense.get(index as usize) {
+            Some(s) if s.row != NO_ROW => Some(*s),
+            Some(_) => None,
+            None if self.sparse.is_empty() => None,
+            None => self.sparse.get(&index).copied(),
         }
     }
 
     fn set(&mut self, index: u32, slot: Slot) {
-        if index < DENSE_INDICES {
-            let i = index as usize;
-            if i >= self.dense.len() {
-                let n = (self.dense.len() * 2).clamp(i + 1, DENSE_INDICES as usize);
-                self.dense.resize(n, Slot { head: [0, 0], row: NO_ROW, flags: 0 });
+        let i = index as usize;
+        if let Some(s) = self.dense.get_mut(i) {
+            if s.row == NO_ROW {
+                self.entries += 1;
+            }
+            *s = slot;
+            return;
+        }
+        if dense_enough(index as u64, self.entries, DENSE_INDICES as u64) {
+            let n = (self.dense.len() * 2).clamp(i + 1, DENSE_INDICES as usize);
+            self.dense.resize(n, Slot { head: [0, 0], row: NO_ROW, flags: 0 });
+            let len = self.dense.len() as u32;
+            let moved: Vec<(u32, Slot)> = self.sparse.iter().filter(|(&k, _)| k < len).map(|(&k, &v)| (k, v)).collect();
+            for (k, v) in moved {
+                self.sparse.remove(&k);
+                self.dense[k as usize] = v;
             }
             self.dense[i] = slot;
-        } else {
-            self.sparse.insert(index, slot);
+            self.entries += 1;
+        } else if self.sparse.insert(index, slot).is_none() {
+            self.entries += 1;
         }
     }
 

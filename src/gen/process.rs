@@ -124,8 +124,9 @@ impl<'p> Process<'p> {
         for (d, p) in pop_prob.iter_mut().enumerate() {
             *p = Chance::new(d as f64 / (d as f64 + POP_HALF));
         }
-        // Without call logging the walk makes one call per allocation on
-        // average (a coin run); with it, the requested number.
+        // Without call logging the walk makes half a call per allocation
+        // on average (functions allocate a few objects each); with it, the
+        // requested number.
         let walk_mean = opts.calls_per_alloc;
         let object_type = types.find("System.Object");
         Ok(Process {
@@ -208,7 +209,7 @@ impl<'p> Process<'p> {
             self.burst_left -= 1;
         }
         let t = self.current;
-        let calls = if self.opts.calls { self.rng.geometric(self.walk) } else { self.rng.coin_run() as u64 };
+        let calls = if self.opts.calls { self.rng.geometric(self.walk) } else { self.rng.quarter_run() as u64 };
         for _ in 0..calls {
             self.call_once(t)?;
         }

@@ -8,12 +8,13 @@
 //! (`loader.rs`), and formats every line through the format layer's
 //! [`LogWriter`].
 //!
-//! A batch is handled in two passes. The first follows every thread's
-//! call path through the batch, noting the node of each event and asking
-//! the CPU to fetch the allocation-stack slot each allocation will look up;
-//! the second writes the lines. The lookups, which would otherwise wait
-//! for memory one after another, then mostly find their data in cache
-//! (measured at the `seed` scale: 2.45 s -> 2.13 s for the whole run).
+//! A batch is handled in windows of [`WINDOW`] operations, each in two
+//! passes. The first follows every thread's call path through the window,
+//! noting the node of each event and asking the CPU to fetch the
+//! allocation-stack slot each allocation will look up; the second writes
+//! the lines. The lookups, which would otherwise wait for memory one after
+//! another, then find their data in cache (windows are small enough that
+//! the fetched lines are still there; measured at the `seed` scale).
 
 use super::error::GenError;
 use super::lines::Lines;
@@ -26,6 +27,9 @@ use crate::format::records::{Alloc, Call, GcBoundary, HandleCreated, HandleDestr
 use crate::format::{Address, HandleId, Kind, List, LogWriter, Record, Style, ThreadId};
 use std::io::Write;
 use std::sync::mpsc::{Receiver, SyncSender};
+
+/// Operations located (and prefetched) before they are written.
+const WINDOW: usize = 1024;
 
 /// A thread as the profiler sees it.
 struct Thread {
@@ -102,12 +106,11 @@ impl<'p, W: Write> Profiler<'p, W> {
         Ok(ProfilerReport { writer: self.out.finish()?, bytes, counts, stacks })
     }
 
-    /// Follows the threads' call paths through a batch: the node of each
-    /// operation, in `at`; prefetches allocation-stack slots.
-    fn locate(&mut self, b: &Batch) -> Result<(), GenError> {
+    /// Follows the threads' call paths through some operations: the node of
+    /// each, in `at`; prefetches allocation-stack slots.
+    fn locate(&mut self, ops: &[Op]) -> Result<(), GenError> {
         self.at.clear();
-        self.at.reserve(b.ops.len());
-        for op in &b.ops {
+        for op in ops {
             let node = match *op {
                 Op::Enter { thread, id, pops, .. } => {
                     let th = &mut self.threads[thread as usize];
@@ -140,8 +143,17 @@ impl<'p, W: Write> Profiler<'p, W> {
 
     /// Writes one batch.
     pub fn write(&mut self, b: &Batch) -> Result<(), GenError> {
-        self.locate(b)?;
-        for (k, op) in b.ops.iter().enumerate() {
+        for start in (0..b.ops.len()).step_by(WINDOW) {
+            let ops = &b.ops[start..(start + WINDOW).min(b.ops.len())];
+            self.locate(ops)?;
+            self.write_window(b, ops)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the lines of some operations of a batch, located.
+    fn write_window(&mut self, b: &Batch, ops: &[Op]) -> Result<(), GenError> {
+        for (k, op) in ops.iter().enumerate() {
             let node = self.at[k];
             match *op {
                 Op::Alloc { thread, ty, type_id, size, address } => {

@@ -164,6 +164,18 @@ impl Rng {
         self.next_u64().trailing_zeros()
     }
 
+    /// A draw with mean 1/2: 0 three times in four, else 1 plus a
+    /// [`coin_run`](Rng::coin_run).
+    #[inline]
+    pub fn quarter_run(&mut self) -> u32 {
+        let r = self.next_u64();
+        if r & 3 != 0 {
+            0
+        } else {
+            1 + (r >> 2).trailing_zeros().min(61)
+        }
+    }
+
     /// An Exp(1) draw.
     #[inline]
     pub fn exp1(&mut self) -> f64 {
@@ -292,6 +304,8 @@ mod tests {
         assert!(!r.hit(Chance::new(0.0)));
         let runs: f64 = (0..n).map(|_| r.coin_run() as f64).sum::<f64>() / n as f64;
         assert!((runs - 1.0).abs() < 0.03);
+        let runs: f64 = (0..n).map(|_| r.quarter_run() as f64).sum::<f64>() / n as f64;
+        assert!((runs - 0.5).abs() < 0.02);
         assert_eq!(r.geometric(Geometric::with_mean(0.0)), 0);
     }
 }

@@ -76,6 +76,8 @@ pub(crate) struct LiveObjects {
     blocks: Vec<Block>,
     ids: Vec<u64>,
     index: HashMap<u64, u32>,
+    /// Slots of `blocks` that hold no block (recycled by `compact`).
+    free: Vec<u32>,
     nonempty: BTreeSet<u64>,
     cache: Cell<[(u64, u32); CACHE]>,
     cache_next: Cell<usize>,
@@ -88,6 +90,7 @@ impl Default for LiveObjects {
             blocks: Vec::new(),
             ids: Vec::new(),
             index: HashMap::new(),
+            free: Vec::new(),
             nonempty: BTreeSet::new(),
             cache: Cell::new([(u64::MAX, u32::MAX); CACHE]),
             cache_next: Cell::new(0),
@@ -149,9 +152,17 @@ impl LiveObjects {
         if let Some(i) = self.find_block(b) {
             return i;
         }
-        let i = self.blocks.len() as u32;
-        self.blocks.push(Block::default());
-        self.ids.push(b);
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.ids[i as usize] = b;
+                i
+            }
+            None => {
+                self.blocks.push(Block::default());
+                self.ids.push(b);
+                self.blocks.len() as u32 - 1
+            }
+        };
         self.index.insert(b, i);
         self.remember(b, i);
         i as usize
@@ -367,13 +378,26 @@ impl LiveObjects {
         }
     }
 
-    /// Frees the arrays of empty blocks that grew large (after a GC).
+    /// Gives back the memory of empty blocks and of blocks much larger than
+    /// their contents (after a GC), so that memory follows the live objects,
+    /// not the address space ever used.
     pub(crate) fn compact(&mut self) {
-        for blk in &mut self.blocks {
-            if blk.keys.is_empty() && blk.keys.capacity() > 1024 {
-                *blk = Block::default();
+        for (i, blk) in self.blocks.iter_mut().enumerate() {
+            if blk.keys.is_empty() {
+                let id = self.ids[i];
+                if id != u64::MAX {
+                    self.index.remove(&id);
+                    self.ids[i] = u64::MAX;
+                    self.free.push(i as u32);
+                    *blk = Block::default();
+                }
+            } else if blk.keys.capacity() > 2 * blk.keys.len() + 16 {
+                blk.keys.shrink_to_fit();
+                blk.vals.shrink_to_fit();
             }
         }
+        self.cache.set([(u64::MAX, u32::MAX); CACHE]);
+        self.index.shrink_to_fit();
     }
 
     /// Removes the object at `key` whose body spans `count` words, when
@@ -430,6 +454,7 @@ impl LiveObjects {
             + self.blocks.capacity() * std::mem::size_of::<Block>()
             + self.ids.capacity() * 8
             + self.index.capacity() * 16
+            + self.free.capacity() * 4
             + self.nonempty.len() * 24
     }
 }

@@ -35,6 +35,8 @@ pub const ROOT: u32 = 0;
 
 /// Call paths are below 2^31.
 const NODE_LIMIT: usize = 1 << 31;
+/// Entries of the recent-children cache (2^12 x 16 bytes).
+const RECENT_CHILDREN_BITS: u32 = 12;
 /// An empty slot of a node's table (keys are `type << 32 | size` with a
 /// type below 2^12).
 const FREE: u64 = u64::MAX;
@@ -90,6 +92,8 @@ pub struct StackTable {
     nodes: Vec<Node>,
     /// (parent << 32 | function) -> child node.
     children: IdMap,
+    /// Recent entries of `children`, direct-mapped (most calls repeat).
+    recent_children: Vec<(u64, u32)>,
     /// The nodes' allocation-stack tables: (type << 32 | size, id).
     arena: Vec<(u64, StackId)>,
     last_id: i32,
@@ -110,6 +114,7 @@ impl StackTable {
         StackTable {
             nodes: vec![Node::new(u32::MAX, FunctionId(-1), 0)],
             children: IdMap::new(),
+            recent_children: vec![(u64::MAX, 0); 1 << RECENT_CHILDREN_BITS],
             arena: Vec::new(),
             last_id: 0,
             alloc_stacks: 0,
@@ -122,7 +127,12 @@ impl StackTable {
     #[inline]
     pub fn child(&mut self, parent: u32, func: FunctionId) -> Result<u32, GenError> {
         let key = (parent as u64) << 32 | func.0 as u32 as u64;
+        let slot = home(key, RECENT_CHILDREN_BITS);
+        if self.recent_children[slot].0 == key {
+            return Ok(self.recent_children[slot].1);
+        }
         if let Some(n) = self.children.get(key) {
+            self.recent_children[slot] = (key, n);
             return Ok(n);
         }
         let n = self.nodes.len();
@@ -132,6 +142,7 @@ impl StackTable {
         let depth = self.nodes[parent as usize].depth + 1;
         self.nodes.push(Node::new(parent, func, depth));
         self.children.insert_new(key, n as u32);
+        self.recent_children[slot] = (key, n as u32);
         Ok(n as u32)
     }
 

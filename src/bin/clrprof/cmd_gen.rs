@@ -174,7 +174,7 @@ pub fn run(args: Args) -> Result<()> {
     if !args.quiet {
         let bytes = truth.log.bytes;
         eprintln!(
-            "clrprof gen: {} {} bytes ({:.1} MB), {} lines, {} objects, {} GCs in {:.2} s: {:.0} MB/s{}",
+            "clrprof gen: {} {} bytes ({:.1} MB), {} lines, {} objects, {} GCs in {:.3} s: {:.0} MB/s{}",
             if to_stdout { "stdout:".to_string() } else { format!("{}:", args.output.display()) },
             bytes,
             bytes as f64 / 1e6,

@@ -38,18 +38,24 @@
 //!
 //! # How the pieces fit
 //!
+//! Two stages on two threads, like a profiled process and its profiler:
+//! the *simulation* (calling thread) runs the program and the heap and
+//! reports events; the *profiler stage* (a scoped thread) interns stacks,
+//! writes definitions and formats every line (see `pipeline.rs`).
+//!
 //! | file | concept |
 //! |---|---|
 //! | `options.rs` | options and presets |
 //! | `rng.rs` | the seeded random generator |
-//! | `names.rs`, `types.rs`, `calltree.rs` | the synthetic program |
-//! | `loader.rs`, `stacks.rs`, `threads.rs` | ids, `t`/`f`/`m`/`y`/`n` lines, thread stacks |
+//! | `names.rs`, `types.rs`, `calltree.rs`, `program.rs` | the synthetic program |
+//! | `process.rs`, `threads.rs`, `ids.rs` | the simulation's main loop, thread stacks, function and type ids |
 //! | `heap.rs`, `lifetime.rs`, `sizer.rs` | objects, where they live, how long, how big |
 //! | `schedule.rs`, `gc.rs` | when GCs happen and what they write |
-//! | `handles.rs`, `dump.rs` | `h`/`j` lines, heap dumps |
+//! | `handles.rs`, `dump.rs` | `h`/`j` events, heap dumps |
 //! | `clock.rs`, `reader_clock.rs` | `i` lines, CLRProfiler's tick indices |
+//! | `pipeline.rs`, `emit.rs` | events and records between the stages |
+//! | `profiler.rs`, `stacks.rs`, `idmap.rs`, `loader.rs`, `lines.rs` | the profiler stage: stacks (`n`), definitions (`t`/`f`/`m`/`y`), the counting writer |
 //! | `truth.rs` | the ground truth |
-//! | `process.rs` | the main loop |
 
 mod calltree;
 mod clock;

@@ -1,16 +1,18 @@
 //! The simulated .NET process: the main loop that runs threads through the
 //! program, allocates, collects, creates and destroys handles and writes
-//! comments, one line at a time through the format writer.
+//! comments.
 //!
 //! Per allocation: maybe switch threads (threads run in bursts), make some
 //! calls (a random walk on the call tree: return with a probability that
-//! grows with depth, else call a random callee; jitting writes `m`/`y`/`f`
-//! lines on first use, call logging a `c` line per call), choose a type
+//! grows with depth, else call a callee, the first ones more often; half a
+//! call per allocation on average without call logging), choose a type
 //! from the allocating function's sites (or, rarely, a large array) and a
-//! size, start a GC when one is due, then report the allocation and
-//! record the object. Events go to the profiler stage (`profiler.rs`),
-//! which owns stacks and definitions. Memory is the live heap; nothing else
-//! grows with the log.
+//! size, start a GC when one is due, then report the allocation and record
+//! the object, or, when it will certainly be dead at the next GC, only
+//! tally its death. Calls, allocations and handles go as events to the
+//! profiler stage (`profiler.rs`), which owns stacks and definitions (it
+//! jits functions and writes `c` lines); GC records are written here.
+//! Memory is the live heap; nothing else grows with the log.
 
 use super::calltree::Site;
 use super::clock::Clock;

@@ -471,7 +471,7 @@ impl<'a> Builder<'a> {
         self.heap.final_walk(&self.stacks, |o| final_heap.add(o.row)).map_err(err)?;
         self.histograms.final_heap = final_heap;
         self.histograms.allocated = self.objects.stack_counts();
-        self.histograms.relocated = StackCounts::from_vec(std::mem::take(&mut self.heap.relocated));
+        self.histograms.relocated = self.heap.take_relocations();
         if self.heap.in_gc {
             self.objects.unfinished_gc(self.gc_start_generation);
         }

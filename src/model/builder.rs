@@ -10,7 +10,7 @@ use super::handles::{HandleEvent, HandleTable};
 use super::heap::{Effects, Heap};
 use super::heap_dump::{DumpObject, DumpRoot, HeapDumpTable};
 use super::histogram::{Histograms, StackCounts};
-use super::ids::{ObjectId, TickIndex};
+use super::ids::{ObjectId, StackRef, TickIndex};
 use super::modules::{AssemblyLoad, Module, ModuleTable};
 use super::names::NameTable;
 use super::ops::Op;
@@ -64,6 +64,7 @@ pub struct Builder<'a> {
     last_offset: u64,
     extended_roots_seen: bool,
     records: u64,
+    call_log: Vec<u32>,
     had_alloc_info: bool,
     had_call_info: bool,
 }
@@ -100,6 +101,7 @@ impl<'a> Builder<'a> {
             last_offset: 0,
             extended_roots_seen: false,
             records: 0,
+            call_log: Vec::new(),
             had_alloc_info: false,
             had_call_info: false,
         }
@@ -175,9 +177,20 @@ impl<'a> Builder<'a> {
         self.had_call_info = true;
         if thread.0 != -1 && stack.0 != -1 {
             let row = self.stacks.call_row(stack)?;
-            self.histograms.calls.add(row);
+            // Logged, and counted in batches (no cache miss per call).
+            self.call_log.push(row.0);
+            if self.call_log.len() >= 1 << 16 {
+                self.flush_calls();
+            }
         }
         Ok(())
+    }
+
+    fn flush_calls(&mut self) {
+        for &r in &self.call_log {
+            self.histograms.calls.add(StackRef(r));
+        }
+        self.call_log.clear();
     }
 
     /// Applies one record of a compact stream (see [`super::ops`]); on an
@@ -212,7 +225,7 @@ impl<'a> Builder<'a> {
     /// Hints that `op` comes soon (fetches what it will read).
     #[inline]
     pub(crate) fn prefetch(&self, op: &Op) {
-        if let Op::Alloc { stack, .. } = *op {
+        if let Op::Alloc { stack, .. } | Op::Call { stack, .. } = *op {
             self.stacks.prefetch(StackId(stack));
         }
     }
@@ -472,6 +485,8 @@ impl<'a> Builder<'a> {
         self.histograms.final_heap = final_heap;
         self.histograms.allocated = self.objects.stack_counts();
         self.histograms.relocated = self.heap.take_relocations();
+        self.flush_calls();
+        self.call_log = Vec::new();
         if self.heap.in_gc {
             self.objects.unfinished_gc(self.gc_start_generation);
         }

@@ -43,7 +43,7 @@ use crate::format::TypeId;
 use std::collections::HashMap;
 
 /// Samples per group of the directory.
-pub const GROUP: usize = 64;
+pub const GROUP: usize = 32;
 const CHUNK_WORDS: usize = 1 << 16;
 const MAX_RECORD_WORDS: usize = 1 + 2 + 2 + 3 + 2;
 const MAX_GROUP_WORDS: usize = GROUP * MAX_RECORD_WORDS;

@@ -32,6 +32,7 @@ use std::collections::{BTreeSet, HashMap};
 const BLOCK_BITS: u32 = 12;
 const OFFSET_MASK: u64 = (1 << BLOCK_BITS) - 1;
 const CACHE: usize = 8;
+const SPARE_BYTES: usize = 16 << 20;
 
 /// What the simulated heap holds for one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +79,11 @@ pub(crate) struct LiveObjects {
     index: HashMap<u64, u32>,
     /// Slots of `blocks` that hold no block (recycled by `compact`).
     free: Vec<u32>,
+    /// Arrays of blocks emptied by a GC, kept for the next blocks (up to
+    /// `SPARE_BYTES`): gen 0 refills the same amount after every GC, and
+    /// reusing arrays saves an allocation and several reallocations each.
+    spare: Vec<Block>,
+    spare_bytes: usize,
     nonempty: BTreeSet<u64>,
     cache: Cell<[(u64, u32); CACHE]>,
     cache_next: Cell<usize>,
@@ -91,6 +97,8 @@ impl Default for LiveObjects {
             ids: Vec::new(),
             index: HashMap::new(),
             free: Vec::new(),
+            spare: Vec::new(),
+            spare_bytes: 0,
             nonempty: BTreeSet::new(),
             cache: Cell::new([(u64::MAX, u32::MAX); CACHE]),
             cache_next: Cell::new(0),
@@ -166,6 +174,28 @@ impl LiveObjects {
         self.index.insert(b, i);
         self.remember(b, i);
         i as usize
+    }
+
+    /// Arrays for a block that is about to receive its first entry.
+    #[inline]
+    fn fresh_arrays(&mut self, bi: usize) {
+        let blk = &mut self.blocks[bi];
+        if blk.keys.capacity() == 0 {
+            match self.spare.pop() {
+                Some(b) => {
+                    self.spare_bytes -= Self::block_bytes(&b);
+                    *blk = b;
+                }
+                None => {
+                    blk.keys.reserve(16);
+                    blk.vals.reserve(16);
+                }
+            }
+        }
+    }
+
+    fn block_bytes(b: &Block) -> usize {
+        b.keys.capacity() * 2 + b.vals.capacity() * std::mem::size_of::<Header>()
     }
 
     /// The last entry of the nonempty block before block `b`.
@@ -250,7 +280,9 @@ impl LiveObjects {
         }
         if blk.keys.is_empty() {
             self.nonempty.insert(b);
+            self.fresh_arrays(bi);
         }
+        let blk = &mut self.blocks[bi];
         blk.keys.insert(i, off);
         blk.vals.insert(i, val);
         self.len += 1;
@@ -297,14 +329,11 @@ impl LiveObjects {
                 return Placed::Slow;
             }
         }
-        let blk = &mut self.blocks[bi];
         if n == 0 {
             self.nonempty.insert(b);
-            if blk.keys.capacity() == 0 {
-                blk.keys.reserve(16);
-                blk.vals.reserve(16);
-            }
+            self.fresh_arrays(bi);
         }
+        let blk = &mut self.blocks[bi];
         blk.keys.insert(i, off);
         blk.vals.insert(i, val);
         self.len += 1;
@@ -389,7 +418,12 @@ impl LiveObjects {
                     self.index.remove(&id);
                     self.ids[i] = u64::MAX;
                     self.free.push(i as u32);
-                    *blk = Block::default();
+                    let arrays = std::mem::take(blk);
+                    let bytes = Self::block_bytes(&arrays);
+                    if bytes > 0 && self.spare_bytes + bytes <= SPARE_BYTES {
+                        self.spare_bytes += bytes;
+                        self.spare.push(arrays);
+                    }
                 }
             } else if blk.keys.capacity() > 2 * blk.keys.len() + 16 {
                 blk.keys.shrink_to_fit();
@@ -455,6 +489,7 @@ impl LiveObjects {
             + self.ids.capacity() * 8
             + self.index.capacity() * 16
             + self.free.capacity() * 4
+            + self.spare_bytes
             + self.nonempty.len() * 24
     }
 }

@@ -44,6 +44,36 @@ impl Progress {
     }
 }
 
+/// Gives back the resident pages of the part of a mapped log that has been
+/// read: the model copies what it keeps, so the consumed text need not stay
+/// in this process's resident set (it stays in the page cache).
+struct ReleaseConsumed<'a> {
+    map: Option<&'a memmap2::Mmap>,
+    released: usize,
+}
+
+impl ReleaseConsumed<'_> {
+    const STEP: usize = 32 << 20;
+    const MARGIN: usize = 4 << 20;
+
+    fn upto(&mut self, done: usize) {
+        let Some(map) = self.map else { return };
+        let end = done.saturating_sub(Self::MARGIN) & !0xFFF;
+        if end >= self.released + Self::STEP && end <= map.len() {
+            // Safety: the mapping is a read-only, shared mapping of a file
+            // that this process never writes. MADV_DONTNEED only drops the
+            // page-table entries of `[released, end)` (page-aligned, inside
+            // the map): a later read of those bytes (an error message
+            // counting lines) faults them in again from the file, with the
+            // same contents. Nothing is freed that Rust code could observe.
+            unsafe {
+                let _ = map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, self.released, end - self.released);
+            }
+            self.released = end;
+        }
+    }
+}
+
 /// Peak memory of this process, from `/proc/self/status`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemoryProbe {
@@ -93,10 +123,18 @@ pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<L
     let options = LoadOptions { chunks: ChunkOptions { threads: args.threads, ..defaults.chunks } };
     let mut progress = Progress::new(data.len() as u64, quiet);
     let mut memory = MemoryProbe::default();
+    let mut release = ReleaseConsumed {
+        map: match source {
+            LogSource::Mapped(m) => Some(m),
+            LogSource::Owned(_) => None,
+        },
+        released: 0,
+    };
     let start = Instant::now();
     let result = model::load_with_progress(data, &options, |done| {
         progress.update(done);
         memory.sample();
+        release.upto(done as usize);
     });
     progress.finish();
     let seconds = start.elapsed().as_secs_f64();

@@ -503,12 +503,19 @@ impl Heap {
     }
 
     /// Section 3.9: the final-heap walk. Calls `f` for each object counted.
+    /// (The reference asks for the first object at or after the end of the
+    /// previous one each time; walking the store in order and skipping the
+    /// objects that start inside the previous one is the same.)
     pub(crate) fn final_walk(&self, stacks: &StackTable, mut f: impl FnMut(&Found)) -> Result<(), Problem> {
-        let mut o = self.object_in(stacks, 0, u64::MAX)?;
-        while let Some(x) = o {
+        let mut min_key = 0u64;
+        for (k, h) in self.live.iter() {
+            if k < min_key {
+                continue;
+            }
+            let x = Self::decode(stacks, k, h)?;
             let Some(next) = x.start.checked_add(x.size as u64) else { break };
             f(&x);
-            o = self.object_in(stacks, next, u64::MAX)?;
+            min_key = next >> 2;
         }
         Ok(())
     }

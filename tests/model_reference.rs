@@ -301,6 +301,14 @@ fn fates_equal_the_generator_truth() {
                 g.1 += size;
             }
         }
+        // Death ticks: the end of the GC that removed the object.
+        for i in (0..a.len() as u32).step_by(97) {
+            let o = ObjectId(i);
+            if let Fate::DiedAtGc { gc, .. } = a.fate(o) {
+                assert_eq!(m.death_tick(o), m.gcs().get(gc).map(|g| g.end), "{name}: object {i}");
+                assert!(m.death_tick(o) >= Some(a.tick(o)), "{name}: object {i} dies before birth");
+            }
+        }
         let deaths = &truth["deaths"];
         assert_eq!(died, deaths["objects"].as_u64().expect("objects"), "{name}: deaths");
         for (key, ours) in [("gcs_survived", &by_survived), ("generation", &by_generation)] {

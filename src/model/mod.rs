@@ -169,6 +169,18 @@ impl Model {
     pub fn allocations(&self) -> &AllocationTable {
         &self.allocations
     }
+    /// When an object died: the end of the GC that removed it (for a GC the
+    /// log ended inside of, the log's last tick), or the tick it was erased
+    /// at; `None` for objects alive at the end or never tracked.
+    pub fn death_tick(&self, obj: ObjectId) -> Option<TickIndex> {
+        match self.allocations.fate(obj) {
+            Fate::DiedAtGc { gc, .. } => {
+                Some(self.gcs.get(gc).map_or(TickIndex(self.time.len().saturating_sub(1) as u32), |g| g.end))
+            }
+            Fate::Erased { tick, .. } => Some(tick),
+            Fate::Alive | Fate::Untracked => None,
+        }
+    }
     /// The address history.
     pub fn samples(&self) -> &SampleTable {
         &self.samples

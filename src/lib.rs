@@ -2,8 +2,8 @@
 //! logs.
 //!
 //! The crate has layers whose arrows point one way:
-//! [`format`] (bytes and records) <- `model` (tables and the heap
-//! simulation) <- `query` (answers) <- the `clrprof` binary.
+//! [`mod@format`] (bytes and records) <- [`model`] (tables and the heap
+//! simulation) <- [`query`] (answers) <- the `clrprof` binary.
 //!
 //! ```
 //! use clrprof::format::{read_all, Record};
@@ -15,6 +15,17 @@
 //!     Record::Alloc(a) => assert_eq!(a.address.0, 0x1000),
 //!     _ => unreachable!(),
 //! }
+//! ```
+//!
+//! Loading a log and asking for CLRProfiler's Summary:
+//!
+//! ```
+//! let log = b"t 1 0 System.String\nn 1 1 1 24\ni 5\n! 42 0x1000 1\n";
+//! let model = clrprof::model::load(log, &Default::default()).unwrap();
+//! let summary = clrprof::query::summary(&model);
+//! assert_eq!(summary.allocated_bytes, 24);
+//! assert_eq!(summary.final_heap_bytes, 24);
+//! assert_eq!(summary.gen0_heap_bytes, None); // "Unknown": no GC
 //! ```
 #![deny(missing_docs)]
 

@@ -58,16 +58,50 @@ pub struct HeapDump {
     objects: (u32, u32),
 }
 
-/// The dumps and their objects, as columns.
+/// The dumps and their objects, as columns. References are kept as
+/// varints of their (zigzagged) distance to the referring object's address:
+///
+/// ```text
+/// addresses [u64]   types [i32]   sizes [u32]   stacks [u32]   objects [u32 or none]
+/// ref_start [u32] -> refs bytes: varint(zigzag(ref - address))...
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct HeapDumpTable {
     dumps: Vec<HeapDump>,
     roots: Vec<DumpRoot>,
-    objects: Vec<DumpObject>,
+    addresses: Vec<u64>,
+    types: Vec<i32>,
+    sizes: Vec<u32>,
+    stacks: Vec<u32>,
+    objects: Vec<u32>,
     ref_start: Vec<u32>,
-    refs: Vec<u64>,
+    refs: Vec<u8>,
     events: EventTicks,
     root_names: Vec<(i32, i32)>,
+}
+
+const NO_OBJECT: u32 = u32::MAX;
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let x = *b.get(*pos)?;
+        *pos += 1;
+        v |= ((x & 0x7F) as u64) << shift;
+        shift += 7;
+        if x & 0x80 == 0 || shift >= 64 {
+            return Some(v);
+        }
+    }
 }
 
 impl HeapDumpTable {
@@ -87,7 +121,7 @@ impl HeapDumpTable {
     /// A dump starts.
     pub(crate) fn start(&mut self, tick: TickIndex) {
         let counted = self.events.add(tick.0);
-        let (r, o) = (self.roots.len() as u32, self.objects.len() as u32);
+        let (r, o) = (self.roots.len() as u32, self.addresses.len() as u32);
         self.dumps.push(HeapDump {
             tick,
             started: true,
@@ -129,15 +163,26 @@ impl HeapDumpTable {
         if o.object.is_some() {
             self.current().matched.add(o.stack);
         }
-        self.objects.push(o);
+        self.addresses.push(o.address.0);
+        self.types.push(o.type_id.0);
+        self.sizes.push(o.size);
+        self.stacks.push(o.stack.0);
+        self.objects.push(o.object.map_or(NO_OBJECT, |x| x.0));
         self.ref_start.push(self.refs.len() as u32);
-        self.refs.extend(refs);
-        let n = self.objects.len() as u32;
+        for r in refs {
+            let d = r.wrapping_sub(o.address.0) as i64;
+            put_varint(&mut self.refs, ((d << 1) ^ (d >> 63)) as u64);
+        }
+        let n = self.addresses.len() as u32;
         self.current().objects.1 = n;
     }
 
     pub(crate) fn finish(&mut self) {
         self.ref_start.push(self.refs.len() as u32);
+        self.addresses.shrink_to_fit();
+        self.types.shrink_to_fit();
+        self.sizes.shrink_to_fit();
+        self.stacks.shrink_to_fit();
         self.objects.shrink_to_fit();
         self.refs.shrink_to_fit();
         self.ref_start.shrink_to_fit();
@@ -167,28 +212,91 @@ impl HeapDumpTable {
         &self.roots[d.roots.0 as usize..d.roots.1 as usize]
     }
 
-    /// The objects of a dump.
-    pub fn objects(&self, d: &HeapDump) -> &[DumpObject] {
-        &self.objects[d.objects.0 as usize..d.objects.1 as usize]
+    fn object_at(&self, i: usize) -> Option<DumpObject> {
+        Some(DumpObject {
+            address: Address(*self.addresses.get(i)?),
+            type_id: TypeId(self.types[i]),
+            size: self.sizes[i],
+            stack: StackRef(self.stacks[i]),
+            object: (self.objects[i] != NO_OBJECT).then(|| ObjectId(self.objects[i])),
+        })
     }
 
-    /// The references of the `i`-th object of the table (an index into the
-    /// concatenation of every dump's objects: `d.objects` start + k).
-    pub fn references(&self, d: &HeapDump, k: usize) -> &[u64] {
-        let i = d.objects.0 as usize + k;
-        match (self.ref_start.get(i), self.ref_start.get(i + 1)) {
-            (Some(&a), Some(&b)) => &self.refs[a as usize..b as usize],
-            (Some(&a), None) => &self.refs[a as usize..],
-            _ => &[],
+    /// Number of objects of a dump.
+    pub fn object_count(&self, d: &HeapDump) -> usize {
+        (d.objects.1 - d.objects.0) as usize
+    }
+
+    /// The `k`-th object of a dump.
+    pub fn object(&self, d: &HeapDump, k: usize) -> Option<DumpObject> {
+        if k >= self.object_count(d) {
+            return None;
         }
+        self.object_at(d.objects.0 as usize + k)
+    }
+
+    /// The objects of a dump, in log order.
+    pub fn objects<'a>(&'a self, d: &HeapDump) -> impl Iterator<Item = DumpObject> + 'a {
+        (d.objects.0 as usize..d.objects.1 as usize).filter_map(move |i| self.object_at(i))
+    }
+
+    /// The references of the `k`-th object of a dump.
+    pub fn references(&self, d: &HeapDump, k: usize) -> Vec<u64> {
+        let i = d.objects.0 as usize + k;
+        let (Some(&a), Some(&address)) = (self.ref_start.get(i), self.addresses.get(i)) else { return Vec::new() };
+        let b = self.ref_start.get(i + 1).map_or(self.refs.len(), |&b| b as usize);
+        let mut pos = a as usize;
+        let mut out = Vec::new();
+        while pos < b {
+            let Some(z) = get_varint(&self.refs, &mut pos) else { break };
+            let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            out.push(address.wrapping_add(d as u64));
+        }
+        out
     }
 
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.objects.capacity() * std::mem::size_of::<DumpObject>()
+        self.addresses.capacity() * 8
+            + (self.types.capacity() + self.sizes.capacity() + self.stacks.capacity() + self.objects.capacity()) * 4
             + self.roots.capacity() * std::mem::size_of::<DumpRoot>()
             + self.ref_start.capacity() * 4
-            + self.refs.capacity() * 8
+            + self.refs.capacity()
             + self.dumps.iter().map(|d| d.matched.heap_bytes()).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_and_references_round_trip() {
+        let mut t = HeapDumpTable::new();
+        t.start(TickIndex(3));
+        let objs = [
+            (0x2_1300_0010_00u64, vec![0x2_1300_0010_40u64, 0x2_1300_0000_08, 0]),
+            (0x2_1300_0010_40, vec![]),
+            (0x10, vec![u64::MAX, 0x2_1300_0010_00]),
+        ];
+        for (k, (a, refs)) in objs.iter().enumerate() {
+            let o = DumpObject {
+                address: Address(*a),
+                type_id: TypeId(k as i32),
+                size: 24,
+                stack: StackRef(k as u32),
+                object: (k == 1).then_some(ObjectId(9)),
+            };
+            t.add_object(o, refs.iter().copied());
+        }
+        t.finish();
+        let d = &t.dumps()[0];
+        assert_eq!(t.object_count(d), 3);
+        for (k, (a, refs)) in objs.iter().enumerate() {
+            assert_eq!(t.object(d, k).map(|o| o.address.0), Some(*a));
+            assert_eq!(&t.references(d, k), refs);
+        }
+        assert_eq!(t.objects(d).filter(|o| o.object.is_some()).count(), 1);
+        assert_eq!(d.matched.total(), 1);
     }
 }

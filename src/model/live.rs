@@ -32,7 +32,7 @@ use std::collections::{BTreeSet, HashMap};
 const BLOCK_BITS: u32 = 12;
 const OFFSET_MASK: u64 = (1 << BLOCK_BITS) - 1;
 const CACHE: usize = 8;
-const SPARE_BYTES: usize = 16 << 20;
+const SPARE_BYTES: usize = 8 << 20;
 
 /// What the simulated heap holds for one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

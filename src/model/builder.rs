@@ -461,7 +461,7 @@ impl<'a> Builder<'a> {
         }
         let found = self.heap.object_at(&self.stacks, o.address.0)?;
         let (stack, object) = match found {
-            Some(f) if f.type_id == o.type_id => {
+            Some(f) if self.stacks.type_and_size(f.row).map(|t| t.0) == Some(o.type_id) => {
                 if !self.dumps.any_started() {
                     return Err(Problem::ObjectOutsideHeapDump);
                 }

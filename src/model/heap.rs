@@ -29,7 +29,6 @@ pub(crate) struct Found {
     /// Its start (word-aligned).
     pub start: u64,
     pub size: u32,
-    pub type_id: TypeId,
     pub row: StackRef,
     pub header: Header,
 }
@@ -119,16 +118,15 @@ impl Heap {
         let index = (w[0] & 0x7FFF) as u32 + (((w[1] & 0x7F) as u32) << 15);
         let tick = (w[1] >> 7) as u32 + ((w[2] as u32) << 8);
         let row = stacks.row_of(index).map_or(RAW | index, |r| r.0);
-        let (type_id, size) = stacks.type_and_size(StackRef(row)).map_or((0, 0), |(t, s)| (t.0, s as u32));
-        self.live.set(key, Header { row, tick, obj: h.obj, size, type_id });
+        let size = stacks.type_and_size(StackRef(row)).map_or(0, |(_, s)| s as u32);
+        self.live.set(key, Header { row, tick, obj: h.obj, size });
     }
 
     /// Decodes an entry as the reference does (its stack must be readable).
     #[inline]
     fn decode(stacks: &StackTable, key: u64, h: Header) -> Result<Found, Problem> {
         if h.row & RAW == 0 && stacks.stable() {
-            let (size, type_id, row) = (h.size, TypeId(h.type_id), StackRef(h.row));
-            return Ok(Found { start: key << 2, size, type_id, row, header: h });
+            return Ok(Found { start: key << 2, size: h.size, row: StackRef(h.row), header: h });
         }
         let row = if h.row & RAW != 0 {
             match stacks.row_of(h.row & !RAW) {
@@ -138,8 +136,8 @@ impl Heap {
         } else {
             StackRef(h.row)
         };
-        let (type_id, size) = stacks.object_stack(row)?;
-        Ok(Found { start: key << 2, size, type_id, row, header: h })
+        let (_, size) = stacks.object_stack(row)?;
+        Ok(Found { start: key << 2, size, row, header: h })
     }
 
     /// The reference's "get next object": the first object whose start word
@@ -294,7 +292,7 @@ impl Heap {
         fx: &mut Effects<'_>,
         a: u64,
         row: StackRef,
-        type_id: TypeId,
+        type_id: Option<TypeId>,
         size: u32,
         alloc_tick: u32,
         fresh: bool,
@@ -311,12 +309,12 @@ impl Heap {
                 (a.wrapping_add(12) >> 2).saturating_add(((size - 12).wrapping_add(3) & 0xFFFF_FFFC) as u64 / 4)
             };
             let stacks = fx.stacks;
-            let header = Header { row: row.0, tick: alloc_tick, obj, size, type_id: type_id.0 };
+            let header = Header { row: row.0, tick: alloc_tick, obj, size };
             let pred_clear = |k: u64, h: Header| {
                 Self::decode(stacks, k, h).is_ok_and(|o| o.start.checked_add(o.size as u64).is_some_and(|e| e <= a))
             };
             if self.live.place_fast(w, clear_end, !appended, pred_clear, header) == Placed::Done {
-                return fx.samples.insert(a, a.wrapping_add(size as u64), fx.tick, alloc_tick, type_id.0);
+                return Self::sample_insert(fx, a, size, alloc_tick, row, type_id);
             }
         }
         if !appended {
@@ -328,14 +326,33 @@ impl Heap {
             }
         }
         if size >= 12 {
-            self.write_header(fx, a, Header { row: row.0, tick: alloc_tick, obj, size, type_id: type_id.0 });
+            self.write_header(fx, a, Header { row: row.0, tick: alloc_tick, obj, size });
             if !appended {
                 self.clear32(fx, a.wrapping_add(12), size - 12);
             }
         } else if fresh {
             fx.objects.untracked(obj);
         }
-        fx.samples.insert(a, a.wrapping_add(size as u64), fx.tick, alloc_tick, type_id.0)
+        Self::sample_insert(fx, a, size, alloc_tick, row, type_id)
+    }
+
+    /// The sample entries of an object placed at `a` (its type is read from
+    /// the stack only when the object crosses a grain boundary).
+    #[inline]
+    fn sample_insert(
+        fx: &mut Effects<'_>,
+        a: u64,
+        size: u32,
+        alloc_tick: u32,
+        row: StackRef,
+        type_id: Option<TypeId>,
+    ) -> Result<(), Problem> {
+        let end = a.wrapping_add(size as u64);
+        if a >> 10 == end >> 10 {
+            return Ok(());
+        }
+        let t = type_id.or_else(|| fx.stacks.type_and_size(row).map(|t| t.0)).unwrap_or(TypeId(0));
+        fx.samples.insert(a, end, fx.tick, alloc_tick, t.0)
     }
 
     /// An allocation of object `obj` at `a`.
@@ -349,7 +366,7 @@ impl Heap {
         size: u32,
         obj: u32,
     ) -> Result<(), Problem> {
-        self.place(fx, a, row, type_id, size, fx.tick, true, obj)
+        self.place(fx, a, row, Some(type_id), size, fx.tick, true, obj)
     }
 
     /// A `u` (old != new) or `v` (old == new) record (section 3.5).
@@ -375,7 +392,7 @@ impl Heap {
                 self.clear32(fx, f.start, f.size);
             }
             let dest = new.wrapping_add(f.start.wrapping_sub(old));
-            self.place(fx, dest, f.row, f.type_id, f.size, f.header.tick, false, f.header.obj)?;
+            self.place(fx, dest, f.row, None, f.size, f.header.tick, false, f.header.obj)?;
             self.relocated.push(f.row.0);
             o = self.object_in(fx.stacks, next, end)?;
         }

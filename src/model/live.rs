@@ -44,11 +44,9 @@ pub(crate) struct Header {
     pub tick: u32,
     /// The object's id.
     pub obj: u32,
-    /// The size and type its stack had when it was placed (used while no
-    /// stack is ever redefined; see [`super::stacks::StackTable::stable`]).
+    /// The size its stack had when it was placed (used while no stack is
+    /// ever redefined; see [`super::stacks::StackTable::stable`]).
     pub size: u32,
-    /// See `size`.
-    pub type_id: i32,
 }
 
 /// Flag of [`Header::row`]: the value is a raw stack index.
@@ -500,7 +498,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn h(x: u32) -> Header {
-        Header { row: x, tick: x, obj: x, size: x, type_id: 0 }
+        Header { row: x, tick: x, obj: x, size: x }
     }
 
     #[test]

@@ -100,6 +100,9 @@ fn reader_counters(m: &Model) -> Value {
         "types_defined_incl_free_space": m.types().named_count(),
         "finalizable_types": m.types().finalizable_count(),
         "callstack_histogram_total": h.calls.total(),
+        "had_alloc_info": m.had_alloc_info(),
+        "had_call_info": m.had_call_info(),
+        "function_list_entries": m.functions().list_entries(),
     })
 }
 
@@ -114,6 +117,30 @@ fn compare(name: &str, m: &Model, reference: &Value) -> Vec<String> {
         if ours != reference[key] {
             bad.push(format!("{name}: {key}\n  ours:      {ours}\n  reference: {}", reference[key]));
         }
+    }
+    // Comments: tick index, text, and time (serde_json parses floats to
+    // within one unit in the last place, so times are compared that close).
+    let ours: Vec<(u32, String, f64)> = m
+        .comments()
+        .kept()
+        .iter()
+        .map(|c| (c.tick.0, m.names().get(c.text).to_string(), m.time().seconds(c.tick).unwrap_or(-1.0)))
+        .collect();
+    let theirs: Vec<(u32, String, f64)> = reference["comments"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    let tick = c["tick_index"].as_u64().unwrap_or(u64::MAX) as u32;
+                    (tick, c["text"].as_str().unwrap_or_default().to_string(), c["time_s"].as_f64().unwrap_or(-2.0))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let same = ours.len() == theirs.len()
+        && ours.iter().zip(&theirs).all(|(a, b)| a.0 == b.0 && a.1 == b.1 && (a.2 - b.2).abs() <= 1e-12 * b.2.abs().max(1.0));
+    if !same {
+        bad.push(format!("{name}: comments\n  ours:      {ours:?}\n  reference: {theirs:?}"));
     }
     let counters = reader_counters(m);
     for (k, v) in counters.as_object().expect("object") {

@@ -153,7 +153,9 @@ impl<'a> Builder<'a> {
     /// An allocation (`!` or `a`).
     #[inline]
     fn alloc(&mut self, thread: Option<ThreadId>, address: u64, stack: StackId) -> Result<(), Problem> {
+        // CLRProfiler sets both flags for an allocation.
         self.had_alloc_info = true;
+        self.had_call_info = true;
         let st = self.stacks.alloc_stack(stack)?;
         let thread = self.threads.intern(thread);
         let tick = self.time.current();

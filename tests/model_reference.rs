@@ -103,6 +103,7 @@ fn reader_counters(m: &Model) -> Value {
         "had_alloc_info": m.had_alloc_info(),
         "had_call_info": m.had_call_info(),
         "function_list_entries": m.functions().list_entries(),
+        "modules": m.modules().modules().len(),
     })
 }
 

@@ -198,3 +198,30 @@ fn no_panic_on_mutated_logs() {
         let _ = model::load(log.as_bytes(), &Default::default());
     }
 }
+
+/// The model-only examples of section 10.3 of `docs/reference-reader.md`
+/// (rules no reference log exercises), with the figures given there.
+#[test]
+fn documented_rule_examples() {
+    let cases = [
+        // 3.4: an allocation inside the previous object erases it; one at an
+        // interval's end does not; an 8-byte object is never written.
+        ("t 1 0 T\nn 1 1 1 16\nn 2 1 1 8\na 0x1000 1\na 0x1008 1\na 0x1100 1\na 0x1100 2\n", 56, 0, 32),
+        // 3.6: after a GC without ranges, an allocation inside an interval
+        // that had relocations removes everything up to its end.
+        (
+            "t 1 0 T\nn 1 1 1 16\na 0x1000 1\na 0x1010 1\na 0x1020 1\na 0x1030 1\ni 1\nu 0x1020 0x1010 16\ng 1 0 0\na 0x1020 1\n",
+            80,
+            16,
+            48,
+        ),
+        // 3.5: an upward overlapping move loses one object and counts the
+        // other twice.
+        ("t 1 0 T\nn 1 1 1 16\na 0x1000 1\na 0x1010 1\nu 0x1000 0x1010 32\n", 32, 32, 16),
+    ];
+    for (log, allocated, relocated, final_heap) in cases {
+        let m = model::load(log.as_bytes(), &Default::default()).expect("load");
+        let s = clrprof::query::summary(&m);
+        assert_eq!((s.allocated_bytes, s.relocated_bytes, s.final_heap_bytes), (allocated, relocated, final_heap), "{log}");
+    }
+}

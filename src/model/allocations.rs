@@ -59,7 +59,12 @@ impl UintColumn {
             self.widen(w);
         }
         let b = v.to_le_bytes();
-        self.bytes.extend_from_slice(&b[..self.width as usize]);
+        match self.width {
+            1 => self.bytes.push(b[0]),
+            2 => self.bytes.extend_from_slice(&[b[0], b[1]]),
+            3 => self.bytes.extend_from_slice(&[b[0], b[1], b[2]]),
+            _ => self.bytes.extend_from_slice(&b),
+        }
     }
 
     #[cold]
@@ -145,11 +150,19 @@ pub(crate) struct AddressColumn {
 
 #[inline]
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
+    if v < 0x80 {
+        out.push(v as u8);
+        return;
     }
-    out.push(v as u8);
+    let mut buf = [0u8; 10];
+    let mut n = 0;
+    while v >= 0x80 {
+        buf[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    buf[n] = v as u8;
+    out.extend_from_slice(&buf[..n + 1]);
 }
 
 #[inline]

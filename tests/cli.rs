@@ -2,27 +2,10 @@
 //! (`UPDATE_GOLDEN=1 cargo test --release --test cli` blesses new output).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn clrprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clrprof"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run clrprof")
-}
-
-/// Compares `actual` with the golden file, or writes it when blessing.
-fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).expect("write golden");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
-    assert_eq!(actual, expected, "output differs from {}", path.display());
-}
+mod common;
+use common::*;
 
 #[test]
 fn stats_json_of_the_corpus_logs() {

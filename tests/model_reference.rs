@@ -13,15 +13,8 @@ use clrprof::query::{self, HistogramKind};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-fn reference_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/reference");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: {} is absent", dir.display());
-        None
-    }
-}
+mod common;
+use common::*;
 
 fn logs(dir: &Path) -> Vec<(String, PathBuf, Value)> {
     let mut out = Vec::new();
@@ -215,26 +208,6 @@ fn failing_logs_error_or_recover() {
 }
 
 // ---------------------------------------------------------------- the CLI
-
-fn clrprof(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_clrprof"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run clrprof")
-}
-
-/// Compares `actual` with a golden file (`UPDATE_GOLDEN=1` writes it).
-fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).expect("write golden");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
-    assert_eq!(actual, expected, "output differs from {}", path.display());
-}
 
 /// The project's own corpus through `clrprof summary --json`. The golden
 /// figures were checked against the throw-away model of

@@ -5,17 +5,10 @@
 
 use clrprof::format::{ChunkOptions, Kind, LogSource, LogStats};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn reference_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/reference");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: {} is absent", dir.display());
-        None
-    }
-}
+mod common;
+use common::*;
 
 /// Counts lines by their first byte (lower-cased), the naive way.
 fn count_lines_by_first_char(data: &[u8]) -> BTreeMap<char, u64> {

@@ -134,6 +134,43 @@ impl Runs {
     }
 }
 
+/// Sequential reading of [`Runs`].
+struct RunCursor<'a> {
+    runs: &'a [(u32, u32)],
+    k: usize,
+}
+
+impl<'a> RunCursor<'a> {
+    fn at(runs: &'a Runs, obj: u32) -> Self {
+        let k = runs.runs.partition_point(|&(first, _)| first <= obj);
+        RunCursor { runs: &runs.runs, k: k.saturating_sub(1) }
+    }
+
+    #[inline]
+    fn next(&mut self, obj: u32) -> u32 {
+        while self.k + 1 < self.runs.len() && self.runs[self.k + 1].0 <= obj {
+            self.k += 1;
+        }
+        match self.runs.get(self.k) {
+            Some(&(first, v)) if first <= obj => v,
+            _ => 0,
+        }
+    }
+}
+
+/// One object's allocation columns (see [`AllocationTable::rows`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectRow {
+    /// The object.
+    pub id: ObjectId,
+    /// Its allocation stack.
+    pub stack: StackRef,
+    /// The allocating thread.
+    pub thread: ThreadRef,
+    /// When it was allocated.
+    pub tick: TickIndex,
+}
+
 /// Objects per block of the address column.
 pub const ADDRESS_BLOCK: usize = 256;
 
@@ -538,6 +575,66 @@ impl AllocationTable {
         }
     }
 
+    /// Every object's stack, thread and tick, in id order (O(1) per object,
+    /// where [`AllocationTable::thread`] and [`AllocationTable::tick`]
+    /// search).
+    pub fn rows(&self) -> impl Iterator<Item = ObjectRow> + '_ {
+        self.rows_in(ObjectId(0)..ObjectId(self.len))
+    }
+
+    /// Like [`AllocationTable::rows`], over a range of ids.
+    pub fn rows_in(&self, range: std::ops::Range<ObjectId>) -> impl Iterator<Item = ObjectRow> + '_ {
+        let end = range.end.0.min(self.len);
+        let start = range.start.0.min(end);
+        let mut threads = RunCursor::at(&self.threads, start);
+        let mut ticks = RunCursor::at(&self.ticks, start);
+        (start..end).map(move |i| ObjectRow {
+            id: ObjectId(i),
+            stack: StackRef(self.stacks.get(i as usize)),
+            thread: ThreadRef(threads.next(i)),
+            tick: TickIndex(ticks.next(i)),
+        })
+    }
+
+    /// Every object's fate, in id order: what [`AllocationTable::fate`] gives,
+    /// without a search per object.
+    pub fn fates(&self) -> impl Iterator<Item = Fate> + '_ {
+        let mut exception = 0usize;
+        let mut born = 0usize;
+        (0..self.len).map(move |i| {
+            while born < self.before_gc.len() && self.before_gc[born] <= i {
+                born += 1;
+            }
+            while exception < self.exceptions.len() && self.exceptions[exception].0 < i {
+                exception += 1;
+            }
+            match self.exceptions.get(exception) {
+                Some(&(o, _)) if o == i => self.fate(ObjectId(i)),
+                _ if born == self.before_gc.len() => Fate::Alive,
+                _ => Fate::DiedAtGc { gc: GcIndex(born as u32), generation: 0 },
+            }
+        })
+    }
+
+    /// The objects allocated at tick indices `from..=to` (allocation ticks
+    /// never decrease along the ids).
+    pub fn allocated_between(&self, from: TickIndex, to: TickIndex) -> std::ops::Range<ObjectId> {
+        let runs = &self.ticks.runs;
+        let first = |t: u32| -> u32 {
+            // The first run whose tick is at least `t` starts the range.
+            let k = runs.partition_point(|&(_, v)| v < t);
+            runs.get(k).map_or(self.len, |r| r.0)
+        };
+        let start = first(from.0);
+        let end = if to.0 == u32::MAX { self.len } else { first(to.0 + 1) };
+        ObjectId(start)..ObjectId(end.max(start))
+    }
+
+    /// The number of GCs that ended (the length of the GC columns).
+    pub fn gcs_ended(&self) -> usize {
+        self.before_gc.len()
+    }
+
     /// Objects allocated per stack row.
     pub(crate) fn stack_counts(&self) -> super::histogram::StackCounts {
         let mut counts: Vec<u64> = Vec::new();
@@ -653,5 +750,17 @@ mod tests {
         assert_eq!(addrs[10], 0x9000);
         assert_eq!(t.address(ObjectId(9)), 0x2_0000_1000 + 144);
         assert_eq!(t.tick(ObjectId(7)), TickIndex(2));
+        let rows: Vec<ObjectRow> = t.rows().collect();
+        for r in &rows {
+            assert_eq!((r.stack, r.thread, r.tick), (t.stack(r.id), t.thread(r.id), t.tick(r.id)));
+        }
+        let fates: Vec<Fate> = t.fates().collect();
+        for (i, f) in fates.iter().enumerate() {
+            assert_eq!(*f, t.fate(ObjectId(i as u32)));
+        }
+        assert_eq!(t.allocated_between(TickIndex(1), TickIndex(2)), ObjectId(3)..ObjectId(9));
+        assert_eq!(t.allocated_between(TickIndex(3), TickIndex(4)), ObjectId(9)..ObjectId(10));
+        assert_eq!(t.allocated_between(TickIndex(0), TickIndex(u32::MAX)), ObjectId(0)..ObjectId(11));
+        assert_eq!(t.rows_in(ObjectId(4)..ObjectId(6)).map(|r| r.tick.0).collect::<Vec<_>>(), vec![1, 1]);
     }
 }

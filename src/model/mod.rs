@@ -64,7 +64,7 @@ mod threads;
 mod time;
 mod types;
 
-pub use allocations::{AllocationTable, Fate};
+pub use allocations::{AllocationTable, Fate, ObjectRow};
 pub use builder::Builder;
 pub use comments::{Comment, CommentTable};
 pub use error::{Error, Problem, Result};

@@ -2,6 +2,8 @@
 
 use anyhow::Result;
 use clrprof::format::{display_path, ChunkOptions, LogSource};
+use clrprof::model::Model;
+use clrprof::query::{Filter, TimeWindow};
 use std::path::PathBuf;
 
 /// Options every log-reading command takes.
@@ -52,4 +54,106 @@ pub fn thousands(n: u64) -> String {
         out.push(ch);
     }
     out
+}
+
+/// Options every query command takes: the log, output form, how many rows,
+/// and which part of the log to look at.
+#[derive(clap::Args, Clone, Debug)]
+pub struct QueryArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Show at most this many rows (0: all).
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// No progress bar and no warning count.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Only what happened at or after this time (milliseconds).
+    #[arg(long, value_name = "MS")]
+    pub from: Option<f64>,
+    /// Only what happened at or before this time (milliseconds).
+    #[arg(long, value_name = "MS")]
+    pub to: Option<f64>,
+    /// Only what happened between two comments (`z` lines), given by their
+    /// text (exact, or else a substring).
+    #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with_all = ["from", "to"])]
+    pub between_comments: Option<Vec<String>>,
+    /// Only what these threads did (thread ids as in the log; repeatable).
+    #[arg(long = "thread", value_name = "ID")]
+    pub threads: Vec<i32>,
+}
+
+impl QueryArgs {
+    /// The time window from the flags.
+    pub fn window(&self) -> TimeWindow {
+        match &self.between_comments {
+            Some(v) if v.len() == 2 => TimeWindow::BetweenComments(v[0].clone(), v[1].clone()),
+            _ if self.from.is_some() || self.to.is_some() => TimeWindow::Millis { from: self.from, to: self.to },
+            _ => TimeWindow::All,
+        }
+    }
+
+    /// The filter, resolved against a loaded model.
+    pub fn filter(&self, model: &Model) -> Result<Filter> {
+        Ok(Filter::resolve(model, &self.window(), &self.threads)?)
+    }
+
+    /// `top` as a limit (`usize::MAX` for 0).
+    pub fn limit(&self) -> usize {
+        if self.top == 0 {
+            usize::MAX
+        } else {
+            self.top
+        }
+    }
+
+    /// Loads the model (progress bar unless `--quiet`).
+    pub fn load(&self) -> Result<crate::load::Loaded> {
+        crate::load::load(&self.load, self.quiet)
+    }
+
+    /// Tells on standard error how many warnings the load produced.
+    pub fn report_warnings(&self, model: &Model) {
+        if model.diagnostics().total() > 0 && !self.quiet {
+            eprintln!(
+                "clrprof: {} warning(s) while reading; `clrprof stats` lists them",
+                thousands(model.diagnostics().total())
+            );
+        }
+    }
+}
+
+/// Prints a table: a header row and rows of cells; columns after the first
+/// are right-aligned.
+pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < widths.len() {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let w = widths.get(i).copied().unwrap_or(0);
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if i == 0 {
+                s.push_str(&format!("{c:<w$}"));
+            } else {
+                s.push_str(&format!("{c:>w$}"));
+            }
+        }
+        println!("{}", s.trim_end());
+    };
+    line(header.to_vec());
+    for r in rows {
+        line(r.iter().map(String::as_str).collect());
+    }
 }

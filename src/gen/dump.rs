@@ -19,7 +19,7 @@ use super::heap::{Heap, Obj};
 use super::ids::Ids;
 use super::rng::{Geometric, Rng};
 use super::threads::ThreadState;
-use super::truth::{DumpTruth, RootCounts};
+use super::truth::{DumpTruth, DumpTypeTruth, RootCounts};
 use super::types::TypeCatalog;
 use crate::format::records::{Root, ROOT_PINNING, ROOT_WEAK};
 use crate::format::{Address, FunctionId, TypeId};
@@ -162,11 +162,21 @@ pub fn write(inputs: &DumpInputs<'_>, rng: &mut Rng, out: &mut Emitter) -> Resul
     let strong: Vec<Address> = roots.iter().filter(|r| r.flags & ROOT_WEAK == 0).map(|r| r.address).collect();
     out.roots(&strong)?;
     let mut bytes = 0u64;
+    let mut per_type: Vec<DumpTypeTruth> = Vec::new();
     for (i, o) in objs.iter().enumerate() {
         let type_id = inputs.ids.known_type(o.ty()).unwrap_or(TypeId(0));
         let refs = &targets[start[i] as usize..start[i + 1] as usize];
         out.heap_object(Address(o.addr), type_id, o.size, refs)?;
         bytes += o.size as u64;
+        let slot = match per_type.binary_search_by_key(&type_id.0, |t| t.id) {
+            Ok(k) => k,
+            Err(k) => {
+                per_type.insert(k, DumpTypeTruth { id: type_id.0, objects: 0, bytes: 0 });
+                k
+            }
+        };
+        per_type[slot].objects += 1;
+        per_type[slot].bytes += o.size as u64;
     }
     Ok(DumpTruth {
         gc_index: 0,
@@ -177,5 +187,6 @@ pub fn write(inputs: &DumpInputs<'_>, rng: &mut Rng, out: &mut Emitter) -> Resul
         e_lines: roots.len() as u64,
         references: edges.len() as u64,
         root_kinds: counts,
+        types: per_type,
     })
 }

@@ -364,6 +364,19 @@ pub struct DumpTruth {
     pub references: u64,
     /// Roots by kind.
     pub root_kinds: RootCounts,
+    /// `o` lines per type id, ascending by id.
+    pub types: Vec<DumpTypeTruth>,
+}
+
+/// The objects of one type in a heap dump.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct DumpTypeTruth {
+    /// The type id written on the `o` lines.
+    pub id: i32,
+    /// Objects.
+    pub objects: u64,
+    /// Their bytes.
+    pub bytes: u64,
 }
 
 /// Roots of a heap dump by kind.

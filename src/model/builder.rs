@@ -20,7 +20,6 @@ use super::threads::ThreadTable;
 use super::time::TimeTable;
 use super::types::TypeTable;
 use super::{Collections, Model};
-use crate::format::records::ROOT_WEAK;
 use crate::format::{scan, Address, Diagnostics, DumpState, Parsed, Record, RecordReader, StackId, ThreadId, TypeId};
 
 /// Builds a [`Model`] from records given in log order.
@@ -315,7 +314,9 @@ impl<'a> Builder<'a> {
                 if !prev_was_root {
                     self.dumps.start(self.time.current());
                 }
-                if !p.at_end_of_file && e.address.0 > 0 && e.flags & ROOT_WEAK == 0 {
+                // Weak roots are kept in the table but, as in CLRProfiler,
+                // create no root type (see `HeapDumpTable::add_root`).
+                if !p.at_end_of_file && e.address.0 > 0 {
                     self.dumps.add_root(DumpRoot { address: e.address, kind: e.kind, flags: e.flags, id: e.id });
                 }
             }

@@ -12,6 +12,7 @@
 use super::gc::EventTicks;
 use super::histogram::StackCounts;
 use super::ids::{ObjectId, StackRef, TickIndex};
+use crate::format::records::ROOT_WEAK;
 use crate::format::{Address, TypeId};
 
 /// A GC root of a dump.
@@ -149,9 +150,11 @@ impl HeapDumpTable {
         &mut self.dumps[n - 1]
     }
 
+    /// Adds a root; a weak one (flag 2) is kept for the queries but, as
+    /// CLRProfiler's reader skips it, creates no root type.
     pub(crate) fn add_root(&mut self, root: DumpRoot) {
-        let name = (root.kind, root.flags & !2);
-        if !self.root_names.contains(&name) {
+        let name = (root.kind, root.flags & !ROOT_WEAK);
+        if root.flags & ROOT_WEAK == 0 && !self.root_names.contains(&name) {
             self.root_names.push(name);
         }
         self.roots.push(root);
@@ -207,7 +210,9 @@ impl HeapDumpTable {
         self.events.len()
     }
 
-    /// The roots of a dump.
+    /// The roots of a dump: every `e` root with a non-zero address (weak
+    /// ones included: CLRProfiler's object graph leaves those out, and so
+    /// do the graph queries) and, before any `e`, the `r` roots (kind `-1`).
     pub fn roots(&self, d: &HeapDump) -> &[DumpRoot] {
         &self.roots[d.roots.0 as usize..d.roots.1 as usize]
     }
@@ -242,17 +247,29 @@ impl HeapDumpTable {
 
     /// The references of the `k`-th object of a dump.
     pub fn references(&self, d: &HeapDump, k: usize) -> Vec<u64> {
+        self.reference_iter(d, k).collect()
+    }
+
+    /// The references of the `k`-th object of a dump, decoded as they are
+    /// read (nothing allocated); empty when `k` is out of range.
+    pub fn reference_iter<'a>(&'a self, d: &HeapDump, k: usize) -> impl Iterator<Item = u64> + 'a {
         let i = d.objects.0 as usize + k;
-        let (Some(&a), Some(&address)) = (self.ref_start.get(i), self.addresses.get(i)) else { return Vec::new() };
-        let b = self.ref_start.get(i + 1).map_or(self.refs.len(), |&b| b as usize);
-        let mut pos = a as usize;
-        let mut out = Vec::new();
-        while pos < b {
-            let Some(z) = get_varint(&self.refs, &mut pos) else { break };
+        let in_dump = k < self.object_count(d);
+        let (pos, end, address) = match (self.ref_start.get(i), self.addresses.get(i)) {
+            (Some(&a), Some(&address)) if in_dump => {
+                (a as usize, self.ref_start.get(i + 1).map_or(self.refs.len(), |&b| b as usize), address)
+            }
+            _ => (0, 0, 0),
+        };
+        let mut pos = pos;
+        std::iter::from_fn(move || {
+            if pos >= end {
+                return None;
+            }
+            let z = get_varint(&self.refs, &mut pos)?;
             let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
-            out.push(address.wrapping_add(d as u64));
-        }
-        out
+            Some(address.wrapping_add(d as u64))
+        })
     }
 
     /// Bytes held.

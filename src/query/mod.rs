@@ -6,7 +6,10 @@
 //! - [`by_type`]: a histogram (allocated, relocated, final heap, finalized,
 //!   critical finalized) grouped by type name, as CLRProfiler's histogram
 //!   views show it.
+//! - [`dumps`]: heap dumps: per-type tables, roots by kind, dominator
+//!   trees and retained sizes, paths from roots, differences.
 
+pub mod dumps;
 pub mod filter;
 pub mod summary;
 pub mod types;

@@ -1,6 +1,9 @@
 //! The `clrprof` command-line tool: a thin layer over the library.
 
 mod cmd_gen;
+mod cmd_dump;
+mod cmd_dump_diff;
+mod cmd_dumps;
 mod cmd_footprint;
 mod cmd_stats;
 mod cmd_summary;
@@ -26,6 +29,12 @@ enum Command {
     Summary(cmd_summary::Args),
     /// Load time, peak memory and bytes held by each table of the model.
     Footprint(cmd_footprint::Args),
+    /// The heap dumps of a log: objects, bytes and roots by kind.
+    Dumps(cmd_dumps::Args),
+    /// One heap dump: objects per type, retained sizes, paths from roots.
+    Dump(cmd_dump::Args),
+    /// What changed between two heap dumps (new objects, growth by type).
+    DumpDiff(cmd_dump_diff::Args),
     /// Write a synthetic, heap-consistent log and its ground truth.
     Gen(cmd_gen::Args),
 }
@@ -37,6 +46,9 @@ fn main() -> ExitCode {
         Command::Summary(a) => cmd_summary::run(a),
         Command::Footprint(a) => cmd_footprint::run(a),
         Command::Gen(a) => cmd_gen::run(a),
+        Command::Dumps(a) => cmd_dumps::run(a),
+        Command::Dump(a) => cmd_dump::run(a),
+        Command::DumpDiff(a) => cmd_dump_diff::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -254,9 +254,9 @@ fn dominators_of_a_generated_dump() {
 #[test]
 fn unreachable_objects_are_reported_apart() {
     // 0x1000 is a root and references 0x1018; 0x1030 is held by a weak root
-    // only, 0x1048 by nothing.
+    // only, 0x1048 by nothing. (Not in address order, on purpose.)
     let log = b"t 1 0 Foo\nt 2 0 Bar\ni 1\ne 0x1000 1 0x0 0\ne 0x1030 3 0x2 0x99\n\
-o 0x1000 1 24 0x1018\no 0x1018 1 24\no 0x1030 2 40\no 0x1048 2 40 0x1000\n";
+o 0x1030 2 40\no 0x1000 1 24 0x1018\no 0x1018 1 24\no 0x1048 2 40 0x1000\n";
     let model = load(log, &Default::default()).unwrap();
     let info = &list(&model)[0];
     assert_eq!((info.roots, info.root_kinds.stack, info.root_kinds.handle, info.root_flags.weak), (2, 1, 1, 1));

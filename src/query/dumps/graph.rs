@@ -125,9 +125,18 @@ impl DumpGraph {
         // Address -> object by binary search over (address, object); for an
         // address listed twice the later object wins, as in CLRProfiler's
         // table, where the later entry hides the earlier.
-        let mut by_address: Vec<(u64, u32)> = addresses.iter().enumerate().map(|(k, &a)| (a, k as u32)).collect();
-        by_address.sort_unstable();
+        // Profilers write a dump in address order, so the addresses
+        // themselves usually serve as the search table.
+        let sorted = addresses.windows(2).all(|w| w[0] < w[1]);
+        let mut by_address: Vec<(u64, u32)> = Vec::new();
+        if !sorted {
+            by_address = addresses.iter().enumerate().map(|(k, &a)| (a, k as u32)).collect();
+            by_address.sort_unstable();
+        }
         let find = |a: u64| -> Option<u32> {
+            if sorted {
+                return addresses.binary_search(&a).ok().map(|k| k as u32);
+            }
             let k = by_address.partition_point(|&(x, _)| x <= a);
             (k > 0 && by_address[k - 1].0 == a).then(|| by_address[k - 1].1)
         };

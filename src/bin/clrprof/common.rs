@@ -12,8 +12,8 @@ pub struct LoadArgs {
     /// The log file (`-` for standard input).
     pub log: PathBuf,
     /// Threads to parse with (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
     /// Treat the first irregularity in the log as an error.
     #[arg(long)]
     pub strict: bool,
@@ -22,7 +22,7 @@ pub struct LoadArgs {
 impl LoadArgs {
     /// Chunking options from the flags.
     pub fn chunk_options(&self) -> ChunkOptions {
-        ChunkOptions { threads: self.threads, ..ChunkOptions::default() }
+        ChunkOptions { threads: self.threads.map(usize::from), ..ChunkOptions::default() }
     }
 
     /// Opens the log.
@@ -82,7 +82,7 @@ pub struct QueryArgs {
     #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with_all = ["from", "to"])]
     pub between_comments: Option<Vec<String>>,
     /// Only what these threads did (thread ids as in the log; repeatable).
-    #[arg(long = "thread", value_name = "ID")]
+    #[arg(long = "thread", id = "thread_filter", value_name = "ID")]
     pub threads: Vec<i32>,
 }
 

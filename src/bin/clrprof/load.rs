@@ -138,7 +138,7 @@ pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<L
     let data = source.bytes();
     let path = args.shown();
     let defaults = LoadOptions::default();
-    let options = LoadOptions { chunks: ChunkOptions { threads: args.threads, ..defaults.chunks } };
+    let options = LoadOptions { chunks: ChunkOptions { threads: args.threads.map(usize::from), ..defaults.chunks } };
     let mut progress = Progress::new(data.len() as u64, quiet);
     let mut memory = MemoryProbe::default();
     let mut release = ReleaseConsumed::new(match source {

@@ -599,9 +599,17 @@ impl AllocationTable {
     /// Every object's fate, in id order: what [`AllocationTable::fate`] gives,
     /// without a search per object.
     pub fn fates(&self) -> impl Iterator<Item = Fate> + '_ {
-        let mut exception = 0usize;
-        let mut born = 0usize;
-        (0..self.len).map(move |i| {
+        self.fates_in(ObjectId(0)..ObjectId(self.len))
+    }
+
+    /// Like [`AllocationTable::fates`], over a range of ids (one search to
+    /// start, then O(1) per object).
+    pub fn fates_in(&self, range: std::ops::Range<ObjectId>) -> impl Iterator<Item = Fate> + '_ {
+        let end = range.end.0.min(self.len);
+        let start = range.start.0.min(end);
+        let mut exception = self.exceptions.partition_point(|e| e.0 < start);
+        let mut born = self.before_gc.partition_point(|&b| b <= start);
+        (start..end).map(move |i| {
             while born < self.before_gc.len() && self.before_gc[born] <= i {
                 born += 1;
             }
@@ -762,5 +770,9 @@ mod tests {
         assert_eq!(t.allocated_between(TickIndex(3), TickIndex(4)), ObjectId(9)..ObjectId(10));
         assert_eq!(t.allocated_between(TickIndex(0), TickIndex(u32::MAX)), ObjectId(0)..ObjectId(11));
         assert_eq!(t.rows_in(ObjectId(4)..ObjectId(6)).map(|r| r.tick.0).collect::<Vec<_>>(), vec![1, 1]);
+        for a in 0..=11u32 {
+            let part: Vec<Fate> = t.fates_in(ObjectId(a)..ObjectId(11)).collect();
+            assert_eq!(part[..], fates[a as usize..], "from {a}");
+        }
     }
 }

@@ -8,12 +8,33 @@
 //!   views show it.
 //! - [`dumps`]: heap dumps: per-type tables, roots by kind, dominator
 //!   trees and retained sizes, paths from roots, differences.
+//! - [`lifetime()`]: per type, objects reclaimed in each generation and
+//!   alive at the end (Visual Studio's Object Lifetime view).
+//! - [`ages()`]: age histograms (GCs survived, milliseconds) of dead and
+//!   surviving objects; [`age_histogram_at`]: CLRProfiler's Histogram by
+//!   Age of the live objects at a time.
+//! - [`survivors()`]: objects of a window still alive later (the leak
+//!   question).
+//! - [`calls()`], [`call_tree`]: call counts per function and edge, and the
+//!   call tree.
 
+pub mod age_histogram;
+pub mod ages;
+pub mod calls;
 pub mod dumps;
 pub mod filter;
+pub mod lifetime;
+mod objects;
 pub mod summary;
+pub mod survivors;
 pub mod types;
 
+pub use age_histogram::{age_histogram_at, AgeBars, AgeHistogram};
+pub use ages::{ages, Ages};
+pub use calls::{call_tree, calls, CallTree, CallTreeOptions, Calls, NoCalls};
 pub use filter::{Filter, FilterError, TimeWindow};
+pub use lifetime::{lifetime, Lifetime, LifetimeRow};
+pub use objects::Tally;
 pub use summary::{summary, Summary};
+pub use survivors::{survivors, Survivors};
 pub use types::{by_type, HistogramKind, TypeRow};

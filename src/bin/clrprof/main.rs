@@ -1,12 +1,16 @@
 //! The `clrprof` command-line tool: a thin layer over the library.
 
+mod cmd_ages;
+mod cmd_calls;
 mod cmd_gen;
 mod cmd_dump;
 mod cmd_dump_diff;
 mod cmd_dumps;
+mod cmd_lifetime;
 mod cmd_footprint;
 mod cmd_stats;
 mod cmd_summary;
+mod cmd_survivors;
 mod common;
 mod load;
 
@@ -37,6 +41,14 @@ enum Command {
     DumpDiff(cmd_dump_diff::Args),
     /// Write a synthetic, heap-consistent log and its ground truth.
     Gen(cmd_gen::Args),
+    /// Per type: objects reclaimed at gen 0/1/2/LOH collections and alive at the end.
+    Lifetime(cmd_lifetime::Args),
+    /// Age histograms (GCs survived, ms), or CLRProfiler's Histogram by Age at a time.
+    Ages(cmd_ages::Args),
+    /// Objects allocated in a window and still alive later, by type and stack.
+    Survivors(cmd_survivors::Args),
+    /// Call counts per function, caller/callee edges, the call tree.
+    Calls(cmd_calls::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +61,10 @@ fn main() -> ExitCode {
         Command::Dumps(a) => cmd_dumps::run(a),
         Command::Dump(a) => cmd_dump::run(a),
         Command::DumpDiff(a) => cmd_dump_diff::run(a),
+        Command::Lifetime(a) => cmd_lifetime::run(a),
+        Command::Ages(a) => cmd_ages::run(a),
+        Command::Survivors(a) => cmd_survivors::run(a),
+        Command::Calls(a) => cmd_calls::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

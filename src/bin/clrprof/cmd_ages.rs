@@ -1,0 +1,173 @@
+//! `clrprof ages`: age histograms (GCs survived, milliseconds), or
+//! CLRProfiler's Histogram by Age of the live objects at a time.
+
+use crate::common::{print_json, print_table, thousands, QueryArgs};
+use anyhow::{bail, Result};
+use clrprof::query::age_histogram::{AgeBars, AgeHistogram};
+use clrprof::query::{age_histogram_at, ages, Ages};
+
+/// Which histogram.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    /// By GCs survived.
+    Gcs,
+    /// By age in milliseconds (power-of-two bins).
+    Ms,
+}
+
+/// Arguments of `clrprof ages`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    query: QueryArgs,
+    /// CLRProfiler's Histogram by Age of the objects alive at this time
+    /// (milliseconds, as the log's `i` lines count them).
+    #[arg(long, value_name = "MS")]
+    at: Option<f64>,
+    /// Without --at: which histogram (default: both).
+    #[arg(long, value_enum, conflicts_with = "at")]
+    by: Option<By>,
+    /// With --at: seconds per bar (CLRProfiler offers 0.05 to 50).
+    #[arg(long, value_name = "SECONDS", requires = "at", conflicts_with = "markers")]
+    scale: Option<f64>,
+    /// With --at: one bar per interval between comments.
+    #[arg(long, requires = "at")]
+    markers: bool,
+    /// With --at and no --scale: choose the scale for about this many bars.
+    #[arg(long, default_value_t = 10, requires = "at")]
+    bars: u32,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let q = &args.query;
+    let loaded = q.load()?;
+    let model = &loaded.model;
+    let filter = q.filter(model)?;
+    if let Some(ms) = args.at {
+        if !ms.is_finite() {
+            bail!("--at must be a number of milliseconds");
+        }
+        let tick = model.time().tick_at(ms / 1000.0);
+        let bars = match (args.scale, args.markers) {
+            (Some(s), _) => AgeBars::Scale(s),
+            (None, true) => AgeBars::Markers,
+            (None, false) => AgeBars::Auto { bars: args.bars },
+        };
+        let mut h = age_histogram_at(model, &filter, tick, bars)?;
+        for b in &mut h.bars {
+            b.types.truncate(q.limit());
+        }
+        h.types.truncate(q.limit());
+        if q.json {
+            return print_json(&serde_json::to_value(&h)?);
+        }
+        print_at(&h);
+    } else {
+        let a = ages(model, &filter);
+        if q.json {
+            let mut v = serde_json::to_value(&a)?;
+            if let (Some(by), Some(o)) = (args.by, v.as_object_mut()) {
+                o.remove(if by == By::Gcs { "by_ms" } else { "by_gcs" });
+            }
+            return print_json(&v);
+        }
+        print_ages(&a, args.by);
+    }
+    q.report_warnings(model);
+    Ok(())
+}
+
+fn print_ages(a: &Ages, by: Option<By>) {
+    let erased = !a.erased.is_empty();
+    let mean = |total: u64, n: u64| if n == 0 { "-".to_string() } else { format!("{:.1}", total as f64 / n as f64) };
+    println!(
+        "Reclaimed by GCs: {} objects, {} bytes, mean age {} ms; alive at the end: {} objects, {} bytes, mean age {} ms",
+        thousands(a.died.objects),
+        thousands(a.died.bytes),
+        mean(a.died_total_age_ms, a.died.objects),
+        thousands(a.alive_at_end.objects),
+        thousands(a.alive_at_end.bytes),
+        mean(a.alive_total_age_ms, a.alive_at_end.objects),
+    );
+    if erased {
+        println!("Erased outside a GC: {} objects, {} bytes", thousands(a.erased.objects), thousands(a.erased.bytes));
+    }
+    let mut header = vec!["", "died objects", "died bytes", "alive objects", "alive bytes"];
+    if erased {
+        header.extend(["erased objects", "erased bytes"]);
+    }
+    let cells = |first: String, d: clrprof::query::Tally, al: clrprof::query::Tally, e: clrprof::query::Tally| {
+        let mut v = vec![first, thousands(d.objects), thousands(d.bytes), thousands(al.objects), thousands(al.bytes)];
+        if erased {
+            v.extend([thousands(e.objects), thousands(e.bytes)]);
+        }
+        v
+    };
+    if by != Some(By::Ms) {
+        println!();
+        header[0] = "GCs survived";
+        let rows: Vec<Vec<String>> =
+            a.by_gcs.iter().map(|r| cells(r.gcs_survived.to_string(), r.died, r.alive_at_end, r.erased)).collect();
+        print_table(&header, &rows);
+    }
+    if by != Some(By::Gcs) {
+        println!();
+        header[0] = "age (ms)";
+        let rows: Vec<Vec<String>> = a
+            .by_ms
+            .iter()
+            .map(|r| {
+                let label = if r.age_ms_max_exclusive == 1 {
+                    "0".to_string()
+                } else {
+                    format!("{}-{}", r.age_ms_min, r.age_ms_max_exclusive - 1)
+                };
+                cells(label, r.died, r.alive_at_end, r.erased)
+            })
+            .collect();
+        print_table(&header, &rows);
+    }
+}
+
+fn print_at(h: &AgeHistogram) {
+    let scale = match h.scale_s {
+        Some(s) => format!("{s} s per bar"),
+        None => "bars between comments".to_string(),
+    };
+    println!(
+        "Live objects at {} ms (tick {}): {} objects, {} bytes; {scale}, {} bars ({} with objects)",
+        h.time_ms,
+        h.tick,
+        thousands(h.live.objects),
+        thousands(h.live.bytes),
+        h.bucket_count,
+        h.bars.iter().filter(|b| b.objects > 0).count()
+    );
+    let rows: Vec<Vec<String>> = h
+        .bars
+        .iter()
+        .map(|b| {
+            let age = match (&b.min_comment, &b.max_comment) {
+                (_, Some(c)) => format!("< {:.3} s (after {c:?})", b.max_age_s),
+                (Some(c), None) => format!(">= {:.3} s (before {c:?})", b.min_age_s),
+                (None, None) => format!("{:.3}-{:.3} s", b.min_age_s, b.max_age_s),
+            };
+            let top = b
+                .types
+                .iter()
+                .take(3)
+                .map(|t| format!("{} {}", t.name, thousands(t.bytes)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            vec![age, thousands(b.objects), thousands(b.bytes), top]
+        })
+        .collect();
+    // The last column is text: left-aligned, unlike `print_table`'s.
+    let header = ["age", "objects", "bytes", "largest types (bytes)"];
+    let width = |k: usize| rows.iter().map(|r| r[k].chars().count()).chain([header[k].len()]).max().unwrap_or(0);
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for r in std::iter::once(header.map(String::from).to_vec()).chain(rows) {
+        println!("{:<w0$}  {:>w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]);
+    }
+}

@@ -1,0 +1,61 @@
+//! `clrprof lifetime`: per type, objects reclaimed in each generation and
+//! alive at the end (Visual Studio's Object Lifetime view).
+
+use crate::common::{print_json, print_table, thousands, QueryArgs};
+use anyhow::Result;
+use clrprof::query::{lifetime, LifetimeRow, Tally};
+
+/// Arguments of `clrprof lifetime`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    query: QueryArgs,
+    /// Show object counts instead of bytes in the table.
+    #[arg(long)]
+    objects: bool,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let q = &args.query;
+    let loaded = q.load()?;
+    let model = &loaded.model;
+    let filter = q.filter(model)?;
+    let mut l = lifetime(model, &filter);
+    l.rows.truncate(q.limit());
+    if q.json {
+        return print_json(&serde_json::to_value(&l)?);
+    }
+    let show_erased = !l.total.erased.is_empty();
+    let show_untracked = !l.total.untracked.is_empty();
+    let cell = |t: Tally| if args.objects { thousands(t.objects) } else { thousands(t.bytes) };
+    let line = |r: &LifetimeRow| {
+        let mut v = vec![r.name.clone(), cell(r.allocated), cell(r.gen0), cell(r.gen1), cell(r.gen2), cell(r.loh)];
+        if show_erased {
+            v.push(cell(r.erased));
+        }
+        v.push(cell(r.alive_at_end));
+        if show_untracked {
+            v.push(cell(r.untracked));
+        }
+        v
+    };
+    let mut header = vec!["type", "allocated", "gen 0", "gen 1", "gen 2", "LOH"];
+    if show_erased {
+        header.push("erased");
+    }
+    header.push("alive at end");
+    if show_untracked {
+        header.push("under 12 B");
+    }
+    let mut rows: Vec<Vec<String>> = l.rows.iter().map(line).collect();
+    rows.push(line(&l.total));
+    println!(
+        "{} by what became of them ({}; reclaimed at gen 0/1/2/LOH collections):",
+        if args.objects { "Objects" } else { "Bytes" },
+        if filter.is_all() { "every object".to_string() } else { "objects allocated in the window".to_string() }
+    );
+    print_table(&header, &rows);
+    q.report_warnings(model);
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! Object lifetime per type (Visual Studio's Object Lifetime view): what
+//! became of the objects of each type, by the generation that reclaimed
+//! them.
+//!
+//! Every object allocated in the filter's window (and threads) falls in
+//! exactly one column, from its [`Fate`]:
+//!
+//! | column | fate |
+//! |---|---|
+//! | `gen0`, `gen1`, `gen2` | reclaimed by a GC while in that generation |
+//! | `loh` | reclaimed by a GC while in a large-object-heap range (generation 3) |
+//! | `erased` | removed outside a GC: a later allocation overlapped it, or CLRProfiler's allocation-after-GC rule removed it (section 3.6 of `docs/reference-reader.md`); no GC reclaimed it, so it is in no generation column |
+//! | `alive_at_end` | still in the simulated heap at the end of the log |
+//! | `untracked` | under 12 bytes: CLRProfiler's heap simulation never holds it |
+//!
+//! so `allocated` is the sum of the seven. An object that a GC the log ended
+//! inside of erased is reclaimed by that GC. Generations are the model's
+//! (see [`Fate`]): by promotion through the GCs that condemned the object,
+//! 3 for the large-object heap.
+//!
+//! ```
+//! use clrprof::query::{lifetime, Filter};
+//! let log = b"t 1 0 T\nn 1 1 1 24\ni 5\n! 7 0x1000 1\n! 7 0x1018 1\n";
+//! let model = clrprof::model::load(log, &Default::default()).unwrap();
+//! let l = lifetime(&model, &Filter::all());
+//! assert_eq!(l.total.alive_at_end.objects, 2);
+//! assert_eq!(l.rows[0].name, "T");
+//! ```
+
+use super::objects::{RowTypes, Tally};
+use super::Filter;
+use crate::model::{Fate, Model};
+use serde::Serialize;
+
+/// What became of the objects of one type (or of all, for the total).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LifetimeRow {
+    /// The type name (types with equal names are merged; `(total)` for the
+    /// total row).
+    pub name: String,
+    /// The type ids merged under the name, ascending.
+    pub type_ids: Vec<i32>,
+    /// Allocated in the window.
+    pub allocated: Tally,
+    /// Reclaimed by a GC while in generation 0.
+    pub gen0: Tally,
+    /// Reclaimed while in generation 1.
+    pub gen1: Tally,
+    /// Reclaimed while in generation 2.
+    pub gen2: Tally,
+    /// Reclaimed while in the large-object heap.
+    pub loh: Tally,
+    /// Removed outside a GC (see the module documentation).
+    pub erased: Tally,
+    /// Alive at the end of the log.
+    pub alive_at_end: Tally,
+    /// Under 12 bytes: never in CLRProfiler's heap.
+    pub untracked: Tally,
+}
+
+impl LifetimeRow {
+    /// Objects reclaimed by GCs (the four generation columns).
+    pub fn reclaimed(&self) -> Tally {
+        let mut t = self.gen0;
+        for g in [self.gen1, self.gen2, self.loh] {
+            t.merge(g);
+        }
+        t
+    }
+
+    fn merge(&mut self, o: &LifetimeRow) {
+        for (a, b) in [
+            (&mut self.allocated, o.allocated),
+            (&mut self.gen0, o.gen0),
+            (&mut self.gen1, o.gen1),
+            (&mut self.gen2, o.gen2),
+            (&mut self.loh, o.loh),
+            (&mut self.erased, o.erased),
+            (&mut self.alive_at_end, o.alive_at_end),
+            (&mut self.untracked, o.untracked),
+        ] {
+            a.merge(b);
+        }
+    }
+}
+
+/// The lifetime view.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Lifetime {
+    /// One row per type with objects in the window, by allocated bytes
+    /// (largest first), then name.
+    pub rows: Vec<LifetimeRow>,
+    /// The sum of all rows.
+    pub total: LifetimeRow,
+}
+
+/// Computes the lifetime view over the objects the filter keeps (by their
+/// allocation time and thread).
+pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
+    let types = RowTypes::new(model);
+    let mut rows = vec![LifetimeRow::default(); types.len()];
+    let range = filter.object_range(model);
+    let fates = model.allocations().fates_in(range.clone());
+    for (row, fate) in model.allocations().rows_in(range).zip(fates) {
+        if !filter.has_thread(row.thread) {
+            continue;
+        }
+        let size = types.size(row.stack);
+        let r = &mut rows[types.slot(row.stack)];
+        r.allocated.add(size);
+        let column = match fate {
+            Fate::DiedAtGc { generation: 0, .. } => &mut r.gen0,
+            Fate::DiedAtGc { generation: 1, .. } => &mut r.gen1,
+            Fate::DiedAtGc { generation: 2, .. } => &mut r.gen2,
+            Fate::DiedAtGc { .. } => &mut r.loh,
+            Fate::Erased { .. } => &mut r.erased,
+            Fate::Alive => &mut r.alive_at_end,
+            Fate::Untracked => &mut r.untracked,
+        };
+        column.add(size);
+    }
+    let mut total = LifetimeRow { name: "(total)".to_string(), ..LifetimeRow::default() };
+    let mut out = Vec::new();
+    for (k, mut r) in rows.into_iter().enumerate() {
+        if r.allocated.is_empty() {
+            continue;
+        }
+        total.merge(&r);
+        r.name = types.names[k].clone();
+        r.type_ids = types.type_ids[k].clone();
+        out.push(r);
+    }
+    out.sort_by(|a, b| b.allocated.bytes.cmp(&a.allocated.bytes).then_with(|| a.name.cmp(&b.name)));
+    Lifetime { rows: out, total }
+}

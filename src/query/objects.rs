@@ -1,0 +1,185 @@
+//! What the lifetime queries need to know per object, read from dense
+//! tables instead of per-object lookups: the type (merged by name) and size
+//! of each stack row, and the time of each tick and GC end.
+//!
+//! Built once per query in time proportional to the stack rows and GCs,
+//! then read in O(1) per object.
+
+use crate::model::{Fate, Model, StackRef, TickIndex};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Objects and their bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// Objects.
+    pub objects: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+impl Tally {
+    /// Adds one object of `bytes`.
+    #[inline]
+    pub fn add(&mut self, bytes: u64) {
+        self.objects += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+
+    /// Adds another tally.
+    #[inline]
+    pub fn merge(&mut self, other: Tally) {
+        self.objects += other.objects;
+        self.bytes = self.bytes.saturating_add(other.bytes);
+    }
+
+    /// True when it counts nothing.
+    pub fn is_empty(&self) -> bool {
+        self.objects == 0
+    }
+}
+
+/// The slot of objects whose stack has no type (an undefined stack).
+pub(crate) const NO_TYPE_NAME: &str = "(no type)";
+
+/// Per stack row: a dense type slot (types with equal names share one) and
+/// the object size as CLRProfiler's heap holds it (`u32`).
+pub(crate) struct RowTypes {
+    slot: Vec<u32>,
+    size: Vec<u32>,
+    /// Slot -> name.
+    pub names: Vec<String>,
+    /// Slot -> the type ids merged under the name, ascending.
+    pub type_ids: Vec<Vec<i32>>,
+}
+
+impl RowTypes {
+    pub(crate) fn new(model: &Model) -> RowTypes {
+        let stacks = model.stacks();
+        let n = stacks.len();
+        let mut slot = Vec::with_capacity(n);
+        let mut size = Vec::with_capacity(n);
+        let mut by_id: HashMap<i32, u32> = HashMap::new();
+        let mut by_name: HashMap<String, u32> = HashMap::new();
+        let mut names: Vec<String> = Vec::new();
+        let mut type_ids: Vec<Vec<i32>> = Vec::new();
+        let mut slot_of_name = |name: String, names: &mut Vec<String>, type_ids: &mut Vec<Vec<i32>>| -> u32 {
+            *by_name.entry(name.clone()).or_insert_with(|| {
+                names.push(name);
+                type_ids.push(Vec::new());
+                (names.len() - 1) as u32
+            })
+        };
+        for r in 0..n {
+            match stacks.type_and_size(StackRef(r as u32)) {
+                Some((ty, s)) => {
+                    let k = match by_id.get(&ty.0) {
+                        Some(&k) => k,
+                        None => {
+                            let k = slot_of_name(model.type_name(ty).into_owned(), &mut names, &mut type_ids);
+                            type_ids[k as usize].push(ty.0);
+                            by_id.insert(ty.0, k);
+                            k
+                        }
+                    };
+                    slot.push(k);
+                    size.push(s as u32);
+                }
+                None => {
+                    let k = slot_of_name(NO_TYPE_NAME.to_string(), &mut names, &mut type_ids);
+                    slot.push(k);
+                    size.push(0);
+                }
+            }
+        }
+        for ids in &mut type_ids {
+            ids.sort_unstable();
+        }
+        RowTypes { slot, size, names, type_ids }
+    }
+
+    /// Number of type slots.
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The type slot of a stack row.
+    #[inline]
+    pub(crate) fn slot(&self, row: StackRef) -> usize {
+        self.slot.get(row.index()).map_or(0, |&s| s as usize)
+    }
+
+    /// The object size of a stack row.
+    #[inline]
+    pub(crate) fn size(&self, row: StackRef) -> u64 {
+        self.size.get(row.index()).map_or(0, |&s| s as u64)
+    }
+}
+
+/// Times of ticks and GC ends, for ages.
+pub(crate) struct Clock<'m> {
+    model: &'m Model,
+    gc_end: Vec<TickIndex>,
+    last: TickIndex,
+}
+
+impl<'m> Clock<'m> {
+    pub(crate) fn new(model: &'m Model) -> Clock<'m> {
+        let last = TickIndex(model.time().len().saturating_sub(1) as u32);
+        Clock { model, gc_end: model.gcs().iter().map(|(_, g)| g.end).collect(), last }
+    }
+
+    /// The newest tick of the log (the end).
+    pub(crate) fn last(&self) -> TickIndex {
+        self.last
+    }
+
+    /// A tick's time in seconds.
+    #[inline]
+    pub(crate) fn seconds(&self, t: TickIndex) -> f64 {
+        self.model.time().seconds(t).unwrap_or(0.0)
+    }
+
+    /// When an object died (as [`Model::death_tick`], without its search).
+    #[inline]
+    pub(crate) fn death_tick(&self, fate: Fate) -> Option<TickIndex> {
+        match fate {
+            Fate::DiedAtGc { gc, .. } => Some(self.gc_end.get(gc.index()).copied().unwrap_or(self.last)),
+            Fate::Erased { tick, .. } => Some(tick),
+            Fate::Alive | Fate::Untracked => None,
+        }
+    }
+
+    /// Whole milliseconds from `from` to `to` (0 when `to` is earlier).
+    #[inline]
+    pub(crate) fn millis_between(&self, from: TickIndex, to: TickIndex) -> u64 {
+        let d = (self.seconds(to) - self.seconds(from)) * 1000.0;
+        if d > 0.0 {
+            d.round() as u64
+        } else {
+            0
+        }
+    }
+}
+
+/// The power-of-two bin of an age in ms: 0 for 0, `k` for `[2^(k-1), 2^k)`.
+#[inline]
+pub(crate) fn log2_bin(ms: u64) -> usize {
+    (64 - ms.leading_zeros()) as usize
+}
+
+/// The bounds `[min, max)` of a power-of-two bin.
+pub(crate) fn log2_bounds(bin: usize) -> (u64, u64) {
+    let min = if bin == 0 { 0 } else { 1u64 << (bin - 1).min(63) };
+    let max = if bin >= 64 { u64::MAX } else { 1u64 << bin };
+    (min, max)
+}
+
+/// Adds `bytes` at index `k` of a growable list of tallies.
+#[inline]
+pub(crate) fn add_at(v: &mut Vec<Tally>, k: usize, bytes: u64) {
+    if v.len() <= k {
+        v.resize(k + 1, Tally::default());
+    }
+    v[k].add(bytes);
+}

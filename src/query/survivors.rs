@@ -1,0 +1,156 @@
+//! Survivors of a time window (the leak question): the objects allocated
+//! in the filter's window that are still alive at a later time, by type and
+//! by allocating stack.
+//!
+//! An object is alive at tick `C` when it was allocated at or before `C`,
+//! is not under 12 bytes (CLRProfiler's heap never holds those), and its
+//! death tick ([`crate::model::Model::death_tick`]: the end of the GC that
+//! reclaimed it, or the tick it was erased at) is after `C`. Alive at the end
+//! of the log means never reclaimed.
+//!
+//! ```
+//! use clrprof::query::{survivors, Filter, TimeWindow};
+//! let log = b"t 1 0 T\nn 1 1 1 24\ni 5\n! 7 0x1000 1\ni 10\n! 7 0x1018 1\n";
+//! let model = clrprof::model::load(log, &Default::default()).unwrap();
+//! let f = Filter::resolve(&model, &TimeWindow::Millis { from: Some(6.0), to: None }, &[]).unwrap();
+//! let s = survivors(&model, &f, None, 10);
+//! assert_eq!(s.surviving.objects, 1);
+//! assert_eq!(s.by_type[0].name, "T");
+//! ```
+
+use super::objects::{Clock, RowTypes, Tally};
+use super::Filter;
+use crate::model::{Fate, Model, ObjectId, StackRef, TickIndex};
+use serde::Serialize;
+
+/// Survivors of one type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SurvivorType {
+    /// The type name.
+    pub name: String,
+    /// Objects of the type allocated in the window.
+    pub allocated: Tally,
+    /// Of those, alive at the given time.
+    pub surviving: Tally,
+}
+
+/// Survivors allocated with one stack.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SurvivorStack {
+    /// The stack id as the log's `n` record numbered it (after CLRProfiler's
+    /// renumbering, if any).
+    pub stack: u32,
+    /// The allocated type.
+    pub type_name: String,
+    /// The frames, innermost (the allocating function) first.
+    pub frames: Vec<String>,
+    /// Objects alive at the given time.
+    pub surviving: Tally,
+}
+
+/// The answer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Survivors {
+    /// The window's first tick index.
+    pub from_tick: u32,
+    /// Its last tick index (`None`: to the end).
+    pub to_tick: Option<u32>,
+    /// The tick the objects must be alive at (`None`: the end of the log).
+    pub alive_at_tick: Option<u32>,
+    /// Its time, ms.
+    pub alive_at_ms: f64,
+    /// Objects allocated in the window.
+    pub allocated: Tally,
+    /// Of those, alive at the given time.
+    pub surviving: Tally,
+    /// By type, by surviving bytes (largest first); types with no survivor
+    /// are left out.
+    pub by_type: Vec<SurvivorType>,
+    /// Stacks with survivors, by surviving bytes (at most the limit asked
+    /// for).
+    pub by_stack: Vec<SurvivorStack>,
+    /// Stacks with survivors in all (before the limit).
+    pub stacks_with_survivors: usize,
+}
+
+/// The name of a function for display (`???? function N` when undefined).
+pub(crate) fn function_name(model: &Model, f: crate::format::FunctionId) -> String {
+    match model.functions().get(f) {
+        Some(func) => model.names().get(func.name).to_string(),
+        None => format!("???? function {}", f.0),
+    }
+}
+
+/// The objects the filter keeps (by allocation time and thread) that are
+/// alive at tick `alive_at` (`None`: at the end of the log); at most
+/// `stack_limit` stacks are listed.
+pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, stack_limit: usize) -> Survivors {
+    let types = RowTypes::new(model);
+    let clock = Clock::new(model);
+    let table = model.allocations();
+    let mut by_type = vec![(Tally::default(), Tally::default()); types.len()];
+    let mut by_stack: Vec<Tally> = Vec::new();
+    let (mut allocated, mut surviving) = (Tally::default(), Tally::default());
+    let range = filter.object_range(model);
+    let born_by_then = alive_at.map_or(ObjectId(u32::MAX), |c| table.allocated_between(TickIndex(0), c).end);
+    for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
+        if !filter.has_thread(row.thread) {
+            continue;
+        }
+        let size = types.size(row.stack);
+        let slot = types.slot(row.stack);
+        allocated.add(size);
+        by_type[slot].0.add(size);
+        let alive = match (fate, alive_at) {
+            (Fate::Untracked, _) => false,
+            (Fate::Alive, _) => row.id < born_by_then,
+            (f, None) => clock.death_tick(f).is_none(),
+            (f, Some(c)) => row.id < born_by_then && clock.death_tick(f).map_or(true, |d| d > c),
+        };
+        if alive {
+            surviving.add(size);
+            by_type[slot].1.add(size);
+            let r = row.stack.index();
+            if by_stack.len() <= r {
+                by_stack.resize(r + 1, Tally::default());
+            }
+            by_stack[r].add(size);
+        }
+    }
+    let mut types_out: Vec<SurvivorType> = by_type
+        .into_iter()
+        .enumerate()
+        .filter(|(_, (_, s))| !s.is_empty())
+        .map(|(k, (a, s))| SurvivorType { name: types.names[k].clone(), allocated: a, surviving: s })
+        .collect();
+    types_out.sort_by(|a, b| b.surviving.bytes.cmp(&a.surviving.bytes).then_with(|| a.name.cmp(&b.name)));
+    let mut stacks: Vec<(usize, Tally)> = by_stack.into_iter().enumerate().filter(|(_, t)| !t.is_empty()).collect();
+    let stacks_with_survivors = stacks.len();
+    stacks.sort_by(|a, b| b.1.bytes.cmp(&a.1.bytes).then(b.1.objects.cmp(&a.1.objects)).then(a.0.cmp(&b.0)));
+    stacks.truncate(stack_limit);
+    let st = model.stacks();
+    let by_stack = stacks
+        .into_iter()
+        .map(|(r, t)| {
+            let row = StackRef(r as u32);
+            SurvivorStack {
+                stack: st.stack_index(row),
+                type_name: types.names[types.slot(row)].clone(),
+                frames: st.frames(row).map(|f| function_name(model, f)).collect(),
+                surviving: t,
+            }
+        })
+        .collect();
+    let alive_tick = alive_at.map_or(clock.last(), |c| TickIndex(c.0.min(clock.last().0)));
+    Survivors {
+        from_tick: filter.from.0,
+        to_tick: (filter.to.0 != u32::MAX).then_some(filter.to.0),
+        alive_at_tick: alive_at.map(|c| c.0),
+        alive_at_ms: clock.seconds(alive_tick) * 1000.0,
+        allocated,
+        surviving,
+        by_type: types_out,
+        by_stack,
+        stacks_with_survivors,
+    }
+}

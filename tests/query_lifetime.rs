@@ -58,12 +58,8 @@ fn check_against_truth(truth: &Truth, model: &Model, what: &str) {
     let want_gcs: Vec<(u32, Tally)> =
         truth.deaths.by_gcs_survived.iter().map(|s| (s.gcs_survived, t(s.objects, s.bytes))).collect();
     assert_eq!(by_gcs, want_gcs, "{what}: deaths by GCs survived");
-    let by_ms: Vec<(u64, u64, Tally)> = a
-        .by_ms
-        .iter()
-        .filter(|r| !r.died.is_empty())
-        .map(|r| (r.age_ms_min, r.age_ms_max_exclusive, r.died))
-        .collect();
+    let by_ms: Vec<(u64, u64, Tally)> =
+        a.by_ms.iter().filter(|r| !r.died.is_empty()).map(|r| (r.age_ms_min, r.age_ms_max_exclusive, r.died)).collect();
     let want_ms: Vec<(u64, u64, Tally)> = truth
         .deaths
         .age_ms_log2_histogram
@@ -87,8 +83,14 @@ fn lifetime_and_ages_equal_the_truth_on_generated_logs() {
     let variants = [
         ("tiny", tiny.clone()),
         ("small", Preset::Small.options()),
-        ("many GCs, induced, LOH", GenOptions { objects: 60_000, gcs: 40, induced: 12, loh_fraction: 0.3, seed: 11, ..tiny.clone() }),
-        ("calls, 32-bit", GenOptions { objects: 30_000, calls: true, pointer_bits: PointerBits::Bits32, seed: 12, ..tiny.clone() }),
+        (
+            "many GCs, induced, LOH",
+            GenOptions { objects: 60_000, gcs: 40, induced: 12, loh_fraction: 0.3, seed: 11, ..tiny.clone() },
+        ),
+        (
+            "calls, 32-bit",
+            GenOptions { objects: 30_000, calls: true, pointer_bits: PointerBits::Bits32, seed: 12, ..tiny.clone() },
+        ),
         ("ticks across 2^31 ms", GenOptions { objects: 40_000, tick_start: (1 << 31) - 8, seed: 13, ..tiny.clone() }),
         ("no GC", GenOptions { objects: 5_000, gcs: 0, induced: 0, heap_dumps: 0, seed: 14, ..tiny }),
     ];
@@ -289,8 +291,16 @@ fn survivors_equal_a_naive_replay() {
     let cases: Vec<(TimeWindow, Vec<i32>, Option<f64>)> = vec![
         (TimeWindow::All, vec![], None),
         (TimeWindow::Millis { from: Some(end_ms as f64 * 0.2), to: Some(end_ms as f64 * 0.4) }, vec![], None),
-        (TimeWindow::Millis { from: Some(end_ms as f64 * 0.2), to: Some(end_ms as f64 * 0.4) }, vec![], Some(end_ms as f64 * 0.5)),
-        (TimeWindow::Millis { from: Some(end_ms as f64 * 0.1), to: Some(end_ms as f64 * 0.6) }, vec![], Some(end_ms as f64 * 0.3)),
+        (
+            TimeWindow::Millis { from: Some(end_ms as f64 * 0.2), to: Some(end_ms as f64 * 0.4) },
+            vec![],
+            Some(end_ms as f64 * 0.5),
+        ),
+        (
+            TimeWindow::Millis { from: Some(end_ms as f64 * 0.1), to: Some(end_ms as f64 * 0.6) },
+            vec![],
+            Some(end_ms as f64 * 0.3),
+        ),
         (TimeWindow::Millis { from: None, to: Some(end_ms as f64 * 0.7) }, vec![thread], Some(end_ms as f64 * 0.8)),
         (TimeWindow::BetweenComments("checkpoint 1".into(), "checkpoint 2".into()), vec![], None),
     ];
@@ -354,7 +364,8 @@ fn the_age_histogram_at_a_time_equals_a_naive_replay() {
         let tick = model.time().tick_at(at_ms / 1000.0);
         let now_ms = model.time().seconds(tick).unwrap() * 1000.0;
         // Live at the tick's time: allocated by then, not dead by then.
-        let live: Vec<_> = r.objects.iter().filter(|o| o.4 as f64 <= now_ms && o.5.map_or(true, |d| d as f64 > now_ms)).collect();
+        let live: Vec<_> =
+            r.objects.iter().filter(|o| o.4 as f64 <= now_ms && o.5.map_or(true, |d| d as f64 > now_ms)).collect();
         for bars in [AgeBars::Scale(0.05), AgeBars::Scale(0.01), AgeBars::Auto { bars: 10 }] {
             let h = age_histogram_at(&model, &Filter::all(), tick, bars).unwrap();
             let scale = h.scale_s.unwrap();
@@ -444,7 +455,8 @@ fn call_oracle(log: &str) -> CallOracle {
             }
             Some("c") => {
                 let _thread = it.next();
-                let frames: Vec<i32> = lists[&it.next().unwrap().parse::<i64>().unwrap()].iter().map(|&f| f as i32).collect();
+                let frames: Vec<i32> =
+                    lists[&it.next().unwrap().parse::<i64>().unwrap()].iter().map(|&f| f as i32).collect();
                 o.total += 1;
                 let callee = *frames.last().unwrap();
                 o.functions.entry(callee).or_default().1 += 1;
@@ -530,9 +542,16 @@ fn filters_split_the_lifetime_view() {
     let end = model.time().seconds(TickIndex(model.time().len() as u32 - 1)).unwrap() * 1000.0;
     let mid = (end / 2.0).floor();
     let a = lifetime(&model, &Filter::resolve(&model, &TimeWindow::Millis { from: None, to: Some(mid) }, &[]).unwrap());
-    let b = lifetime(&model, &Filter::resolve(&model, &TimeWindow::Millis { from: Some(mid + 0.5), to: None }, &[]).unwrap());
+    let b = lifetime(
+        &model,
+        &Filter::resolve(&model, &TimeWindow::Millis { from: Some(mid + 0.5), to: None }, &[]).unwrap(),
+    );
     let mut sum = a.total.clone();
-    for (x, y) in [(&mut sum.allocated, b.total.allocated), (&mut sum.gen0, b.total.gen0), (&mut sum.alive_at_end, b.total.alive_at_end)] {
+    for (x, y) in [
+        (&mut sum.allocated, b.total.allocated),
+        (&mut sum.gen0, b.total.gen0),
+        (&mut sum.alive_at_end, b.total.alive_at_end),
+    ] {
         x.merge(y);
     }
     assert!(a.total.allocated.objects > 0 && b.total.allocated.objects > 0);

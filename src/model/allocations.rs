@@ -333,6 +333,59 @@ fn encode(kind: u32, generation: u8, payload: u32) -> u32 {
     (kind << 30) | ((generation as u32 & 3) << 28) | (payload & PAYLOAD)
 }
 
+/// The generation, by promotion, of an object allocated after `born` GCs
+/// and alive until just before GC `until`, given each GC's condemned
+/// generation.
+fn promote(condemned: &[i8], born: u32, until: u32) -> u8 {
+    let mut g = 0i8;
+    for &c in condemned.get(born as usize..until as usize).unwrap_or(&[]) {
+        if g <= c {
+            g = (g + 1).min(2);
+        }
+    }
+    g as u8
+}
+
+/// [`promote`] as a table of every `(born, until)` when there are few GCs.
+struct Promotions<'a> {
+    condemned: &'a [i8],
+    table: Vec<u8>,
+    side: usize,
+}
+
+impl<'a> Promotions<'a> {
+    const MAX_GCS: usize = 256;
+
+    fn new(condemned: &'a [i8]) -> Self {
+        let n = condemned.len();
+        if n > Self::MAX_GCS {
+            return Promotions { condemned, table: Vec::new(), side: 0 };
+        }
+        let side = n + 1;
+        let mut table = vec![0u8; side * side];
+        for born in 0..n {
+            let mut g = 0i8;
+            for (k, &c) in condemned.iter().enumerate().skip(born) {
+                if g <= c {
+                    g = (g + 1).min(2);
+                }
+                table[born * side + k + 1] = g as u8;
+            }
+        }
+        Promotions { condemned, table, side }
+    }
+
+    #[inline]
+    fn get(&self, born: u32, until: u32) -> u8 {
+        let (b, u) = (born as usize, until as usize);
+        if b < self.side && u < self.side && b <= u {
+            self.table[b * self.side + u]
+        } else {
+            promote(self.condemned, born, until)
+        }
+    }
+}
+
 /// The allocation table.
 #[derive(Clone, Debug, Default)]
 pub struct AllocationTable {
@@ -521,23 +574,23 @@ impl AllocationTable {
     /// The generation of an object that lived from its allocation to just
     /// before GC `until` (by promotion; see [`Fate`]).
     fn promoted(&self, obj: ObjectId, until: u32) -> u8 {
-        let mut g = 0i8;
-        for &c in self.condemned.get(self.gcs_before(obj) as usize..until as usize).unwrap_or(&[]) {
-            if g <= c {
-                g = (g + 1).min(2);
-            }
-        }
-        g as u8
+        promote(&self.condemned, self.gcs_before(obj), until)
     }
 
     /// What became of it.
     pub fn fate(&self, obj: ObjectId) -> Fate {
-        let c = self.code(obj);
+        self.decode(obj, self.code(obj), |until| self.promoted(obj, until))
+    }
+
+    /// The fate a stored code says, with `promoted(until)` the object's
+    /// generation just before GC `until`.
+    #[inline]
+    fn decode(&self, obj: ObjectId, c: u32, promoted: impl Fn(u32) -> u8) -> Fate {
         let loh = (c >> 28) & 3 == 3;
         match c >> 30 {
             KIND_GC => {
                 let gc = c & PAYLOAD;
-                let generation = if loh { 3 } else { self.promoted(obj, gc) };
+                let generation = if loh { 3 } else { promoted(gc) };
                 Fate::DiedAtGc { gc: GcIndex(gc), generation }
             }
             KIND_ERASED => {
@@ -545,7 +598,7 @@ impl AllocationTable {
                     Ok(k) => self.erased_gcs[k].1,
                     Err(_) => 0,
                 };
-                let generation = if loh { 3 } else { self.promoted(obj, gcs_before) };
+                let generation = if loh { 3 } else { promoted(gcs_before) };
                 Fate::Erased { tick: TickIndex(c & PAYLOAD), gcs_before, generation }
             }
             KIND_ALIVE => Fate::Alive,
@@ -609,6 +662,7 @@ impl AllocationTable {
         let start = range.start.0.min(end);
         let mut exception = self.exceptions.partition_point(|e| e.0 < start);
         let mut born = self.before_gc.partition_point(|&b| b <= start);
+        let table = Promotions::new(&self.condemned);
         (start..end).map(move |i| {
             while born < self.before_gc.len() && self.before_gc[born] <= i {
                 born += 1;
@@ -617,11 +671,18 @@ impl AllocationTable {
                 exception += 1;
             }
             match self.exceptions.get(exception) {
-                Some(&(o, _)) if o == i => self.fate(ObjectId(i)),
+                Some(&(o, c)) if o == i => self.decode(ObjectId(i), c, |until| table.get(born as u32, until)),
                 _ if born == self.before_gc.len() => Fate::Alive,
                 _ => Fate::DiedAtGc { gc: GcIndex(born as u32), generation: 0 },
             }
         })
+    }
+
+    /// For each GC, the number of objects allocated before it ended, in GC
+    /// order (so an object's [`AllocationTable::gcs_before`] is the number
+    /// of entries at or below its id).
+    pub fn allocated_before_gcs(&self) -> &[u32] {
+        &self.before_gc
     }
 
     /// The objects allocated at tick indices `from..=to` (allocation ticks

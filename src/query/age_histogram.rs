@@ -26,9 +26,9 @@
 //! (`bucket_count` says how many bars there are); the window's width is a
 //! parameter (`bars`) instead of a measurement of the screen.
 
-use super::objects::{Clock, RowTypes, Tally};
+use super::objects::{merge_tallies, par_fold, Clock, RowTypes, Tally};
 use super::Filter;
-use crate::model::{Model, ObjectId, TickIndex};
+use crate::model::{Fate, Model, ObjectId, TickIndex};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt;
@@ -140,6 +140,29 @@ pub struct AgeHistogram {
     pub types: Vec<TypeShare>,
 }
 
+/// Counts while folding.
+struct BarAcc {
+    /// Per bar (empty until the first chunk).
+    per_bar: Vec<Tally>,
+    /// Per (bar, type slot).
+    cells: HashMap<(u32, u32), Tally>,
+    /// Per type slot.
+    legend: Vec<Tally>,
+    live: Tally,
+}
+
+impl BarAcc {
+    fn merge(mut self, o: BarAcc) -> BarAcc {
+        self.per_bar = merge_tallies(self.per_bar, o.per_bar);
+        for (k, t) in o.cells {
+            self.cells.entry(k).or_default().merge(t);
+        }
+        self.legend = merge_tallies(self.legend, o.legend);
+        self.live.merge(o.live);
+        self
+    }
+}
+
 /// CLRProfiler's choice of scale for a suggested scale.
 pub fn auto_scale(suggested: f64) -> f64 {
     TIME_SCALES.iter().copied().find(|&s| s >= suggested).unwrap_or(TIME_SCALES[TIME_SCALES.len() - 1])
@@ -196,7 +219,8 @@ fn marker_bounds(model: &Model, clock: &Clock<'_>, at: TickIndex) -> Bounds {
 fn bar_of(age: f64, scale: f64, bounds: &Bounds) -> usize {
     let n = bounds.len();
     let q = age / scale;
-    let mut i: i64 = if q.is_finite() && q > i32::MIN as f64 && q < i32::MAX as f64 { q as i64 } else { i32::MIN as i64 };
+    let mut i: i64 =
+        if q.is_finite() && q > i32::MIN as f64 && q < i32::MAX as f64 { q as i64 } else { i32::MIN as i64 };
     if i >= n as i64 {
         i = n as i64 - 1;
     } else if i < 0 {
@@ -233,36 +257,45 @@ pub fn age_histogram_at(
         AgeBars::Markers => (marker_bounds(model, &clock, at), None),
     };
     let estimate = scale.unwrap_or(0.001);
-    let mut per_bar = vec![Tally::default(); bounds.len()];
-    let mut cells: HashMap<(u32, u32), Tally> = HashMap::new();
-    let mut legend = vec![Tally::default(); types.len()];
-    let mut live = Tally::default();
     let table = model.allocations();
     let range = filter.object_range(model);
     let born_by_then = table.allocated_between(TickIndex(0), at).end;
     let range = range.start..ObjectId(range.end.0.min(born_by_then.0).max(range.start.0));
-    for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
-        if !filter.has_thread(row.thread) {
-            continue;
-        }
-        match fate {
-            crate::model::Fate::Untracked => continue,
-            f => {
-                if clock.death_tick(f).is_some_and(|d| d <= at) {
+    let nbars = bounds.len();
+    let acc = par_fold(
+        range,
+        || BarAcc {
+            per_bar: Vec::new(),
+            cells: HashMap::new(),
+            legend: vec![Tally::default(); types.len()],
+            live: Tally::default(),
+        },
+        |acc, range| {
+            if acc.per_bar.is_empty() {
+                acc.per_bar = vec![Tally::default(); nbars];
+            }
+            for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
+                if !filter.has_thread(row.thread) || fate == Fate::Untracked {
                     continue;
                 }
+                if clock.death_tick(fate).is_some_and(|d| d <= at) {
+                    continue;
+                }
+                let (slot, size) = types.get(row.stack);
+                let age = now - clock.seconds(row.tick);
+                let b = bar_of(age, estimate, &bounds);
+                acc.per_bar[b].add(size);
+                acc.cells.entry((b as u32, slot as u32)).or_default().add(size);
+                acc.legend[slot].add(size);
+                acc.live.add(size);
             }
-        }
-        let size = types.size(row.stack);
-        let slot = types.slot(row.stack);
-        let age = now - clock.seconds(row.tick);
-        let b = bar_of(age, estimate, &bounds);
-        per_bar[b].add(size);
-        cells.entry((b as u32, slot as u32)).or_default().add(size);
-        legend[slot].add(size);
-        live.add(size);
-    }
-    let share = |slot: usize, t: Tally| TypeShare { name: types.names[slot].clone(), objects: t.objects, bytes: t.bytes };
+        },
+        BarAcc::merge,
+    );
+    let BarAcc { per_bar, cells, legend, live } = acc;
+    let per_bar = if per_bar.is_empty() { vec![Tally::default(); nbars] } else { per_bar };
+    let share =
+        |slot: usize, t: Tally| TypeShare { name: types.names[slot].clone(), objects: t.objects, bytes: t.bytes };
     let by_bytes = |a: &TypeShare, b: &TypeShare| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name));
     let mut in_bar: Vec<Vec<TypeShare>> = vec![Vec::new(); bounds.len()];
     for ((b, slot), t) in cells {

@@ -20,7 +20,7 @@
 //! CLRProfiler's "Histogram by Age" of the live objects at a given time is
 //! [`age_histogram_at`] (in `age_histogram.rs`).
 
-use super::objects::{add_at, log2_bin, log2_bounds, Clock, RowTypes, Tally};
+use super::objects::{add_at, log2_bin, log2_bounds, merge_tallies, millis_between, par_fold, Clock, RowTypes, Tally};
 use super::Filter;
 use crate::model::{Fate, Model};
 use serde::Serialize;
@@ -75,58 +75,97 @@ pub struct Ages {
     pub by_ms: Vec<MsAgeRow>,
 }
 
+/// Counts while folding: [died, erased, alive] by GCs survived and by ms
+/// bin, and the totals.
+#[derive(Default)]
+struct Acc {
+    gcs: [Vec<Tally>; 3],
+    ms: [Vec<Tally>; 3],
+    totals: [Tally; 3],
+    age_ms: [u64; 3],
+    untracked: Tally,
+}
+
+impl Acc {
+    fn merge(mut self, o: Acc) -> Acc {
+        let Acc { gcs, ms, totals, age_ms, untracked } = o;
+        for (k, (g, m)) in gcs.into_iter().zip(ms).enumerate() {
+            self.gcs[k] = merge_tallies(std::mem::take(&mut self.gcs[k]), g);
+            self.ms[k] = merge_tallies(std::mem::take(&mut self.ms[k]), m);
+            self.totals[k].merge(totals[k]);
+            self.age_ms[k] += age_ms[k];
+        }
+        self.untracked.merge(untracked);
+        self
+    }
+}
+
 /// Computes the age histograms over the objects the filter keeps (by
 /// allocation time and thread).
 pub fn ages(model: &Model, filter: &Filter) -> Ages {
     let types = RowTypes::new(model);
     let clock = Clock::new(model);
     let table = model.allocations();
-    let gcs_ended = table.gcs_ended() as u32;
+    let before_gcs = table.allocated_before_gcs();
+    let gcs_ended = before_gcs.len() as u32;
     let end = clock.last();
-    // [died, erased, alive] per bin.
-    let mut gcs: [Vec<Tally>; 3] = Default::default();
-    let mut ms: [Vec<Tally>; 3] = Default::default();
-    let mut a = Ages::default();
-    let range = filter.object_range(model);
-    for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
-        if !filter.has_thread(row.thread) {
-            continue;
-        }
-        let size = types.size(row.stack);
-        let born = table.gcs_before(row.id);
-        let (kind, until, survived) = match fate {
-            Fate::DiedAtGc { gc, .. } => (0, clock.death_tick(fate).unwrap_or(end), gc.0.saturating_sub(born)),
-            Fate::Erased { tick, gcs_before, .. } => (1, tick, gcs_before.saturating_sub(born)),
-            Fate::Alive => (2, end, gcs_ended.saturating_sub(born)),
-            Fate::Untracked => {
-                a.untracked.add(size);
-                continue;
+    let ms = clock.tick_millis();
+    let acc = par_fold(
+        filter.object_range(model),
+        Acc::default,
+        |acc, range| {
+            let mut born = before_gcs.partition_point(|&b| b <= range.start.0);
+            for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
+                while born < before_gcs.len() && before_gcs[born] <= row.id.0 {
+                    born += 1;
+                }
+                if !filter.has_thread(row.thread) {
+                    continue;
+                }
+                let size = types.size(row.stack);
+                let b = born as u32;
+                let (kind, until, survived) = match fate {
+                    Fate::DiedAtGc { gc, .. } => (0, clock.death_tick(fate).unwrap_or(end), gc.0.saturating_sub(b)),
+                    Fate::Erased { tick, gcs_before, .. } => (1, tick, gcs_before.saturating_sub(b)),
+                    Fate::Alive => (2, end, gcs_ended.saturating_sub(b)),
+                    Fate::Untracked => {
+                        acc.untracked.add(size);
+                        continue;
+                    }
+                };
+                let age = millis_between(&ms, row.tick, until);
+                acc.totals[kind].add(size);
+                acc.age_ms[kind] += age;
+                add_at(&mut acc.gcs[kind], survived as usize, size);
+                add_at(&mut acc.ms[kind], log2_bin(age), size);
             }
-        };
-        let age = clock.millis_between(row.tick, until);
-        match kind {
-            0 => {
-                a.died.add(size);
-                a.died_total_age_ms += age;
-            }
-            1 => a.erased.add(size),
-            _ => {
-                a.alive_at_end.add(size);
-                a.alive_total_age_ms += age;
-            }
-        }
-        add_at(&mut gcs[kind], survived as usize, size);
-        add_at(&mut ms[kind], log2_bin(age), size);
-    }
+        },
+        Acc::merge,
+    );
+    let mut a = Ages {
+        died: acc.totals[0],
+        died_total_age_ms: acc.age_ms[0],
+        erased: acc.totals[1],
+        alive_at_end: acc.totals[2],
+        alive_total_age_ms: acc.age_ms[2],
+        untracked: acc.untracked,
+        ..Ages::default()
+    };
     let get = |v: &Vec<Tally>, k: usize| v.get(k).copied().unwrap_or_default();
     let len = |v: &[Vec<Tally>; 3]| v.iter().map(Vec::len).max().unwrap_or(0);
-    for k in 0..len(&gcs) {
-        let r = GcsAgeRow { gcs_survived: k as u32, died: get(&gcs[0], k), erased: get(&gcs[1], k), alive_at_end: get(&gcs[2], k) };
+    let (gcs, ms) = (&acc.gcs, &acc.ms);
+    for k in 0..len(gcs) {
+        let r = GcsAgeRow {
+            gcs_survived: k as u32,
+            died: get(&gcs[0], k),
+            erased: get(&gcs[1], k),
+            alive_at_end: get(&gcs[2], k),
+        };
         if !(r.died.is_empty() && r.erased.is_empty() && r.alive_at_end.is_empty()) {
             a.by_gcs.push(r);
         }
     }
-    for k in 0..len(&ms) {
+    for k in 0..len(ms) {
         let (lo, hi) = log2_bounds(k);
         let r = MsAgeRow {
             age_ms_min: lo,

@@ -27,7 +27,7 @@
 //! assert_eq!(l.rows[0].name, "T");
 //! ```
 
-use super::objects::{RowTypes, Tally};
+use super::objects::{par_fold, RowTypes, Tally};
 use super::Filter;
 use crate::model::{Fate, Model};
 use serde::Serialize;
@@ -94,40 +94,66 @@ pub struct Lifetime {
     pub total: LifetimeRow,
 }
 
+/// The columns of one type while counting: allocated, gen 0, gen 1,
+/// gen 2, LOH, erased, alive at end, untracked.
+type Columns = [Tally; 8];
+
 /// Computes the lifetime view over the objects the filter keeps (by their
 /// allocation time and thread).
 pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
     let types = RowTypes::new(model);
-    let mut rows = vec![LifetimeRow::default(); types.len()];
-    let range = filter.object_range(model);
-    let fates = model.allocations().fates_in(range.clone());
-    for (row, fate) in model.allocations().rows_in(range).zip(fates) {
-        if !filter.has_thread(row.thread) {
-            continue;
-        }
-        let size = types.size(row.stack);
-        let r = &mut rows[types.slot(row.stack)];
-        r.allocated.add(size);
-        let column = match fate {
-            Fate::DiedAtGc { generation: 0, .. } => &mut r.gen0,
-            Fate::DiedAtGc { generation: 1, .. } => &mut r.gen1,
-            Fate::DiedAtGc { generation: 2, .. } => &mut r.gen2,
-            Fate::DiedAtGc { .. } => &mut r.loh,
-            Fate::Erased { .. } => &mut r.erased,
-            Fate::Alive => &mut r.alive_at_end,
-            Fate::Untracked => &mut r.untracked,
-        };
-        column.add(size);
-    }
+    let table = model.allocations();
+    let counts = par_fold(
+        filter.object_range(model),
+        || vec![Columns::default(); types.len()],
+        |acc, range| {
+            for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
+                if !filter.has_thread(row.thread) {
+                    continue;
+                }
+                let (slot, size) = types.get(row.stack);
+                let column = match fate {
+                    Fate::DiedAtGc { generation: 0, .. } => 1,
+                    Fate::DiedAtGc { generation: 1, .. } => 2,
+                    Fate::DiedAtGc { generation: 2, .. } => 3,
+                    Fate::DiedAtGc { .. } => 4,
+                    Fate::Erased { .. } => 5,
+                    Fate::Alive => 6,
+                    Fate::Untracked => 7,
+                };
+                let c = &mut acc[slot];
+                c[0].add(size);
+                c[column].add(size);
+            }
+        },
+        |mut a, b| {
+            for (x, y) in a.iter_mut().zip(b) {
+                for (p, q) in x.iter_mut().zip(y) {
+                    p.merge(q);
+                }
+            }
+            a
+        },
+    );
     let mut total = LifetimeRow { name: "(total)".to_string(), ..LifetimeRow::default() };
     let mut out = Vec::new();
-    for (k, mut r) in rows.into_iter().enumerate() {
-        if r.allocated.is_empty() {
+    for (k, c) in counts.into_iter().enumerate() {
+        if c[0].is_empty() {
             continue;
         }
+        let r = LifetimeRow {
+            name: types.names[k].clone(),
+            type_ids: types.type_ids[k].clone(),
+            allocated: c[0],
+            gen0: c[1],
+            gen1: c[2],
+            gen2: c[3],
+            loh: c[4],
+            erased: c[5],
+            alive_at_end: c[6],
+            untracked: c[7],
+        };
         total.merge(&r);
-        r.name = types.names[k].clone();
-        r.type_ids = types.type_ids[k].clone();
         out.push(r);
     }
     out.sort_by(|a, b| b.allocated.bytes.cmp(&a.allocated.bytes).then_with(|| a.name.cmp(&b.name)));

@@ -5,9 +5,11 @@
 //! Built once per query in time proportional to the stack rows and GCs,
 //! then read in O(1) per object.
 
-use crate::model::{Fate, Model, StackRef, TickIndex};
+use crate::model::{Fate, Model, ObjectId, StackRef, TickIndex};
+use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::ops::Range;
 
 /// Objects and their bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -45,8 +47,8 @@ pub(crate) const NO_TYPE_NAME: &str = "(no type)";
 /// Per stack row: a dense type slot (types with equal names share one) and
 /// the object size as CLRProfiler's heap holds it (`u32`).
 pub(crate) struct RowTypes {
-    slot: Vec<u32>,
-    size: Vec<u32>,
+    /// Per row: slot and size, together (one memory access per object).
+    rows: Vec<[u32; 2]>,
     /// Slot -> name.
     pub names: Vec<String>,
     /// Slot -> the type ids merged under the name, ascending.
@@ -57,8 +59,7 @@ impl RowTypes {
     pub(crate) fn new(model: &Model) -> RowTypes {
         let stacks = model.stacks();
         let n = stacks.len();
-        let mut slot = Vec::with_capacity(n);
-        let mut size = Vec::with_capacity(n);
+        let mut rows = Vec::with_capacity(n);
         let mut by_id: HashMap<i32, u32> = HashMap::new();
         let mut by_name: HashMap<String, u32> = HashMap::new();
         let mut names: Vec<String> = Vec::new();
@@ -82,20 +83,18 @@ impl RowTypes {
                             k
                         }
                     };
-                    slot.push(k);
-                    size.push(s as u32);
+                    rows.push([k, s as u32]);
                 }
                 None => {
                     let k = slot_of_name(NO_TYPE_NAME.to_string(), &mut names, &mut type_ids);
-                    slot.push(k);
-                    size.push(0);
+                    rows.push([k, 0]);
                 }
             }
         }
         for ids in &mut type_ids {
             ids.sort_unstable();
         }
-        RowTypes { slot, size, names, type_ids }
+        RowTypes { rows, names, type_ids }
     }
 
     /// Number of type slots.
@@ -103,16 +102,22 @@ impl RowTypes {
         self.names.len()
     }
 
+    /// The type slot and object size of a stack row.
+    #[inline]
+    pub(crate) fn get(&self, row: StackRef) -> (usize, u64) {
+        self.rows.get(row.index()).map_or((0, 0), |&[k, s]| (k as usize, s as u64))
+    }
+
     /// The type slot of a stack row.
     #[inline]
     pub(crate) fn slot(&self, row: StackRef) -> usize {
-        self.slot.get(row.index()).map_or(0, |&s| s as usize)
+        self.get(row).0
     }
 
     /// The object size of a stack row.
     #[inline]
     pub(crate) fn size(&self, row: StackRef) -> u64 {
-        self.size.get(row.index()).map_or(0, |&s| s as u64)
+        self.get(row).1
     }
 }
 
@@ -150,16 +155,19 @@ impl<'m> Clock<'m> {
         }
     }
 
-    /// Whole milliseconds from `from` to `to` (0 when `to` is earlier).
-    #[inline]
-    pub(crate) fn millis_between(&self, from: TickIndex, to: TickIndex) -> u64 {
-        let d = (self.seconds(to) - self.seconds(from)) * 1000.0;
-        if d > 0.0 {
-            d.round() as u64
-        } else {
-            0
-        }
+    /// Every tick's time in whole milliseconds (for [`millis_between`]).
+    pub(crate) fn tick_millis(&self) -> Vec<i64> {
+        let time = self.model.time();
+        (0..time.len()).map(|t| (time.seconds(TickIndex(t as u32)).unwrap_or(0.0) * 1000.0).round() as i64).collect()
     }
+}
+
+/// Whole milliseconds from tick `from` to tick `to` (0 when `to` is
+/// earlier), given [`Clock::tick_millis`].
+#[inline]
+pub(crate) fn millis_between(ms: &[i64], from: TickIndex, to: TickIndex) -> u64 {
+    let at = |t: TickIndex| ms.get(t.index()).copied().unwrap_or(0);
+    at(to).saturating_sub(at(from)).max(0) as u64
 }
 
 /// The power-of-two bin of an age in ms: 0 for 0, `k` for `[2^(k-1), 2^k)`.
@@ -182,4 +190,42 @@ pub(crate) fn add_at(v: &mut Vec<Tally>, k: usize, bytes: u64) {
         v.resize(k + 1, Tally::default());
     }
     v[k].add(bytes);
+}
+
+/// Objects per chunk of [`par_fold`] (small, so that tests on small logs
+/// cross chunk boundaries too; accumulators are made per rayon job, not per
+/// chunk).
+const CHUNK: u32 = 1 << 15;
+
+/// Folds `range` in chunks on the rayon pool: `fold(acc, chunk)` for each
+/// chunk into accumulators made by `init()`, merged with `merge` (which must
+/// not depend on the order, so that answers are deterministic).
+pub(crate) fn par_fold<A: Send>(
+    range: Range<ObjectId>,
+    init: impl Fn() -> A + Sync + Send,
+    fold: impl Fn(&mut A, Range<ObjectId>) + Sync + Send,
+    merge: impl Fn(A, A) -> A + Sync + Send,
+) -> A {
+    let (start, end) = (range.start.0, range.end.0.max(range.start.0));
+    let chunks = (end - start).div_ceil(CHUNK);
+    (0..chunks)
+        .into_par_iter()
+        .fold(&init, |mut acc, k| {
+            let a = start + k * CHUNK;
+            let b = end.min(a.saturating_add(CHUNK));
+            fold(&mut acc, ObjectId(a)..ObjectId(b));
+            acc
+        })
+        .reduce(&init, &merge)
+}
+
+/// Adds `b` into `a`, element by element (growing `a`).
+pub(crate) fn merge_tallies(mut a: Vec<Tally>, b: Vec<Tally>) -> Vec<Tally> {
+    if a.len() < b.len() {
+        a.resize(b.len(), Tally::default());
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        x.merge(y);
+    }
+    a
 }

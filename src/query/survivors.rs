@@ -18,7 +18,7 @@
 //! assert_eq!(s.by_type[0].name, "T");
 //! ```
 
-use super::objects::{Clock, RowTypes, Tally};
+use super::objects::{add_at, merge_tallies, par_fold, Clock, RowTypes, Tally};
 use super::Filter;
 use crate::model::{Fate, Model, ObjectId, StackRef, TickIndex};
 use serde::Serialize;
@@ -73,6 +73,33 @@ pub struct Survivors {
     pub stacks_with_survivors: usize,
 }
 
+/// Counts while folding.
+#[derive(Default)]
+struct SurvivorAcc {
+    /// Per type slot: allocated, surviving.
+    by_type: Vec<[Tally; 2]>,
+    /// Per stack row: surviving.
+    by_stack: Vec<Tally>,
+    allocated: Tally,
+    surviving: Tally,
+}
+
+impl SurvivorAcc {
+    fn merge(mut self, o: SurvivorAcc) -> SurvivorAcc {
+        if self.by_type.len() < o.by_type.len() {
+            self.by_type.resize(o.by_type.len(), [Tally::default(); 2]);
+        }
+        for (x, y) in self.by_type.iter_mut().zip(o.by_type) {
+            x[0].merge(y[0]);
+            x[1].merge(y[1]);
+        }
+        self.by_stack = merge_tallies(self.by_stack, o.by_stack);
+        self.allocated.merge(o.allocated);
+        self.surviving.merge(o.surviving);
+        self
+    }
+}
+
 /// The name of a function for display (`???? function N` when undefined).
 pub(crate) fn function_name(model: &Model, f: crate::format::FunctionId) -> String {
     match model.functions().get(f) {
@@ -88,40 +115,39 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
     let types = RowTypes::new(model);
     let clock = Clock::new(model);
     let table = model.allocations();
-    let mut by_type = vec![(Tally::default(), Tally::default()); types.len()];
-    let mut by_stack: Vec<Tally> = Vec::new();
-    let (mut allocated, mut surviving) = (Tally::default(), Tally::default());
-    let range = filter.object_range(model);
     let born_by_then = alive_at.map_or(ObjectId(u32::MAX), |c| table.allocated_between(TickIndex(0), c).end);
-    for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
-        if !filter.has_thread(row.thread) {
-            continue;
-        }
-        let size = types.size(row.stack);
-        let slot = types.slot(row.stack);
-        allocated.add(size);
-        by_type[slot].0.add(size);
-        let alive = match (fate, alive_at) {
-            (Fate::Untracked, _) => false,
-            (Fate::Alive, _) => row.id < born_by_then,
-            (f, None) => clock.death_tick(f).is_none(),
-            (f, Some(c)) => row.id < born_by_then && clock.death_tick(f).map_or(true, |d| d > c),
-        };
-        if alive {
-            surviving.add(size);
-            by_type[slot].1.add(size);
-            let r = row.stack.index();
-            if by_stack.len() <= r {
-                by_stack.resize(r + 1, Tally::default());
+    let acc = par_fold(
+        filter.object_range(model),
+        || SurvivorAcc { by_type: vec![[Tally::default(); 2]; types.len()], ..SurvivorAcc::default() },
+        |acc, range| {
+            for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
+                if !filter.has_thread(row.thread) {
+                    continue;
+                }
+                let (slot, size) = types.get(row.stack);
+                acc.allocated.add(size);
+                acc.by_type[slot][0].add(size);
+                let alive = match (fate, alive_at) {
+                    (Fate::Untracked, _) => false,
+                    (Fate::Alive, _) => row.id < born_by_then,
+                    (f, None) => clock.death_tick(f).is_none(),
+                    (f, Some(c)) => row.id < born_by_then && clock.death_tick(f).map_or(true, |d| d > c),
+                };
+                if alive {
+                    acc.surviving.add(size);
+                    acc.by_type[slot][1].add(size);
+                    add_at(&mut acc.by_stack, row.stack.index(), size);
+                }
             }
-            by_stack[r].add(size);
-        }
-    }
+        },
+        SurvivorAcc::merge,
+    );
+    let SurvivorAcc { by_type, by_stack, allocated, surviving } = acc;
     let mut types_out: Vec<SurvivorType> = by_type
         .into_iter()
         .enumerate()
-        .filter(|(_, (_, s))| !s.is_empty())
-        .map(|(k, (a, s))| SurvivorType { name: types.names[k].clone(), allocated: a, surviving: s })
+        .filter(|(_, [_, s])| !s.is_empty())
+        .map(|(k, [a, s])| SurvivorType { name: types.names[k].clone(), allocated: a, surviving: s })
         .collect();
     types_out.sort_by(|a, b| b.surviving.bytes.cmp(&a.surviving.bytes).then_with(|| a.name.cmp(&b.name)));
     let mut stacks: Vec<(usize, Tally)> = by_stack.into_iter().enumerate().filter(|(_, t)| !t.is_empty()).collect();

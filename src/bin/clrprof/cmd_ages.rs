@@ -137,7 +137,7 @@ fn print_at(h: &AgeHistogram) {
     };
     println!(
         "Live objects at {} ms (tick {}): {} objects, {} bytes; {scale}, {} bars ({} with objects)",
-        h.time_ms,
+        ms(h.time_ms),
         h.tick,
         thousands(h.live.objects),
         thousands(h.live.bytes),
@@ -170,4 +170,10 @@ fn print_at(h: &AgeHistogram) {
     for r in std::iter::once(header.map(String::from).to_vec()).chain(rows) {
         println!("{:<w0$}  {:>w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]);
     }
+}
+
+/// Milliseconds for display: at most three decimals, no trailing zeros.
+fn ms(v: f64) -> String {
+    let r = (v * 1000.0).round() / 1000.0;
+    format!("{r}")
 }

@@ -55,11 +55,8 @@ pub fn run(args: Args) -> Result<()> {
         }
         println!("{} calls", thousands(c.total));
         println!();
-        let rows: Vec<Vec<String>> = c
-            .functions
-            .iter()
-            .map(|f| vec![f.name.clone(), thousands(f.inclusive), thousands(f.exclusive)])
-            .collect();
+        let rows: Vec<Vec<String>> =
+            c.functions.iter().map(|f| vec![f.name.clone(), thousands(f.inclusive), thousands(f.exclusive)]).collect();
         print_table(&["function", "inclusive", "exclusive"], &rows);
         println!();
         let rows: Vec<Vec<String>> = c

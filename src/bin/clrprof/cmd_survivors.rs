@@ -41,8 +41,8 @@ pub fn run(args: Args) -> Result<()> {
         thousands(s.allocated.objects),
         thousands(s.allocated.bytes),
         match s.alive_at_tick {
-            Some(_) => format!("{} ms", s.alive_at_ms),
-            None => format!("the end ({} ms)", s.alive_at_ms),
+            Some(_) => format!("{} ms", ms(s.alive_at_ms)),
+            None => format!("the end ({} ms)", ms(s.alive_at_ms)),
         },
         thousands(s.surviving.objects),
         pct(s.surviving.objects, s.allocated.objects),
@@ -88,4 +88,10 @@ pub fn run(args: Args) -> Result<()> {
     }
     q.report_warnings(model);
     Ok(())
+}
+
+/// Milliseconds for display: at most three decimals, no trailing zeros.
+fn ms(v: f64) -> String {
+    let r = (v * 1000.0).round() / 1000.0;
+    format!("{r}")
 }

@@ -118,8 +118,8 @@ fn print_ages(a: &Ages, by: Option<By>) {
             .by_ms
             .iter()
             .map(|r| {
-                let label = if r.age_ms_max_exclusive == 1 {
-                    "0".to_string()
+                let label = if r.age_ms_max_exclusive - r.age_ms_min == 1 {
+                    r.age_ms_min.to_string()
                 } else {
                     format!("{}-{}", r.age_ms_min, r.age_ms_max_exclusive - 1)
                 };

@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<()> {
             write_node(&mut out, n, 0);
         }
         if t.pruned_roots > 0 {
-            out.push_str(&format!("(pruned: {} more paths, {} calls)\n", t.pruned_roots, thousands(t.pruned_calls)));
+            out.push_str(&format!("(pruned: {} more roots, {} calls)\n", t.pruned_roots, thousands(t.pruned_calls)));
         }
         print!("{out}");
     } else {
@@ -78,7 +78,7 @@ fn write_node(out: &mut String, n: &CallNode, depth: usize) {
     }
     if n.pruned_children > 0 {
         out.push_str(&format!(
-            "{indent}  (pruned: {} more paths, {} calls)\n",
+            "{indent}  (pruned: {} more callees, {} calls)\n",
             n.pruned_children,
             thousands(n.pruned_calls)
         ));

@@ -24,8 +24,13 @@ pub struct HandleEvent {
 pub struct HandleTable {
     created: Vec<HandleEvent>,
     destroyed: Vec<HandleEvent>,
+    /// For each destroyed event, the index in `created` of the handle it
+    /// removed (`NONE` for an unknown id).
+    removed: Vec<u32>,
     live: HashMap<u64, u32>,
 }
+
+const NONE: u32 = u32::MAX;
 
 impl HandleTable {
     pub(crate) fn create(&mut self, e: HandleEvent) {
@@ -34,7 +39,8 @@ impl HandleTable {
     }
 
     pub(crate) fn destroy(&mut self, e: HandleEvent) {
-        self.live.remove(&e.handle.0);
+        let removed = self.live.remove(&e.handle.0).unwrap_or(NONE);
+        self.removed.push(removed);
         self.destroyed.push(e);
     }
 
@@ -46,6 +52,13 @@ impl HandleTable {
     /// `j` records applied (unknown handles included).
     pub fn destroyed(&self) -> &[HandleEvent] {
         &self.destroyed
+    }
+
+    /// The creation a `j` record removed: for `destroyed()[k]`, the `h`
+    /// record of the live handle with that id then (`None` when the id was
+    /// not live: CLRProfiler ignores such a `j`, but still counts it).
+    pub fn creation_of_destroyed(&self, k: usize) -> Option<&HandleEvent> {
+        self.removed.get(k).and_then(|&i| self.created.get(i as usize))
     }
 
     /// Handles created and not destroyed (a reused id counts once).
@@ -61,6 +74,7 @@ impl HandleTable {
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
         (self.created.capacity() + self.destroyed.capacity()) * std::mem::size_of::<HandleEvent>()
+            + self.removed.capacity() * 4
             + self.live.capacity() * 12
     }
 }

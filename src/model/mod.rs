@@ -173,7 +173,13 @@ impl Model {
     /// log ended inside of, the log's last tick), or the tick it was erased
     /// at; `None` for objects alive at the end or never tracked.
     pub fn death_tick(&self, obj: ObjectId) -> Option<TickIndex> {
-        match self.allocations.fate(obj) {
+        self.death_tick_of(self.allocations.fate(obj))
+    }
+    /// [`Model::death_tick`] of an object whose fate is known already (as
+    /// [`AllocationTable::fates`] gives them, without a search per object).
+    #[inline]
+    pub fn death_tick_of(&self, fate: Fate) -> Option<TickIndex> {
+        match fate {
             Fate::DiedAtGc { gc, .. } => {
                 Some(self.gcs.get(gc).map_or(TickIndex(self.time.len().saturating_sub(1) as u32), |g| g.end))
             }

@@ -5,7 +5,10 @@
 //! - [`summary()`]: CLRProfiler's 18 Summary figures.
 //! - [`by_type`]: a histogram (allocated, relocated, final heap, finalized,
 //!   critical finalized) grouped by type name, as CLRProfiler's histogram
-//!   views show it.
+//!   views show it; [`type_counts`] narrows one by a filter, or gives the
+//!   objects live at a time; [`size_buckets`] is the Histogram by Size view.
+//! - [`handles_by_stack`]: GC handles created, destroyed and surviving by
+//!   creating stack.
 //! - [`dumps`]: heap dumps: per-type tables, roots by kind, dominator
 //!   trees and retained sizes, paths from roots, differences.
 //! - [`lifetime()`]: per type, objects reclaimed in each generation and
@@ -23,18 +26,24 @@ pub mod ages;
 pub mod calls;
 pub mod dumps;
 pub mod filter;
+pub mod handles;
 pub mod lifetime;
 mod objects;
+pub mod size_buckets;
 pub mod summary;
 pub mod survivors;
+pub mod type_counts;
 pub mod types;
 
 pub use age_histogram::{age_histogram_at, AgeBars, AgeHistogram};
 pub use ages::{ages, Ages};
 pub use calls::{call_tree, calls, CallTree, CallTreeOptions, Calls, NoCalls};
 pub use filter::{Filter, FilterError, TimeWindow};
+pub use handles::{handles_by_stack, HandleGroup, HandleReport, TypeTally};
 pub use lifetime::{lifetime, Lifetime, LifetimeRow};
 pub use objects::Tally;
+pub use size_buckets::{size_buckets, BucketScale, SizeBucket};
 pub use summary::{summary, Summary};
 pub use survivors::{survivors, Survivors};
-pub use types::{by_type, HistogramKind, TypeRow};
+pub use type_counts::{type_counts, TypeQueryError, TypeSelection};
+pub use types::{by_bytes, by_type, group_by_name, HistogramKind, TypeCount, TypeRow};

@@ -2,9 +2,9 @@
 //! objects of the reference files, section 8.2 of
 //! `docs/reference-reader.md`).
 
-use crate::model::{Model, StackCounts};
+use crate::model::{Model, StackCounts, StackRef};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 /// Which of the model's histograms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,7 +31,8 @@ impl HistogramKind {
         (HistogramKind::CriticalFinalized, "critical_finalized_by_type"),
     ];
 
-    fn of(self, model: &Model) -> &StackCounts {
+    /// The model's histogram of this kind.
+    pub fn of(self, model: &Model) -> &StackCounts {
         let h = model.histograms();
         match self {
             HistogramKind::Allocated => &h.allocated,
@@ -58,21 +59,65 @@ pub struct TypeRow {
 
 /// A histogram grouped by type name, sorted by name.
 pub fn by_type(model: &Model, kind: HistogramKind) -> Vec<TypeRow> {
-    let mut rows: BTreeMap<String, TypeRow> = BTreeMap::new();
-    for (row, count) in kind.of(model).iter() {
+    group_by_name(model, kind.of(model).iter())
+}
+
+/// How a type is told apart when rows are grouped: by its interned name,
+/// or by its id when it has none (CLRProfiler's `???? type N`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum TypeKey {
+    Named(crate::model::NameId),
+    Unnamed(i32),
+}
+
+/// Groups `(stack row, count)` pairs by the type name of each row's stack
+/// (rows without a type and size are left out); the result is sorted by
+/// name. One lookup per row, one `String` per distinct name.
+pub fn group_by_name(model: &Model, counts: impl Iterator<Item = (StackRef, u64)>) -> Vec<TypeRow> {
+    let mut index: HashMap<TypeKey, usize> = HashMap::new();
+    let mut rows: Vec<TypeRow> = Vec::new();
+    for (row, count) in counts {
         let Some((type_id, size)) = model.stacks().type_and_size(row) else { continue };
-        let name = model.type_name(type_id).into_owned();
-        let e = rows.entry(name.clone()).or_insert_with(|| TypeRow { name, bytes: 0, count: 0, type_ids: Vec::new() });
+        let key = match model.types().name(type_id) {
+            Some(n) => TypeKey::Named(n),
+            None => TypeKey::Unnamed(type_id.0),
+        };
+        let k = *index.entry(key).or_insert_with(|| {
+            rows.push(TypeRow { name: model.type_name(type_id).into_owned(), bytes: 0, count: 0, type_ids: Vec::new() });
+            rows.len() - 1
+        });
+        let e = &mut rows[k];
         e.count += count;
         e.bytes = e.bytes.saturating_add((size as i64).saturating_mul(count as i64));
         if !e.type_ids.contains(&type_id.0) {
             e.type_ids.push(type_id.0);
         }
     }
-    rows.into_values()
-        .map(|mut r| {
-            r.type_ids.sort_unstable();
-            r
-        })
-        .collect()
+    for r in &mut rows {
+        r.type_ids.sort_unstable();
+    }
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    rows
+}
+
+/// One line of a type histogram as `clrprof types` prints it (JSON:
+/// `{"type": NAME, "bytes": N, "count": N}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TypeCount {
+    /// The type name (types with equal names are merged).
+    #[serde(rename = "type")]
+    pub name: String,
+    /// Bytes: each object's stack size, summed.
+    pub bytes: i64,
+    /// Objects.
+    pub count: u64,
+}
+
+/// Type rows as [`TypeCount`]s, sorted by bytes, largest first (ties by
+/// name).
+pub fn by_bytes(rows: Vec<TypeRow>) -> Vec<TypeCount> {
+    let mut v: Vec<TypeCount> =
+        rows.into_iter().map(|r| TypeCount { name: r.name, bytes: r.bytes, count: r.count }).collect();
+    v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+    v
 }

@@ -2,15 +2,17 @@
 
 mod cmd_ages;
 mod cmd_calls;
-mod cmd_gen;
 mod cmd_dump;
 mod cmd_dump_diff;
 mod cmd_dumps;
 mod cmd_lifetime;
 mod cmd_footprint;
+mod cmd_gen;
+mod cmd_handles;
 mod cmd_stats;
 mod cmd_summary;
 mod cmd_survivors;
+mod cmd_types;
 mod common;
 mod load;
 
@@ -39,6 +41,11 @@ enum Command {
     Dump(cmd_dump::Args),
     /// What changed between two heap dumps (new objects, growth by type).
     DumpDiff(cmd_dump_diff::Args),
+    /// Bytes and objects per type: allocated, relocated, live (at the end or
+    /// at a time), finalized; with CLRProfiler's size classes.
+    Types(cmd_types::Args),
+    /// GC handles created, destroyed and surviving, by creating stack.
+    Handles(cmd_handles::Args),
     /// Write a synthetic, heap-consistent log and its ground truth.
     Gen(cmd_gen::Args),
     /// Per type: objects reclaimed at gen 0/1/2/LOH collections and alive at the end.
@@ -57,6 +64,8 @@ fn main() -> ExitCode {
         Command::Stats(a) => cmd_stats::run(a),
         Command::Summary(a) => cmd_summary::run(a),
         Command::Footprint(a) => cmd_footprint::run(a),
+        Command::Types(a) => cmd_types::run(a),
+        Command::Handles(a) => cmd_handles::run(a),
         Command::Gen(a) => cmd_gen::run(a),
         Command::Dumps(a) => cmd_dumps::run(a),
         Command::Dump(a) => cmd_dump::run(a),

@@ -1,0 +1,173 @@
+//! Which objects a type histogram counts: one of CLRProfiler's five
+//! histograms, narrowed by a time window and threads, or the objects live
+//! at a given moment. The answer is a count per stack row
+//! ([`StackCounts`]), which [`super::types::group_by_name`] turns into rows
+//! by type name and [`super::size_buckets`] into CLRProfiler's size
+//! histogram.
+//!
+//! What a [`Filter`] means for each kind:
+//!
+//! | kind | window | threads |
+//! |---|---|---|
+//! | allocated | allocation time | allocating thread |
+//! | final heap (at the end or at a time) | allocation time | allocating thread |
+//! | finalized, critical | time the `l` record was read | the object's allocating thread |
+//! | relocated | refused: the model counts moves per stack, not per event | refused |
+//!
+//! With the default filter and no time, every kind is the model's own
+//! histogram, so the figures are CLRProfiler's.
+//!
+//! ```
+//! use clrprof::query::{type_counts, Filter, HistogramKind, TypeSelection};
+//! let log = b"t 1 0 T\nn 1 1 1 24\ni 5\n! 7 0x1000 1\ni 10\n! 7 0x1018 1\n";
+//! let model = clrprof::model::load(log, &Default::default()).unwrap();
+//! let at = model.time().tick_at(0.007); // 7 ms
+//! let sel = TypeSelection { kind: HistogramKind::FinalHeap, at: Some(at) };
+//! let counts = type_counts(&model, &sel, &Filter::all()).unwrap();
+//! assert_eq!(counts.total(), 1);
+//! ```
+
+use super::filter::Filter;
+use super::types::HistogramKind;
+use crate::model::{Fate, Model, ObjectId, StackCounts, TickIndex};
+use std::fmt;
+
+/// What to count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeSelection {
+    /// Which histogram.
+    pub kind: HistogramKind,
+    /// For [`HistogramKind::FinalHeap`]: the objects live at the end of this
+    /// tick slot instead of at the end of the log (allocated at or before
+    /// it, and not dead at or before it).
+    pub at: Option<TickIndex>,
+}
+
+/// A selection the model cannot answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TypeQueryError {
+    /// A time or thread filter on a kind whose events carry no time.
+    FilterNotApplicable(HistogramKind),
+    /// A time (`at`) on a kind other than the final heap.
+    AtNeedsFinalHeap(HistogramKind),
+}
+
+impl fmt::Display for TypeQueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TypeQueryError::FilterNotApplicable(k) => write!(
+                f,
+                "a time window or thread filter cannot apply to {}: the model keeps those counts per stack, \
+                 not per event",
+                kind_name(*k)
+            ),
+            TypeQueryError::AtNeedsFinalHeap(k) => {
+                write!(f, "a time (--at) applies to the final heap (live objects), not to {}", kind_name(*k))
+            }
+        }
+    }
+}
+
+impl std::error::Error for TypeQueryError {}
+
+fn kind_name(k: HistogramKind) -> &'static str {
+    match k {
+        HistogramKind::Allocated => "allocated objects",
+        HistogramKind::Relocated => "relocated objects",
+        HistogramKind::FinalHeap => "the final heap",
+        HistogramKind::Finalized => "finalized objects",
+        HistogramKind::CriticalFinalized => "critical finalized objects",
+    }
+}
+
+/// Counts per stack row of the selected objects (see the module
+/// documentation for what the filter means per kind).
+pub fn type_counts(model: &Model, sel: &TypeSelection, filter: &Filter) -> Result<StackCounts, TypeQueryError> {
+    if sel.at.is_some() && sel.kind != HistogramKind::FinalHeap {
+        return Err(TypeQueryError::AtNeedsFinalHeap(sel.kind));
+    }
+    if filter.is_all() && sel.at.is_none() {
+        return Ok(sel.kind.of(model).clone());
+    }
+    let rows = model.stacks().len();
+    Ok(match sel.kind {
+        HistogramKind::Allocated => {
+            let mut counts = vec![0u64; rows];
+            for r in filter.objects(model) {
+                add(&mut counts, r.stack.index());
+            }
+            StackCounts::from_vec(counts)
+        }
+        HistogramKind::FinalHeap => live_at(model, sel.at, filter),
+        HistogramKind::Finalized | HistogramKind::CriticalFinalized => {
+            let critical_only = sel.kind == HistogramKind::CriticalFinalized;
+            let mut counts = vec![0u64; rows];
+            let a = model.allocations();
+            for e in model.finalizers().events() {
+                if (critical_only && !e.critical) || !filter.has_tick(e.tick) || !filter.has_thread(a.thread(e.object))
+                {
+                    continue;
+                }
+                add(&mut counts, a.stack(e.object).index());
+            }
+            StackCounts::from_vec(counts)
+        }
+        HistogramKind::Relocated => return Err(TypeQueryError::FilterNotApplicable(sel.kind)),
+    })
+}
+
+#[inline]
+fn add(counts: &mut Vec<u64>, row: usize) {
+    if row >= counts.len() {
+        counts.resize(row + 1, 0);
+    }
+    counts[row] += 1;
+}
+
+/// The objects in the simulated heap at the end of tick slot `at` (the end
+/// of the log when `None`) that the filter keeps: allocated at or before
+/// it and neither removed by a GC that ended at or before it nor erased at
+/// or before it. Objects under 12 bytes never are in the heap.
+fn live_at(model: &Model, at: Option<TickIndex>, filter: &Filter) -> StackCounts {
+    let a = model.allocations();
+    let mut counts = vec![0u64; model.stacks().len()];
+    let until = match at {
+        Some(t) => a.allocated_between(TickIndex(0), t).end,
+        None => ObjectId(a.len() as u32),
+    };
+    let first = filter.object_range(model).start;
+    let last = filter.object_range(model).end.min(until);
+    // The ids where the fates iterator starts are walked without a lookup.
+    for (row, fate) in a.rows_in(ObjectId(0)..last).zip(a.fates()) {
+        if row.id < first || !filter.has_thread(row.thread) {
+            continue;
+        }
+        let alive = match (fate, at) {
+            (Fate::Alive, _) => true,
+            (Fate::Untracked, _) | (_, None) => false,
+            (f, Some(t)) => model.death_tick_of(f).is_some_and(|d| d > t),
+        };
+        if alive {
+            add(&mut counts, row.stack.index());
+        }
+    }
+    StackCounts::from_vec(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::TimeWindow;
+
+    #[test]
+    fn relocated_refuses_a_filter_and_at_needs_the_final_heap() {
+        let log = b"t 1 0 T\nn 1 1 1 24\ni 5\n! 7 0x1000 1\n";
+        let m = crate::model::load(log, &Default::default()).unwrap();
+        let f = Filter::resolve(&m, &TimeWindow::Millis { from: Some(1.0), to: None }, &[]).unwrap();
+        let sel = TypeSelection { kind: HistogramKind::Relocated, at: None };
+        assert_eq!(type_counts(&m, &sel, &f), Err(TypeQueryError::FilterNotApplicable(HistogramKind::Relocated)));
+        assert!(type_counts(&m, &sel, &Filter::all()).is_ok());
+        let sel = TypeSelection { kind: HistogramKind::Allocated, at: Some(TickIndex(1)) };
+        assert!(type_counts(&m, &sel, &Filter::all()).unwrap_err().to_string().contains("--at"));
+    }
+}

@@ -1,0 +1,112 @@
+//! `clrprof handles`: totals equal CLRProfiler's Summary on every reference
+//! log, groups add up, stacks and object types match what the logs say, and
+//! the generator's truth (null objects, a type for every other handle).
+
+use clrprof::model::load;
+use clrprof::query::{handles_by_stack, Filter, TimeWindow};
+
+mod common;
+use common::*;
+
+#[test]
+fn totals_equal_clrprofiler_on_every_reference_log() {
+    let Some(dir) = reference_dir() else { return };
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).expect("list") {
+        let path = entry.expect("entry").path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".clrprofiler.json"))
+        else {
+            continue;
+        };
+        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+        if r["reader_exit_code"].as_i64() != Some(0) {
+            continue;
+        }
+        let model = load(&std::fs::read(dir.join(format!("{name}.log"))).expect("log"), &Default::default())
+            .expect("load");
+        let h = handles_by_stack(&model, &Filter::all());
+        let raw = &r["reader"];
+        assert_eq!(Some(h.created), raw["handles_created_raw"].as_u64(), "{name}");
+        assert_eq!(Some(h.destroyed), raw["handles_destroyed_raw"].as_u64(), "{name}");
+        assert_eq!(Some(h.surviving), raw["handles_surviving_raw"].as_u64(), "{name}");
+        if let Some(c) = r["summary"]["handles_created"].as_u64() {
+            assert_eq!(c, h.created, "{name}");
+            assert_eq!(r["summary"]["handles_destroyed"].as_u64(), Some(h.destroyed), "{name}");
+            assert_eq!(r["summary"]["handles_surviving"].as_u64(), Some(h.surviving), "{name}");
+        }
+        assert_eq!(h.groups.iter().map(|g| g.created).sum::<u64>(), h.created, "{name}");
+        assert_eq!(h.groups.iter().map(|g| g.destroyed).sum::<u64>(), h.destroyed, "{name}");
+        assert_eq!(h.groups.iter().map(|g| g.surviving).sum::<u64>(), h.surviving, "{name}");
+        for g in &h.groups {
+            assert!(g.surviving <= g.created, "{name}: {g:?}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10);
+}
+
+#[test]
+fn sample_all_kinds_by_hand() {
+    let Some(dir) = reference_dir() else { return };
+    let log = dir.join("sample-all-kinds.log");
+    let model = load(&std::fs::read(&log).expect("log"), &Default::default()).expect("load");
+    let h = handles_by_stack(&model, &Filter::all());
+    // Two handles from stack 2 (Main -> Work): one on the Sample.Resource at
+    // 0x200005C (stack 5), one on the String at 0x2000000 (stack 3); the
+    // second is destroyed; a `j` of an unknown handle forms its own group.
+    assert_eq!(h.groups.len(), 2);
+    let g = &h.groups[0];
+    assert_eq!(g.stack_id, Some(2));
+    assert_eq!(g.frames, vec!["Program::Work".to_string(), "Program::Main".to_string()]);
+    assert_eq!((g.created, g.destroyed, g.surviving), (2, 1, 1));
+    let mut types: Vec<(&str, u64)> = g.object_types.iter().map(|t| (t.name.as_str(), t.count)).collect();
+    types.sort();
+    assert_eq!(types, vec![("Sample.Resource", 1), ("System.String", 1)]);
+    let u = &h.groups[1];
+    assert_eq!((u.stack_id, u.created, u.destroyed, u.surviving), (None, 0, 1, 0));
+    // The command line gives the same JSON.
+    let out = clrprof(&["handles", "--json", "-q", log.to_str().unwrap()]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v, serde_json::to_value(&h).unwrap());
+}
+
+#[test]
+fn generated_log_types_and_nulls_match_the_truth() {
+    let Some(dir) = reference_dir() else { return };
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("gen-small.truth.json")).expect("truth")).expect("json");
+    let model =
+        load(&std::fs::read(dir.join("gen-small.log")).expect("log"), &Default::default()).expect("load");
+    let h = handles_by_stack(&model, &Filter::all());
+    let nulls: u64 = h.groups.iter().map(|g| g.null_objects).sum();
+    assert_eq!(Some(nulls), truth["handles"]["null_initial_object"].as_u64());
+    // The generator points every other handle at the object it just
+    // allocated: each has a type.
+    let typed: u64 = h.groups.iter().flat_map(|g| &g.object_types).map(|t| t.count).sum();
+    assert_eq!(typed, h.created - nulls);
+    for g in &h.groups {
+        if g.stack_id.is_some() {
+            assert!(g.stack_defined && !g.frames.is_empty(), "{g:?}");
+        }
+    }
+    // A window keeps the events inside it; two halves add up.
+    let mid = model.time().seconds(clrprof::model::TickIndex(model.time().len() as u32 / 2)).unwrap() * 1000.0;
+    let a = Filter::resolve(&model, &TimeWindow::Millis { from: None, to: Some(mid) }, &[]).unwrap();
+    let b = Filter::resolve(&model, &TimeWindow::Millis { from: Some(mid + 0.5), to: None }, &[]).unwrap();
+    let (ha, hb) = (handles_by_stack(&model, &a), handles_by_stack(&model, &b));
+    assert!(ha.created > 0 && hb.created > 0);
+    assert_eq!(ha.created + hb.created, h.created);
+    assert_eq!(ha.destroyed + hb.destroyed, h.destroyed);
+    assert_eq!(ha.surviving + hb.surviving, h.surviving);
+}
+
+#[test]
+fn golden_table() {
+    if reference_dir().is_none() {
+        return;
+    }
+    let out = clrprof(&["handles", "--top", "10", "-q", "../shared/corpus/reference/gen-small.log"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    golden("handles-gen-small.txt", &String::from_utf8(out.stdout).expect("utf-8"));
+}

@@ -3,7 +3,8 @@
 //!
 //! The crate has layers whose arrows point one way:
 //! [`mod@format`] (bytes and records) <- [`model`] (tables and the heap
-//! simulation) <- [`query`] (answers) <- the `clrprof` binary.
+//! simulation) <- [`query`] (answers) <- [`render`] (pictures) <- the
+//! `clrprof` binary.
 //!
 //! ```
 //! use clrprof::format::{read_all, Record};
@@ -32,4 +33,5 @@
 pub mod format;
 pub mod model;
 pub mod query;
+pub mod render;
 pub mod gen;

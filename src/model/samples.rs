@@ -418,6 +418,20 @@ impl GrainIndex {
         })
     }
 
+    /// Like [`GrainIndex::grains`], in ascending address order (the blocks
+    /// are sorted; no per-grain sorting).
+    pub fn grains_in_order(&self) -> impl Iterator<Item = (u64, SampleId)> + '_ {
+        let mut blocks: Vec<(u64, u32)> = self.blocks.iter().map(|(&b, &i)| (b, i)).collect();
+        blocks.sort_unstable();
+        blocks.into_iter().flat_map(move |(b, i)| {
+            self.newest[i as usize]
+                .iter()
+                .enumerate()
+                .filter(|(_, &v)| v != 0)
+                .map(move |(k, &v)| (((b << BLOCK_BITS) | k as u64) << GRAIN_SHIFT, SampleId(v - 1)))
+        })
+    }
+
     /// Grains with at least one sample.
     pub fn slots_used(&self) -> u64 {
         self.slots_used

@@ -20,6 +20,9 @@
 //!   question).
 //! - [`calls()`], [`call_tree`]: call counts per function and edge, and the
 //!   call tree.
+//! - [`timeline`]: CLRProfiler's Time Line (type per address band and
+//!   time), its GC and comment markers; [`live_at`]: bytes per type alive
+//!   at a moment (exact, and CLRProfiler's grain estimate).
 
 pub mod age_histogram;
 pub mod ages;
@@ -28,10 +31,12 @@ pub mod dumps;
 pub mod filter;
 pub mod handles;
 pub mod lifetime;
+pub mod live;
 mod objects;
 pub mod size_buckets;
 pub mod summary;
 pub mod survivors;
+pub mod timeline;
 pub mod type_counts;
 pub mod types;
 
@@ -41,6 +46,7 @@ pub use calls::{call_tree, calls, CallTree, CallTreeOptions, Calls, NoCalls};
 pub use filter::{Filter, FilterError, TimeWindow};
 pub use handles::{handles_by_stack, HandleGroup, HandleReport, TypeTally};
 pub use lifetime::{lifetime, Lifetime, LifetimeRow};
+pub use live::{estimated_live_at, live_at, LiveType};
 pub use objects::Tally;
 pub use size_buckets::{size_buckets, BucketScale, SizeBucket};
 pub use summary::{summary, Summary};

@@ -13,6 +13,7 @@ mod cmd_stats;
 mod cmd_summary;
 mod cmd_survivors;
 mod cmd_types;
+mod cmd_timeline;
 mod common;
 mod load;
 
@@ -56,6 +57,9 @@ enum Command {
     Survivors(cmd_survivors::Args),
     /// Call counts per function, caller/callee edges, the call tree.
     Calls(cmd_calls::Args),
+    /// CLRProfiler's Time Line: a PNG (--png), or live bytes by type at a
+    /// moment with the GC and comment markers.
+    Timeline(cmd_timeline::Args),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
         Command::Ages(a) => cmd_ages::run(a),
         Command::Survivors(a) => cmd_survivors::run(a),
         Command::Calls(a) => cmd_calls::run(a),
+        Command::Timeline(a) => cmd_timeline::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -16,7 +16,8 @@
 
 use super::Filter;
 use crate::format::TypeId;
-use crate::model::{Fate, Model, TickIndex};
+use crate::model::{Fate, Model, ObjectId, TickIndex};
+use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -42,29 +43,46 @@ pub struct LiveType {
 /// with zero bytes.
 pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType> {
     let stacks = model.stacks();
-    let mut per_stack = vec![0u64; stacks.len()];
     let range = filter.object_range(model);
     let end = model.allocations().allocated_between(TickIndex(0), tick).end;
-    let range = range.start..range.end.min(end);
+    let (start, end) = (range.start.0, range.end.0.min(end.0).max(range.start.0));
     let gcs = model.gcs();
     let last = super::timeline::last_tick(model);
-    let fates = model.allocations().fates().skip(range.start.index());
-    for (row, fate) in model.allocations().rows_in(range).zip(fates) {
-        if !filter.has_thread(row.thread) {
-            continue;
-        }
-        let alive = match fate {
-            Fate::Alive => true,
-            Fate::Untracked => false,
-            Fate::DiedAtGc { gc, .. } => gcs.get(gc).map_or(last, |g| g.end) > tick,
-            Fate::Erased { tick: t, .. } => t > tick,
-        };
-        if alive {
-            if let Some(e) = per_stack.get_mut(row.stack.index()) {
-                *e += 1;
+    // Objects in parallel slices, a count per stack row for each.
+    let parts = rayon::current_num_threads().max(1) as u32;
+    let step = (end - start).div_ceil(parts).max(1 << 16);
+    let slices: Vec<u32> = (start..end).step_by(step as usize).collect();
+    let per_stack = slices
+        .into_par_iter()
+        .map(|s| {
+            let e = s.saturating_add(step).min(end);
+            let ids = ObjectId(s)..ObjectId(e);
+            let allocations = model.allocations();
+            let mut counts = vec![0u64; stacks.len()];
+            for (row, how) in allocations.rows_in(ids.clone()).zip(allocations.fates_in(ids)) {
+                let alive = match how {
+                    Fate::Alive => true,
+                    Fate::Untracked => false,
+                    Fate::DiedAtGc { gc, .. } => gcs.get(gc).map_or(last, |g| g.end) > tick,
+                    Fate::Erased { tick: t, .. } => t > tick,
+                };
+                if alive && filter.has_thread(row.thread) {
+                    if let Some(c) = counts.get_mut(row.stack.index()) {
+                        *c += 1;
+                    }
+                }
             }
-        }
-    }
+            counts
+        })
+        .reduce(
+            || vec![0u64; stacks.len()],
+            |mut a, b| {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x += y;
+                }
+                a
+            },
+        );
     let mut by_name: BTreeMap<String, LiveType> = BTreeMap::new();
     for (i, &count) in per_stack.iter().enumerate() {
         if count == 0 {

@@ -274,12 +274,12 @@ pub fn age_histogram_at(
             if acc.per_bar.is_empty() {
                 acc.per_bar = vec![Tally::default(); nbars];
             }
-            for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
+            table.for_each_in(range, |row, fate| {
                 if !filter.has_thread(row.thread) || fate == Fate::Untracked {
-                    continue;
+                    return;
                 }
                 if clock.death_tick(fate).is_some_and(|d| d <= at) {
-                    continue;
+                    return;
                 }
                 let (slot, size) = types.get(row.stack);
                 let age = now - clock.seconds(row.tick);
@@ -288,7 +288,7 @@ pub fn age_histogram_at(
                 acc.cells.entry((b as u32, slot as u32)).or_default().add(size);
                 acc.legend[slot].add(size);
                 acc.live.add(size);
-            }
+            });
         },
         BarAcc::merge,
     );

@@ -115,12 +115,12 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
         Acc::default,
         |acc, range| {
             let mut born = before_gcs.partition_point(|&b| b <= range.start.0);
-            for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
+            table.for_each_in(range, |row, fate| {
                 while born < before_gcs.len() && before_gcs[born] <= row.id.0 {
                     born += 1;
                 }
                 if !filter.has_thread(row.thread) {
-                    continue;
+                    return;
                 }
                 let size = types.size(row.stack);
                 let b = born as u32;
@@ -130,7 +130,7 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
                     Fate::Alive => (2, end, gcs_ended.saturating_sub(b)),
                     Fate::Untracked => {
                         acc.untracked.add(size);
-                        continue;
+                        return;
                     }
                 };
                 let age = millis_between(&ms, row.tick, until);
@@ -138,7 +138,7 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
                 acc.age_ms[kind] += age;
                 add_at(&mut acc.gcs[kind], survived as usize, size);
                 add_at(&mut acc.ms[kind], log2_bin(age), size);
-            }
+            });
         },
         Acc::merge,
     );

@@ -107,9 +107,9 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
         filter.object_range(model),
         || vec![Columns::default(); types.len()],
         |acc, range| {
-            for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
+            table.for_each_in(range, |row, fate| {
                 if !filter.has_thread(row.thread) {
-                    continue;
+                    return;
                 }
                 let (slot, size) = types.get(row.stack);
                 let column = match fate {
@@ -124,7 +124,7 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
                 let c = &mut acc[slot];
                 c[0].add(size);
                 c[column].add(size);
-            }
+            });
         },
         |mut a, b| {
             for (x, y) in a.iter_mut().zip(b) {

@@ -120,9 +120,9 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
         filter.object_range(model),
         || SurvivorAcc { by_type: vec![[Tally::default(); 2]; types.len()], ..SurvivorAcc::default() },
         |acc, range| {
-            for (row, fate) in table.rows_in(range.clone()).zip(table.fates_in(range)) {
+            table.for_each_in(range, |row, fate| {
                 if !filter.has_thread(row.thread) {
-                    continue;
+                    return;
                 }
                 let (slot, size) = types.get(row.stack);
                 acc.allocated.add(size);
@@ -138,7 +138,7 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
                     acc.by_type[slot][1].add(size);
                     add_at(&mut acc.by_stack, row.stack.index(), size);
                 }
-            }
+            });
         },
         SurvivorAcc::merge,
     );

@@ -140,12 +140,17 @@ pub struct AgeHistogram {
     pub types: Vec<TypeShare>,
 }
 
+/// The largest (bar, type) table kept dense.
+const DENSE_CELLS: usize = 1 << 18;
+
 /// Counts while folding.
 struct BarAcc {
     /// Per bar (empty until the first chunk).
     per_bar: Vec<Tally>,
-    /// Per (bar, type slot).
-    cells: HashMap<(u32, u32), Tally>,
+    /// Per (bar, type slot), as a dense table `bar * types + slot` when
+    /// small enough (allocated on first use), else in `sparse`.
+    dense: Vec<Tally>,
+    sparse: HashMap<(u32, u32), Tally>,
     /// Per type slot.
     legend: Vec<Tally>,
     live: Tally,
@@ -154,8 +159,9 @@ struct BarAcc {
 impl BarAcc {
     fn merge(mut self, o: BarAcc) -> BarAcc {
         self.per_bar = merge_tallies(self.per_bar, o.per_bar);
-        for (k, t) in o.cells {
-            self.cells.entry(k).or_default().merge(t);
+        self.dense = merge_tallies(self.dense, o.dense);
+        for (k, t) in o.sparse {
+            self.sparse.entry(k).or_default().merge(t);
         }
         self.legend = merge_tallies(self.legend, o.legend);
         self.live.merge(o.live);
@@ -262,17 +268,23 @@ pub fn age_histogram_at(
     let born_by_then = table.allocated_between(TickIndex(0), at).end;
     let range = range.start..ObjectId(range.end.0.min(born_by_then.0).max(range.start.0));
     let nbars = bounds.len();
+    let ntypes = types.len();
+    let dense = nbars.saturating_mul(ntypes) <= DENSE_CELLS;
     let acc = par_fold(
         range,
         || BarAcc {
             per_bar: Vec::new(),
-            cells: HashMap::new(),
+            dense: Vec::new(),
+            sparse: HashMap::new(),
             legend: vec![Tally::default(); types.len()],
             live: Tally::default(),
         },
         |acc, range| {
             if acc.per_bar.is_empty() {
                 acc.per_bar = vec![Tally::default(); nbars];
+                if dense {
+                    acc.dense = vec![Tally::default(); nbars * ntypes];
+                }
             }
             table.for_each_in(range, |row, fate| {
                 if !filter.has_thread(row.thread) || fate == Fate::Untracked {
@@ -285,20 +297,27 @@ pub fn age_histogram_at(
                 let age = now - clock.seconds(row.tick);
                 let b = bar_of(age, estimate, &bounds);
                 acc.per_bar[b].add(size);
-                acc.cells.entry((b as u32, slot as u32)).or_default().add(size);
+                if dense {
+                    acc.dense[b * ntypes + slot].add(size);
+                } else {
+                    acc.sparse.entry((b as u32, slot as u32)).or_default().add(size);
+                }
                 acc.legend[slot].add(size);
                 acc.live.add(size);
             });
         },
         BarAcc::merge,
     );
-    let BarAcc { per_bar, cells, legend, live } = acc;
+    let BarAcc { per_bar, dense: dense_cells, sparse, legend, live } = acc;
     let per_bar = if per_bar.is_empty() { vec![Tally::default(); nbars] } else { per_bar };
     let share =
         |slot: usize, t: Tally| TypeShare { name: types.names[slot].clone(), objects: t.objects, bytes: t.bytes };
     let by_bytes = |a: &TypeShare, b: &TypeShare| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name));
     let mut in_bar: Vec<Vec<TypeShare>> = vec![Vec::new(); bounds.len()];
-    for ((b, slot), t) in cells {
+    for (k, t) in dense_cells.into_iter().enumerate().filter(|(_, t)| !t.is_empty()) {
+        in_bar[k / ntypes].push(share(k % ntypes, t));
+    }
+    for ((b, slot), t) in sparse {
         in_bar[b as usize].push(share(slot as usize, t));
     }
     let markers = scale.is_none();

@@ -133,6 +133,7 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
         // Safety: the runtime passes its info object.
         let Some(info) = (unsafe { Info::from_unknown(unknown) }) else {
             eprintln!("clrprof agent: the runtime offers no ICorProfilerInfo3; not profiling");
+            crate::status::report("error the runtime offers no ICorProfilerInfo3 (it is older than .NET Core 3.0)");
             return E_FAIL;
         };
         let mut config = Config::from_env();
@@ -161,16 +162,28 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
             low |= mask::DISABLE_INLINING;
         }
         let hooks = config.hooks();
+        let started = format!(
+            "ok stacks={} calls={} output={}",
+            match config.stacks {
+                StackMode::Shadow => "shadow",
+                StackMode::Snapshot => "snapshot",
+                StackMode::None => "none",
+            },
+            u8::from(config.calls),
+            config.output.display()
+        );
         let agent = match crate::agent::Agent::install(info, config) {
             Ok(a) => a,
             Err(e) => {
                 eprintln!("clrprof agent: {e}; not profiling");
+                crate::status::report(&format!("error {e}"));
                 return E_FAIL;
             }
         };
         let hr = agent.info.set_event_mask(low, 0);
         if !com::succeeded(hr) {
             eprintln!("clrprof agent: SetEventMask failed (0x{:08x}); not profiling", hr as u32);
+            crate::status::report(&format!("error SetEventMask failed (0x{:08x})", hr as u32));
             return hr;
         }
         if hooks {
@@ -181,6 +194,7 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
                 }
             }
         }
+        crate::status::report(&started);
         S_OK
     })
 }

@@ -22,6 +22,7 @@
 //! - [`agent`]: buffers, tables, drains and the log file.
 //! - [`names`]: type and function names as CLRProfiler spells them.
 //! - [`hooks`]: the enter/leave stubs and the shadow stack.
+//! - [`status`]: the start-up report `clrprof record` reads.
 //!
 //! No panic crosses the FFI boundary: every callback runs inside
 //! [`guard`].
@@ -34,6 +35,7 @@ pub mod hooks;
 pub mod info;
 pub mod names;
 pub mod segments;
+pub mod status;
 pub mod tables;
 pub mod thread;
 

@@ -15,22 +15,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+#[path = "../../tests/common/dotnet.rs"]
+mod dotnet;
+
+use dotnet::{Dotnet, Runtime};
+
 const GUID: &str = clrprof_agent::PROFILER_GUID;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 struct Env {
-    dotnet31: PathBuf,
-    dotnet8: PathBuf,
+    dotnet: &'static Dotnet,
     agent: PathBuf,
-    work: PathBuf,
-}
-
-fn site_packages(venv: &Path) -> Option<PathBuf> {
-    let lib = venv.join("lib");
-    std::fs::read_dir(&lib).ok()?.flatten().map(|e| e.path().join("site-packages")).find(|p| p.is_dir())
 }
 
 fn find_agent() -> Option<PathBuf> {
@@ -42,41 +36,15 @@ fn find_agent() -> Option<PathBuf> {
 fn env() -> Option<&'static Env> {
     static ENV: OnceLock<Option<Env>> = OnceLock::new();
     ENV.get_or_init(|| {
-        let venv = std::env::var_os("CLRPROF_DOTNET_VENV").map(PathBuf::from).unwrap_or_else(|| repo().join("target/dotnet-venv"));
-        let skip = |why: &str| {
-            eprintln!("SKIPPED: agent runtime tests: {why}; run scripts/setup-dotnet.sh to enable them");
-            None
-        };
-        let Some(site) = site_packages(&venv) else { return skip(&format!("no virtual environment at {}", venv.display())) };
-        let dotnet31 = site.join("dotnetcore2/bin/dotnet");
-        let dotnet8 = site.join("dnv/net/runtime/.net/dotnet");
-        if !dotnet31.is_file() || !dotnet8.is_file() {
-            return skip("the .NET runtimes are not installed");
-        }
-        if Command::new("mcs").arg("--version").output().is_err() {
-            return skip("mcs (Debian mono-mcs) is not installed");
-        }
-        let Some(agent) = find_agent() else { return skip("libclrprof_agent.so was not built next to the tests") };
         let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agent-tests-{}", std::process::id()));
-        std::fs::create_dir_all(&work).ok()?;
-        for app in ["markers", "crash"] {
-            let src = repo().join("agent/testapps").join(format!("{app}.cs"));
-            let out = Command::new("mcs")
-                .arg(format!("-out:{}", work.join(format!("{app}.dll")).display()))
-                .arg(&src)
-                .output()
-                .expect("run mcs");
-            assert!(out.status.success(), "mcs failed on {app}: {}", String::from_utf8_lossy(&out.stdout));
-        }
-        Some(Env { dotnet31, dotnet8, agent, work })
+        let dotnet = dotnet::dotnet(&work)?;
+        let Some(agent) = find_agent() else {
+            eprintln!("SKIPPED: agent runtime tests: libclrprof_agent.so was not built next to the tests");
+            return None;
+        };
+        Some(Env { dotnet, agent })
     })
     .as_ref()
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Runtime {
-    Core31,
-    Net8,
 }
 
 struct Run {
@@ -86,21 +54,11 @@ struct Run {
 }
 
 fn run(env: &Env, app: &str, rt: Runtime, vars: &[(&str, &str)]) -> Run {
-    let (host, version, tag) = match rt {
-        Runtime::Core31 => (&env.dotnet31, "3.1.0", "31"),
-        Runtime::Net8 => (&env.dotnet8, "8.0.0", "8"),
-    };
-    let dir = env.work.join(format!("{app}-{tag}-{}", vars.iter().map(|v| format!("{}{}", v.0, v.1)).collect::<Vec<_>>().join("-")));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(env.work.join(format!("{app}.dll")), dir.join(format!("{app}.dll"))).unwrap();
-    std::fs::write(
-        dir.join(format!("{app}.runtimeconfig.json")),
-        format!(r#"{{"runtimeOptions":{{"framework":{{"name":"Microsoft.NETCore.App","version":"{version}"}}}}}}"#),
-    )
-    .unwrap();
+    let name = format!("{app}-{}-{}", rt.tag(), vars.iter().map(|v| format!("{}{}", v.0, v.1)).collect::<Vec<_>>().join("-"));
+    let dir = env.dotnet.app_dir(app, rt, &env.dotnet.work.join(name));
     let log = dir.join("out.log");
     let _ = std::fs::remove_file(&log);
-    let mut cmd = Command::new(host);
+    let mut cmd = Command::new(env.dotnet.host(rt));
     cmd.current_dir(&dir)
         .arg(format!("{app}.dll"))
         .env("CORECLR_ENABLE_PROFILING", "1")
@@ -114,11 +72,13 @@ fn run(env: &Env, app: &str, rt: Runtime, vars: &[(&str, &str)]) -> Run {
         cmd.env(k, v);
     }
     let out = cmd.output().expect("run dotnet");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| {
-        panic!("{app} on {rt:?} printed no JSON; stdout: {text}; stderr: {}", String::from_utf8_lossy(&out.stderr))
+    let stdout = dotnet::json_line(&out.stdout).unwrap_or_else(|| {
+        panic!(
+            "{app} on {rt:?} printed no JSON; stdout: {}; stderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
     });
-    let stdout: Value = serde_json::from_str(line).expect("JSON from the test program");
     let log = std::fs::read(&log).unwrap_or_else(|_| panic!("{app} on {rt:?}: no log: the runtime did not load the agent"));
     Run { stdout, status: out.status, log }
 }

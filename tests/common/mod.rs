@@ -2,6 +2,8 @@
 //! running the `clrprof` binary, and golden files.
 #![allow(dead_code)] // each test binary uses a part
 
+pub mod dotnet;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -6,6 +6,7 @@ mod cmd_dump;
 mod cmd_dump_diff;
 mod cmd_dumps;
 mod cmd_lifetime;
+mod cmd_record;
 mod cmd_footprint;
 mod cmd_gen;
 mod cmd_handles;
@@ -60,9 +61,18 @@ enum Command {
     /// CLRProfiler's Time Line: a PNG (--png), or live bytes by type at a
     /// moment with the GC and comment markers.
     Timeline(cmd_timeline::Args),
+    /// Run a .NET program under the capture agent and write its log.
+    Record(cmd_record::Args),
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` and the like: end quietly when the reader
+    // goes away, as command-line tools do, instead of failing to print.
+    // Safety: restoring the default disposition of SIGPIPE before any
+    // thread starts has no other effect.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Stats(a) => cmd_stats::run(a),
@@ -79,9 +89,16 @@ fn main() -> ExitCode {
         Command::Survivors(a) => cmd_survivors::run(a),
         Command::Calls(a) => cmd_calls::run(a),
         Command::Timeline(a) => cmd_timeline::run(a),
+        Command::Record(a) => return finish(cmd_record::run(a)),
     };
+    finish(result.map(|()| ExitCode::SUCCESS))
+}
+
+/// The exit code of a command: its own, or 1 with the error on standard
+/// error.
+fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("clrprof: {e:#}");
             ExitCode::FAILURE

@@ -1,0 +1,296 @@
+//! `clrprof record`: runs a .NET program under the capture agent.
+//!
+//! The program is started with the runtime's profiler variables
+//! (`CORECLR_ENABLE_PROFILING`, `CORECLR_PROFILER`, `CORECLR_PROFILER_PATH`)
+//! and the agent's own (`CLRPROF_OUTPUT`, `CLRPROF_STACKS`, `CLRPROF_CALLS`,
+//! `CLRPROF_STATUS`). Its exit code is passed through. The runtime says
+//! nothing when it refuses a profiler, so the command finds out itself:
+//! the agent writes a status line when `Initialize` accepts the session
+//! (or why it gave up), and while the program runs its memory maps are
+//! watched for the runtime (`libcoreclr.so`). From those it tells "not a
+//! .NET program" from "the runtime did not load the agent".
+
+use anyhow::{bail, Context, Result};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, ExitStatus};
+use std::time::Duration;
+
+/// The agent's file name.
+const AGENT_FILE: &str = "libclrprof_agent.so";
+/// `CORECLR_PROFILER`: the agent's class id.
+const PROFILER_GUID: &str = "{BC620A3A-B286-4C9C-8138-256EE44F802D}";
+
+/// Arguments of `clrprof record`.
+#[derive(clap::Args)]
+#[command(trailing_var_arg = true)]
+pub struct Args {
+    /// The log to write (default: `<program>_<yyyyMMdd>_<HHmmss>.log` in the
+    /// current directory).
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Also log every call (`c` lines; much larger logs).
+    #[arg(long)]
+    calls: bool,
+    /// Record allocations and GCs without call stacks.
+    #[arg(long, conflicts_with_all = ["calls", "stacks"])]
+    no_stacks: bool,
+    /// Where stacks come from: `shadow` (enter/leave hooks, the default) or
+    /// `snapshot` (the runtime's stack walker at each allocation; slower).
+    #[arg(long, value_name = "MODE", value_parser = ["shadow", "snapshot"])]
+    stacks: Option<String>,
+    /// The agent library (default: `$CLRPROF_AGENT`, else
+    /// `libclrprof_agent.so` next to this program).
+    #[arg(long, value_name = "PATH")]
+    agent: Option<PathBuf>,
+    /// How often the agent flushes the log while the program runs (ms).
+    #[arg(long, value_name = "MS")]
+    flush_ms: Option<u64>,
+    /// Print nothing of its own (the program's output is untouched).
+    #[arg(long, short)]
+    quiet: bool,
+    /// The program and its arguments, e.g. `dotnet app.dll` or `./app`.
+    #[arg(required = true, value_name = "CMD", num_args = 1.., allow_hyphen_values = true)]
+    command: Vec<OsString>,
+}
+
+/// Runs the command; the exit code is the program's.
+pub fn run(args: Args) -> Result<ExitCode> {
+    let agent = find_agent(args.agent.as_deref())?;
+    let output = match &args.output {
+        Some(p) => p.clone(),
+        None => PathBuf::from(default_name(&args.command, &local_timestamp())),
+    };
+    let output = absolute(&output)?;
+    if let Some(dir) = output.parent() {
+        if !dir.is_dir() {
+            bail!("cannot write {}: {} is not a directory", output.display(), dir.display());
+        }
+    }
+    // The agent writes this file only if it starts.
+    let status_file = StatusFile::new();
+
+    let mut cmd = Command::new(&args.command[0]);
+    cmd.args(&args.command[1..])
+        .env("CORECLR_ENABLE_PROFILING", "1")
+        .env("CORECLR_PROFILER", PROFILER_GUID)
+        .env("CORECLR_PROFILER_PATH", &agent)
+        .env("CLRPROF_OUTPUT", &output)
+        .env("CLRPROF_STATUS", &status_file.0)
+        .env("CLRPROF_STACKS", if args.no_stacks { "none" } else { args.stacks.as_deref().unwrap_or("shadow") })
+        .env("CLRPROF_CALLS", if args.calls { "1" } else { "0" });
+    if let Some(ms) = args.flush_ms {
+        cmd.env("CLRPROF_FLUSH_MS", ms.to_string());
+    }
+    let shown = args.command[0].to_string_lossy().into_owned();
+    let child = cmd.spawn().with_context(|| format!("cannot start {shown}"))?;
+    let (status, saw_runtime) = wait_watching(child)?;
+    let report = std::fs::read_to_string(&status_file.0).ok();
+    let code = exit_code(&status);
+    let log_bytes = std::fs::metadata(&output).map(|m| m.len()).ok();
+
+    match report.as_deref().map(str::trim) {
+        Some(line) if line.starts_with("ok") => {
+            if !args.quiet {
+                eprintln!(
+                    "clrprof record: {} exited with {}; wrote {} ({} bytes); try `clrprof summary {}`",
+                    shown,
+                    describe(&status),
+                    output.display(),
+                    log_bytes.unwrap_or(0),
+                    output.display()
+                );
+            }
+            Ok(ExitCode::from(code))
+        }
+        Some(line) => {
+            eprintln!(
+                "clrprof record: the profiler did not start: {}",
+                line.strip_prefix("error ").unwrap_or(line)
+            );
+            Ok(ExitCode::from(failure(code)))
+        }
+        None if saw_runtime => {
+            eprintln!(
+                "clrprof record: the .NET runtime started but did not load the profiler library {} \
+                 (it refuses libraries it cannot open or that are not built for this machine, \
+                 and says nothing about it); no log was written",
+                agent.display()
+            );
+            Ok(ExitCode::from(failure(code)))
+        }
+        None => {
+            eprintln!(
+                "clrprof record: {shown} does not look like a .NET (CoreCLR) program: the runtime never \
+                 loaded, and no log was written (run `dotnet app.dll` or the app's own launcher; \
+                 .NET Framework and Mono are not supported)"
+            );
+            Ok(ExitCode::from(failure(code)))
+        }
+    }
+}
+
+/// A fresh path in the temporary directory, removed when dropped.
+struct StatusFile(PathBuf);
+
+impl StatusFile {
+    fn new() -> StatusFile {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!("clrprof-record-{}-{nanos}.status", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        StatusFile(path)
+    }
+}
+
+impl Drop for StatusFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The agent: `--agent`, `$CLRPROF_AGENT`, or next to this program.
+fn find_agent(given: Option<&Path>) -> Result<PathBuf> {
+    let (path, from) = match given {
+        Some(p) => (p.to_path_buf(), "--agent"),
+        None => match std::env::var_os("CLRPROF_AGENT").filter(|v| !v.is_empty()) {
+            Some(p) => (PathBuf::from(p), "CLRPROF_AGENT"),
+            None => {
+                let exe = std::env::current_exe().context("cannot find this program's own path")?;
+                let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+                (dir.join(AGENT_FILE), "next to clrprof")
+            }
+        },
+    };
+    if !path.is_file() {
+        bail!(
+            "the capture agent is not at {} ({from}); build it with `cargo build --release` \
+             (it is target/release/{AGENT_FILE}) or give its path with --agent or CLRPROF_AGENT",
+            path.display()
+        );
+    }
+    absolute(&path)
+}
+
+fn absolute(p: &Path) -> Result<PathBuf> {
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    Ok(std::env::current_dir().context("cannot read the current directory")?.join(p))
+}
+
+/// `<program>_<stamp>.log`: the program is the `.dll` given to `dotnet`, or
+/// the command's own name.
+fn default_name(command: &[OsString], stamp: &str) -> String {
+    let stem = |p: &OsString| Path::new(p).file_stem().map(|s| s.to_string_lossy().into_owned());
+    let first = command.first().and_then(stem).unwrap_or_else(|| "program".into());
+    let program = if first == "dotnet" {
+        command
+            .iter()
+            .skip(1)
+            .find(|a| Path::new(a).extension().is_some_and(|e| e.eq_ignore_ascii_case("dll")))
+            .and_then(stem)
+            .unwrap_or(first)
+    } else {
+        first
+    };
+    format!("{program}_{stamp}.log")
+}
+
+/// Local time as `yyyyMMdd_HHmmss`.
+fn local_timestamp() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as libc::time_t;
+    // Safety: `localtime_r` reads `now` and fills `tm`, both ours; a zeroed
+    // `tm` is a valid value of the plain C struct.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe { !libc::localtime_r(&now, &mut tm).is_null() };
+    if !ok {
+        return format!("{now}");
+    }
+    format!(
+        "{:04}{:02}{:02}_{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// Waits for the program, watching its memory maps for the CoreCLR
+/// runtime. Ctrl-C reaches the program (same process group); this process
+/// ignores it meanwhile so that it can still report.
+fn wait_watching(mut child: Child) -> Result<(ExitStatus, bool)> {
+    // Safety: setting a signal's disposition to "ignore" has no other
+    // effect; the child already runs with its own dispositions.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
+    let maps = PathBuf::from(format!("/proc/{}/maps", child.id()));
+    let mut saw_runtime = false;
+    let mut delay = Duration::from_millis(2);
+    loop {
+        if let Some(status) = child.try_wait().context("cannot wait for the program")? {
+            return Ok((status, saw_runtime));
+        }
+        if !saw_runtime {
+            if let Ok(text) = std::fs::read(&maps) {
+                saw_runtime = memchr::memmem::find(&text, b"libcoreclr.so").is_some();
+            }
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// The exit code to pass on: the program's, or 128 + the signal that
+/// ended it.
+fn exit_code(status: &ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(s)) => (128 + s).min(255) as u8,
+        (None, None) => 1,
+    }
+}
+
+/// A failing exit code: the program's when it failed, else 1.
+fn failure(code: u8) -> u8 {
+    if code == 0 {
+        1
+    } else {
+        code
+    }
+}
+
+fn describe(status: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("code {c}"),
+        (None, Some(s)) => format!("signal {s}"),
+        _ => "an unknown status".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn default_names() {
+        assert_eq!(default_name(&os(&["dotnet", "bin/App.dll", "x"]), "20261121_101500"), "App_20261121_101500.log");
+        assert_eq!(default_name(&os(&["/usr/bin/dotnet", "--roll-forward", "Major", "a.dll"]), "s"), "a_s.log");
+        assert_eq!(default_name(&os(&["./Service", "--port", "1"]), "s"), "Service_s.log");
+        assert_eq!(default_name(&os(&["dotnet", "run"]), "s"), "dotnet_s.log");
+        let stamp = local_timestamp();
+        assert_eq!(stamp.len(), 15, "{stamp}");
+        assert_eq!(&stamp[8..9], "_");
+    }
+}

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  thread A --! c-->  Segments(A) --\
-//!  thread B --! c-->  Segments(B) ---+-- drain: defs, then segments --> LogWriter<File>
+//!  thread B --! c-->  Segments(B) ---+-- drain: defs, then segments --> Sink --> writer thread
 //!  any -- h j y -->   events      --/     merged by tick, `i` lines
 //!  any -- t f m n -->  defs  -----------/  between; GC records go
 //!                                           straight to the writer
@@ -30,7 +30,8 @@ use clrprof::format::records::{
     AssemblyLoad, Call, Comment, FinalizerQueued, GcBoundary, GcCounts, GenerationRange as LogRange, HandleCreated,
     HandleDestroyed, Moved, Survived, Tick,
 };
-use clrprof::format::{write_record, Address, HandleId, List, LogWriter, Record, StackId, Style, ThreadId};
+use crate::sink::Sink;
+use clrprof::format::{write_record, Address, HandleId, List, Record, StackId, Style, ThreadId};
 use clrprof::format::records::Alloc;
 use std::ffi::c_void;
 use std::fs::File;
@@ -54,22 +55,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The log file and what the drain remembers between drains.
 pub struct Out {
-    writer: LogWriter<File>,
+    writer: Sink,
     /// The last `i` value written.
     last_tick: Option<u32>,
     /// Condemned generations of the GCs in progress.
     gc_stack: Vec<i32>,
     /// GC counts per generation, as `g` lines report them.
     gc_counts: [i32; 3],
-    scratch: Vec<u8>,
 }
 
 impl Out {
     fn tick(&mut self, tick: u32) {
         if self.last_tick.is_none_or(|t| tick > t) {
-            self.scratch.clear();
-            write_record(&mut self.scratch, &Record::Tick(Tick { ms: tick }), Style::BITS64);
-            let _ = self.writer.raw(&self.scratch);
+            self.writer.record(&Record::Tick(Tick { ms: tick }));
             self.last_tick = Some(tick);
         }
     }
@@ -86,7 +84,7 @@ impl Out {
     }
 
     fn record(&mut self, r: &Record<'_>) {
-        let _ = self.writer.record(r);
+        self.writer.record(r);
     }
 }
 
@@ -119,9 +117,9 @@ impl Agent {
     pub fn install(info: Info, config: Config) -> Result<&'static Agent, String> {
         let file = File::create(&config.output).map_err(|e| format!("cannot create {}: {e}", config.output.display()))?;
         let style = Style::BITS64;
-        let mut writer = LogWriter::new(file, style);
+        let mut writer = Sink::new(file, style)?;
         // CLRProfiler's first line: function 0 stands for native code.
-        let _ = writer.raw(b"f 0 NATIVE FUNCTION ( UNKNOWN ARGUMENTS ) 0 0\n");
+        writer.raw(b"f 0 NATIVE FUNCTION ( UNKNOWN ARGUMENTS ) 0 0\n");
         let mode = match config.stacks {
             StackMode::Shadow => "shadow",
             StackMode::Snapshot => "snapshot",
@@ -134,14 +132,14 @@ impl Agent {
             mode,
             if config.calls { " calls" } else { "" }
         );
-        let _ = writer.record(&Record::Comment(Comment { text: header.as_bytes() }));
-        let _ = writer.flush();
+        writer.record(&Record::Comment(Comment { text: header.as_bytes() }));
+        writer.flush_sync();
         let agent = Agent {
             info,
             config,
             style,
             start: clock(),
-            out: Mutex::new(Out { writer, last_tick: None, gc_stack: Vec::new(), gc_counts: [0; 3], scratch: Vec::new() }),
+            out: Mutex::new(Out { writer, last_tick: None, gc_stack: Vec::new(), gc_counts: [0; 3] }),
             defs: Mutex::new(Vec::new()),
             events: Mutex::new(Segments::default()),
             threads: Mutex::new(Vec::new()),
@@ -156,7 +154,7 @@ impl Agent {
             .spawn(move || {
                 while !agent.shutdown.load(Ordering::Acquire) {
                     std::thread::sleep(period);
-                    crate::guard((), || agent.flush());
+                    crate::guard((), || agent.flush_async());
                 }
             })
             .map_err(|e| format!("cannot start the flush thread: {e}"))?;
@@ -296,7 +294,7 @@ impl Agent {
         };
         ts.with_local(|l| l.busy = false);
         if big {
-            self.flush();
+            self.flush_async();
         }
     }
 
@@ -315,7 +313,7 @@ impl Agent {
         };
         ts.with_local(|l| l.busy = false);
         if big {
-            self.flush();
+            self.flush_async();
         }
     }
 
@@ -430,7 +428,7 @@ impl Agent {
         let [gen0, gen1, gen2] = out.gc_counts;
         out.record(&Record::GcCounts(GcCounts { gen0, gen1, gen2 }));
         self.drain(&mut out);
-        let _ = out.writer.flush();
+        out.writer.flush();
     }
 
     /// `u` lines.
@@ -471,11 +469,19 @@ impl Agent {
 
     // --------------------------------------------------------------- drain
 
-    /// Writes everything buffered to the file.
+    /// Writes everything buffered to the file, and waits until it is
+    /// written (the process may end right after: an exception, shutdown).
     pub fn flush(&self) {
         let mut out = lock(&self.out);
         self.drain(&mut out);
-        let _ = out.writer.flush();
+        out.writer.flush_sync();
+    }
+
+    /// Hands everything buffered to the writer thread without waiting.
+    pub fn flush_async(&self) {
+        let mut out = lock(&self.out);
+        self.drain(&mut out);
+        out.writer.flush();
     }
 
     /// Called at shutdown: a last flush; the timer stops.
@@ -507,10 +513,10 @@ impl Agent {
             });
             std::mem::take(&mut *defs)
         };
-        let _ = out.writer.raw(&defs);
+        out.writer.raw(&defs);
         for piece in merge_order(&sources) {
             out.tick(piece.tick);
-            let _ = out.writer.raw(&sources[piece.source].0[piece.start..piece.end]);
+            out.writer.raw(&sources[piece.source].0[piece.start..piece.end]);
         }
         for (i, (bytes, marks)) in sources.into_iter().enumerate() {
             match owners[i] {

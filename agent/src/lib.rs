@@ -20,6 +20,7 @@
 //! - [`callback`]: the `ICorProfilerCallback11` object and its callbacks.
 //! - [`info`]: the `ICorProfilerInfo` and `IMetaDataImport` calls.
 //! - [`agent`]: buffers, tables, drains and the log file.
+//! - [`sink`]: the log file behind its writer thread.
 //! - [`names`]: type and function names as CLRProfiler spells them.
 //! - [`hooks`]: the enter/leave stubs and the shadow stack.
 //! - [`status`]: the start-up report `clrprof record` reads.
@@ -35,6 +36,7 @@ pub mod hooks;
 pub mod info;
 pub mod names;
 pub mod segments;
+pub mod sink;
 pub mod status;
 pub mod tables;
 pub mod thread;

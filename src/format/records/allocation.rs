@@ -33,18 +33,13 @@ impl Alloc {
 
     #[inline]
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        let mut line = text::Line::new();
+        line.dec(self.stack.0 as i64).text(b" ").hex(self.address.0);
         match self.thread {
-            Some(t) => {
-                out.extend_from_slice(b"! ");
-                text::dec_i64(out, t.0 as i64);
-                out.push(b' ');
-            }
-            None => out.extend_from_slice(b"a "),
-        }
-        text::hex_lower(out, self.address.0);
-        out.push(b' ');
-        text::dec_i64(out, self.stack.0 as i64);
-        out.push(b'\n');
+            Some(t) => line.text(b" ").dec(t.0 as i64).text(b"! "),
+            None => line.text(b"a "),
+        };
+        line.finish(out);
     }
 }
 
@@ -67,10 +62,6 @@ impl Call {
 
     #[inline]
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"c ");
-        text::dec_i64(out, self.thread.0 as i64);
-        out.push(b' ');
-        text::dec_i64(out, self.stack.0 as i64);
-        out.push(b'\n');
+        text::Line::new().dec(self.stack.0 as i64).text(b" ").dec(self.thread.0 as i64).text(b"c ").finish(out);
     }
 }

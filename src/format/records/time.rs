@@ -18,9 +18,7 @@ impl Tick {
     }
 
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"i ");
-        text::dec_u64(out, self.ms as u64);
-        out.push(b'\n');
+        text::Line::new().dec(self.ms as i64).text(b"i ").finish(out);
     }
 }
 

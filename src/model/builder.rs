@@ -484,9 +484,14 @@ impl<'a> Builder<'a> {
         let end = self.data.len() as u64;
         let err = |problem| Error { line: crate::format::line_of(self.data, end), offset: end, kind: None, problem };
         let mut final_heap = StackCounts::default();
-        self.heap.final_walk(&self.stacks, |o| final_heap.add(o.row)).map_err(err)?;
+        // The final walk and the allocation counts read different tables:
+        // run them side by side.
+        let (heap, stacks, fh) = (&mut self.heap, &self.stacks, &mut final_heap);
+        let (walked, allocated) =
+            rayon::join(move || heap.final_walk(stacks, |o| fh.add(o.row)), || self.objects.stack_counts());
+        walked.map_err(err)?;
         self.histograms.final_heap = final_heap;
-        self.histograms.allocated = self.objects.stack_counts();
+        self.histograms.allocated = allocated;
         self.histograms.relocated = self.heap.take_relocations();
         self.flush_calls();
         self.call_log = Vec::new();
@@ -505,8 +510,7 @@ impl<'a> Builder<'a> {
             gen2_limit: TickIndex(self.heap.gen2_limit),
         };
         drop(self.heap);
-        self.objects.finish();
-        self.samples.finish();
+        rayon::join(|| self.objects.finish(), || self.samples.finish());
         self.stacks.shrink();
         self.types.shrink();
         self.functions.shrink();

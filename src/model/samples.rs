@@ -265,6 +265,25 @@ impl PackedSamples {
         })
     }
 
+    /// The samples with ids in `range`, in id order (decoding starts at
+    /// the group holding `range.start`), so that parts of the table can be
+    /// read in parallel.
+    pub fn iter_range(&self, range: std::ops::Range<SampleId>) -> impl Iterator<Item = (SampleId, Sample)> + '_ {
+        let len = self.len as usize;
+        let end = (range.end.0 as usize).min(len);
+        let start = (range.start.0 as usize).min(end);
+        let first_group = start / GROUP;
+        (first_group..end.div_ceil(GROUP))
+            .flat_map(move |g| {
+                let first = g * GROUP;
+                let count = GROUP.min(len - first);
+                let mut d = GroupDecoder::new(self.group_words(g), first as u32);
+                (0..count).map_while(move |k| d.next().map(|s| (SampleId((first + k) as u32), s)))
+            })
+            .skip(start - first_group * GROUP)
+            .take(end - start)
+    }
+
     /// Bytes held by the words and the directory.
     pub fn heap_bytes(&self) -> usize {
         self.chunks.iter().map(|c| c.capacity() * 2).sum::<usize>() + self.groups.capacity() * 4
@@ -647,6 +666,14 @@ mod tests {
         }
         let all: Vec<_> = p.iter().map(|(_, s)| s).collect();
         assert_eq!(all, want);
+        for (a, b) in [(0, 0), (0, 500), (5, 37), (31, 33), (64, 64), (100, 999), (499, 500)] {
+            let part: Vec<_> = p.iter_range(SampleId(a)..SampleId(b)).collect();
+            let end = (b as usize).min(want.len());
+            assert_eq!(part.len(), end - a as usize, "{a}..{b}");
+            for (id, s) in part {
+                assert_eq!(s, want[id.index()], "{a}..{b}: sample {}", id.0);
+            }
+        }
         assert_eq!(p.get(SampleId(want.len() as u32)), None);
     }
 }

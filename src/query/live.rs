@@ -16,10 +16,11 @@
 
 use super::Filter;
 use crate::format::TypeId;
-use crate::model::{Fate, Model, ObjectId, TickIndex};
+use crate::model::{Fate, Model, ObjectId, SampleId, TickIndex};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One type name's line of [`live_at`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -52,37 +53,53 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
     let parts = rayon::current_num_threads().max(1) as u32;
     let step = (end - start).div_ceil(parts).max(1 << 16);
     let slices: Vec<u32> = (start..end).step_by(step as usize).collect();
-    let per_stack = slices
-        .into_par_iter()
-        .map(|s| {
-            let e = s.saturating_add(step).min(end);
-            let ids = ObjectId(s)..ObjectId(e);
-            let allocations = model.allocations();
-            let mut counts = vec![0u64; stacks.len()];
-            for (row, how) in allocations.rows_in(ids.clone()).zip(allocations.fates_in(ids)) {
-                let alive = match how {
+    let count_objects = || {
+        slices
+            .into_par_iter()
+            .map(|s| {
+                let e = s.saturating_add(step).min(end);
+                let ids = ObjectId(s)..ObjectId(e);
+                let allocations = model.allocations();
+                let mut counts = vec![0u64; stacks.len()];
+                let alive = |how: Fate| match how {
                     Fate::Alive => true,
                     Fate::Untracked => false,
                     Fate::DiedAtGc { gc, .. } => gcs.get(gc).map_or(last, |g| g.end) > tick,
                     Fate::Erased { tick: t, .. } => t > tick,
                 };
-                if alive && filter.has_thread(row.thread) {
-                    if let Some(c) = counts.get_mut(row.stack.index()) {
+                let mut add = |stack: crate::model::StackRef| {
+                    if let Some(c) = counts.get_mut(stack.index()) {
                         *c += 1;
                     }
+                };
+                if filter.threads.is_none() {
+                    // Most objects are dead: read the stack of the others only.
+                    for (i, how) in (s..e).zip(allocations.fates_in(ids)) {
+                        if alive(how) {
+                            add(allocations.stack(ObjectId(i)));
+                        }
+                    }
+                } else {
+                    for (row, how) in allocations.rows_in(ids.clone()).zip(allocations.fates_in(ids)) {
+                        if alive(how) && filter.has_thread(row.thread) {
+                            add(row.stack);
+                        }
+                    }
                 }
-            }
-            counts
-        })
-        .reduce(
-            || vec![0u64; stacks.len()],
-            |mut a, b| {
-                for (x, y) in a.iter_mut().zip(b) {
-                    *x += y;
-                }
-                a
-            },
-        );
+                counts
+            })
+            .reduce(
+                || vec![0u64; stacks.len()],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x += y;
+                    }
+                    a
+                },
+            )
+    };
+    // The estimate reads other tables: both at once.
+    let (per_stack, estimate) = rayon::join(count_objects, || estimated_live_at(model, tick));
     let mut by_name: BTreeMap<String, LiveType> = BTreeMap::new();
     for (i, &count) in per_stack.iter().enumerate() {
         if count == 0 {
@@ -93,7 +110,7 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
         e.count += count;
         e.bytes = e.bytes.saturating_add((size.max(0) as u64).saturating_mul(count));
     }
-    for (t, bytes) in estimated_live_at(model, tick) {
+    for (t, bytes) in estimate {
         let e = by_name_entry(&mut by_name, model, t);
         e.estimated_bytes += bytes;
     }
@@ -104,7 +121,9 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
             r
         })
         .collect();
-    rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| b.estimated_bytes.cmp(&a.estimated_bytes)).then_with(|| a.name.cmp(&b.name)));
+    rows.sort_by(|a, b| {
+        b.bytes.cmp(&a.bytes).then_with(|| b.estimated_bytes.cmp(&a.estimated_bytes)).then_with(|| a.name.cmp(&b.name))
+    });
     rows
 }
 
@@ -127,47 +146,76 @@ fn by_name_entry<'a>(by_name: &'a mut BTreeMap<String, LiveType>, model: &Model,
 /// for every grain whose entry valid at `tick` (its newest entry with a
 /// change tick at or before `tick`) is not free. Ascending type id.
 ///
-/// Two sequential passes over the packed samples, no per-grain walk: an
-/// entry is the valid one at `tick` when its change tick is at or before
-/// `tick` and no entry with a change tick at or before `tick` names it as
-/// its previous entry (change ticks never decrease along a grain's
-/// history, since the reader's current tick never decreases).
+/// Two passes over the packed samples made by `tick` (each in parallel
+/// slices), no per-grain walk: an entry is the valid one at `tick` when
+/// its change tick is at or before `tick` and no such entry names it as
+/// its previous entry. Change ticks never decrease along the sample ids
+/// (the reader's current tick never decreases), so those entries are a
+/// prefix of the table.
 pub fn estimated_live_at(model: &Model, tick: TickIndex) -> Vec<(TypeId, u64)> {
     let packed = model.samples().samples();
     let n = packed.len();
-    let mut superseded = vec![0u64; n.div_ceil(64)];
-    for (_, s) in packed.iter() {
-        if s.change <= tick {
+    // The end of the prefix, by bisection.
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if packed.get(SampleId(mid as u32)).is_some_and(|s| s.change <= tick) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let prefix = lo as u32;
+    let parts = (rayon::current_num_threads().max(1) * 2) as u32;
+    let step = prefix.div_ceil(parts).max(1 << 16);
+    let slices: Vec<std::ops::Range<SampleId>> =
+        (0..prefix).step_by(step as usize).map(|a| SampleId(a)..SampleId(a.saturating_add(step).min(prefix))).collect();
+    // Pass 1: mark the entries a later entry (made by `tick`) replaced.
+    let superseded: Vec<AtomicU64> = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+    slices.par_iter().for_each(|r| {
+        for (_, s) in packed.iter_range(r.clone()) {
             if let Some(p) = s.prev {
-                if let Some(w) = superseded.get_mut(p.index() / 64) {
-                    *w |= 1 << (p.index() % 64);
+                if let Some(w) = superseded.get(p.index() / 64) {
+                    w.fetch_or(1 << (p.index() % 64), Ordering::Relaxed);
                 }
             }
         }
-    }
-    let mut per_type: BTreeMap<i32, u64> = BTreeMap::new();
-    let mut last: Option<(i32, u64)> = None;
-    for (id, s) in packed.iter() {
-        if s.change > tick || s.type_id.0 == 0 {
-            continue;
-        }
-        if superseded.get(id.index() / 64).is_some_and(|w| w & (1 << (id.index() % 64)) != 0) {
-            continue;
-        }
-        // Runs of one type are common: add them up before touching the map.
-        match &mut last {
-            Some((t, k)) if *t == s.type_id.0 => *k += 1,
-            _ => {
-                if let Some((t, k)) = last.take() {
-                    *per_type.entry(t).or_default() += k;
+    });
+    // Pass 2: count the others per type (runs of one type added up first).
+    let per_type = slices
+        .par_iter()
+        .map(|r| {
+            let mut per_type: BTreeMap<i32, u64> = BTreeMap::new();
+            let mut last: Option<(i32, u64)> = None;
+            for (id, s) in packed.iter_range(r.clone()) {
+                if s.type_id.0 == 0 {
+                    continue;
                 }
-                last = Some((s.type_id.0, 1));
+                let word = superseded.get(id.index() / 64).map_or(0, |w| w.load(Ordering::Relaxed));
+                if word & (1 << (id.index() % 64)) != 0 {
+                    continue;
+                }
+                match &mut last {
+                    Some((t, k)) if *t == s.type_id.0 => *k += 1,
+                    _ => {
+                        if let Some((t, k)) = last.take() {
+                            *per_type.entry(t).or_default() += k;
+                        }
+                        last = Some((s.type_id.0, 1));
+                    }
+                }
             }
-        }
-    }
-    if let Some((t, k)) = last {
-        *per_type.entry(t).or_default() += k;
-    }
+            if let Some((t, k)) = last {
+                *per_type.entry(t).or_default() += k;
+            }
+            per_type
+        })
+        .reduce(BTreeMap::new, |mut a, b| {
+            for (t, k) in b {
+                *a.entry(t).or_default() += k;
+            }
+            a
+        });
     per_type.into_iter().map(|(t, k)| (TypeId(t), k * super::timeline::GRAIN_BYTES)).collect()
 }
 

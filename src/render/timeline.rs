@@ -176,7 +176,7 @@ fn format_ms(ms: f64, step: f64) -> String {
 
 /// A step of 1, 2 or 5 times a power of ten, at least `raw`.
 fn nice_step(raw: f64) -> f64 {
-    if !(raw > 0.0) || !raw.is_finite() {
+    if !raw.is_finite() || raw <= 0.0 {
         return 1.0;
     }
     let p = 10f64.powf(raw.log10().floor());
@@ -194,7 +194,7 @@ pub fn render_timeline(model: &Model, opts: &TimelineOptions) -> Result<Timeline
     if w < MIN_SIZE.0 || h < MIN_SIZE.1 || w > MAX_SIZE.0 || h > MAX_SIZE.1 {
         return Err(RenderError::Size { width: w, height: h });
     }
-    if !(opts.to_ms >= opts.from_ms) {
+    if opts.from_ms.is_nan() || opts.to_ms.is_nan() || opts.to_ms < opts.from_ms {
         return Err(RenderError::Window { from_ms: opts.from_ms, to_ms: opts.to_ms });
     }
     let g = GLYPH as i64;

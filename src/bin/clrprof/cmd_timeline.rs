@@ -63,7 +63,7 @@ fn window_ms(model: &Model, q: &QueryArgs) -> Result<(f64, f64)> {
             (tick_ms(model, f.from), tick_ms(model, f.to))
         }
     };
-    if !(to >= from) {
+    if from.is_nan() || to.is_nan() || to < from {
         bail!("the time window ends ({to} ms) before it starts ({from} ms)");
     }
     Ok((from, to))

@@ -110,3 +110,29 @@ fn golden_table() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     golden("handles-gen-small.txt", &String::from_utf8(out.stdout).expect("utf-8"));
 }
+
+/// A handle on an object allocated long before it (beyond the recent
+/// objects searched first), one on an object that died before the handle
+/// was made, and one on an address nothing was allocated at.
+#[test]
+fn object_types_of_old_dead_and_unknown_objects() {
+    let mut log = String::from("f 1 Main void () 0x10 4 0 0\nt 1 0 Old\nt 2 0 Filler\nn 1 1 1 24 1\nn 2 1 2 32 1\nn 3 0 1\ni 1\n");
+    log.push_str("! 7 0x1000 1\n");
+    for k in 0..3000u64 {
+        log.push_str(&format!("! 7 0x{:x} 2\n", 0x1018 + 32 * k));
+    }
+    log.push_str("i 5\nh 7 0x50 0x1000 3\nh 7 0x58 0x1018 3\nh 7 0x60 0x999000 3\n");
+    let model = load(log.as_bytes(), &Default::default()).expect("load");
+    let h = handles_by_stack(&model, &Filter::all());
+    assert_eq!(h.groups.len(), 1);
+    let types: Vec<(&str, u64)> = h.groups[0].object_types.iter().map(|t| (t.name.as_str(), t.count)).collect();
+    assert_eq!(types, vec![("Filler", 1), ("Old", 1)]);
+    // After a GC that removes everything, a handle on the old address finds
+    // a dead object: no type.
+    let mut log2 = log.clone();
+    log2.push_str("b 1 0 0 0x1000 96024 200000 0\nb 0 0 0 0x1000 0 200000 0\ni 9\nh 7 0x68 0x1000 3\n");
+    let model = load(log2.as_bytes(), &Default::default()).expect("load");
+    let h = handles_by_stack(&model, &Filter::all());
+    let typed: u64 = h.groups[0].object_types.iter().map(|t| t.count).sum();
+    assert_eq!((h.created, typed), (4, 2));
+}

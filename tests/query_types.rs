@@ -225,6 +225,29 @@ fn live_at_mid_log_equals_a_naive_replay() {
             assert!(!expected.is_empty() || name == "sample-all-kinds", "{name} at {t}: empty");
             assert_eq!(got, expected, "{name}: live at tick {t}");
         }
+        // With a window of allocation times and a thread, at the end and at
+        // a time inside and after the window.
+        let a = model.allocations();
+        let thread = a.thread(ObjectId(a.len() as u32 / 2));
+        let (from, to) = (TickIndex(slots / 5), TickIndex(slots * 3 / 5));
+        let f = Filter { from, to, threads: Some(vec![thread]) };
+        for at in [None, Some(TickIndex(slots / 2)), Some(TickIndex(slots * 4 / 5)), Some(TickIndex(slots - 1))] {
+            let expected = naive(&model, |obj| {
+                let tick = a.tick(obj);
+                from <= tick
+                    && tick <= to
+                    && a.thread(obj) == thread
+                    && at.map_or(true, |t| tick <= t)
+                    && match at {
+                        None => a.fate(obj) == Fate::Alive,
+                        Some(t) => a.fate(obj) != Fate::Untracked && model.death_tick(obj).map_or(true, |d| d > t),
+                    }
+            });
+            let c = type_counts(&model, &TypeSelection { kind: HistogramKind::FinalHeap, at }, &f).unwrap();
+            let got = rows_of(&by_bytes(group_by_name(&model, c.iter())));
+            assert!(!expected.is_empty() || name != "gen-small", "{name} {at:?}: empty");
+            assert_eq!(got, expected, "{name}: window, thread, at {at:?}");
+        }
     }
 }
 
@@ -341,4 +364,38 @@ fn golden_tables() {
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         golden(file, &String::from_utf8(out.stdout).expect("utf-8"));
     }
+}
+
+/// The allocation table's range accessors the type queries use agree with
+/// its whole-table iterators.
+#[test]
+fn range_accessors_agree_with_whole_table_iterators() {
+    let Some(dir) = reference_dir() else { return };
+    let model = load_file(&dir.join("gen-tiny.log"));
+    let a = model.allocations();
+    let n = a.len() as u32;
+    let all: Vec<u64> = a.addresses().collect();
+    let fates: Vec<Fate> = a.fates().collect();
+    for (s, e) in [(0, n), (1, 300), (255, 257), (256, 1000), (n / 3, n / 2 + 7), (n - 5, n), (10, 10)] {
+        let got: Vec<u64> = a.addresses_in(ObjectId(s)..ObjectId(e)).collect();
+        assert_eq!(got, all[s as usize..e as usize], "addresses {s}..{e}");
+        for (obj, fate) in a.stored_fates_in(ObjectId(s)..ObjectId(e)) {
+            assert!((s..e).contains(&obj.0));
+            assert_eq!(fate, fates[obj.index()], "{obj:?}");
+        }
+    }
+    // Objects with no stored fate have the default one.
+    let stored: std::collections::HashSet<u32> =
+        a.stored_fates_in(ObjectId(0)..ObjectId(n)).map(|(o, _)| o.0).collect();
+    let ends = a.allocated_before_gcs();
+    for i in (0..n).filter(|i| !stored.contains(i)) {
+        let born = ends.partition_point(|&b| b <= i);
+        let default = if born == ends.len() {
+            Fate::Alive
+        } else {
+            Fate::DiedAtGc { gc: clrprof::model::GcIndex(born as u32), generation: 0 }
+        };
+        assert_eq!(fates[i as usize], default, "object {i}");
+    }
+    assert!(!stored.is_empty() && stored.len() < n as usize);
 }

@@ -547,19 +547,30 @@ impl AllocationTable {
 
     /// Every object's address, in id order.
     pub fn addresses(&self) -> impl Iterator<Item = u64> + '_ {
+        self.addresses_in(ObjectId(0)..ObjectId(self.len))
+    }
+
+    /// Like [`AllocationTable::addresses`], over a range of ids (the
+    /// addresses before the range in its first block are decoded and
+    /// skipped).
+    pub fn addresses_in(&self, range: std::ops::Range<ObjectId>) -> impl Iterator<Item = u64> + '_ {
+        let end = range.end.index().min(self.len());
+        let start = range.start.index().min(end);
+        let first = start - start % ADDRESS_BLOCK;
         let mut c = AddressCursor { last: Vec::new(), prev_any: 0, pos: 0 };
-        let mut run = 0usize;
         let runs = &self.threads.runs;
-        (0..self.len()).map(move |i| {
+        let mut run = runs.partition_point(|r| r.0 as usize <= first).saturating_sub(1);
+        (first..end).map(move |i| {
             if i % ADDRESS_BLOCK == 0 {
                 c = self.addresses.cursor(i / ADDRESS_BLOCK);
             }
             while run + 1 < runs.len() && runs[run + 1].0 as usize <= i {
                 run += 1;
             }
-            let t = runs.get(run).map_or(0, |r| r.1);
+            let t = runs.get(run).filter(|r| r.0 as usize <= i).map_or(0, |r| r.1);
             c.next(&self.addresses.bytes, t)
         })
+        .skip(start - first)
     }
 
     /// When it was allocated.
@@ -716,6 +727,31 @@ impl AllocationTable {
             };
             f(row, fate);
         }
+    }
+
+    /// The objects in `range` whose fate is not the default one (the module
+    /// documentation: dead at the first GC after the allocation, in
+    /// generation 0, or alive when no GC ended after it), with their fates,
+    /// in id order. Every other object of the range has the default fate.
+    pub fn stored_fates_in(&self, range: std::ops::Range<ObjectId>) -> impl Iterator<Item = (ObjectId, Fate)> + '_ {
+        let end = range.end.0.min(self.len);
+        let start = range.start.0.min(end);
+        let from = self.exceptions.partition_point(|e| e.0 < start);
+        let to = self.exceptions.partition_point(|e| e.0 < end);
+        let mut born = self.before_gc.partition_point(|&b| b <= start);
+        let table = Promotions::new(&self.condemned);
+        let mut previous = None;
+        self.exceptions[from..to].iter().filter_map(move |&(o, c)| {
+            // As `fates_in`: the first code stored for an object counts.
+            if previous == Some(o) {
+                return None;
+            }
+            previous = Some(o);
+            while born < self.before_gc.len() && self.before_gc[born] <= o {
+                born += 1;
+            }
+            Some((ObjectId(o), self.decode(ObjectId(o), c, |until| table.get(born as u32, until))))
+        })
     }
 
     /// For each GC, the number of objects allocated before it ended, in GC

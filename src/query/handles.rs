@@ -32,7 +32,7 @@
 
 use super::filter::Filter;
 use crate::format::FunctionId;
-use crate::model::{HandleEvent, Model, ObjectId};
+use crate::model::{HandleEvent, Model, ObjectId, TickIndex};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -168,43 +168,33 @@ fn function_name(model: &Model, f: FunctionId) -> String {
 }
 
 /// For each handle, the type name of its object where it is known (see the
-/// module documentation). One pass over the allocation addresses, with a
-/// bitmap in front of the search so that most objects cost one bit test.
+/// module documentation).
+///
+/// A handle usually points at an object allocated just before it, so the
+/// last [`TAIL`] objects allocated up to its creation are searched first;
+/// the handles not found there are looked up in one pass over all the
+/// allocation addresses, with a bitmap in front of the search so that most
+/// objects cost one bit test.
 fn object_types(model: &Model, handles: &[&HandleEvent]) -> Vec<Option<String>> {
-    const BITS: usize = 1 << 20;
-    let mut found: Vec<Option<ObjectId>> = vec![None; handles.len()];
-    // (address, creation tick, handle) sorted by address.
-    let mut wanted: Vec<(u64, u32, usize)> = handles
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.object.0 != 0)
-        .map(|(k, e)| (e.object.0, e.tick.0, k))
-        .collect();
-    if wanted.is_empty() {
-        return vec![None; handles.len()];
-    }
-    wanted.sort_unstable();
-    let slot = |a: u64| ((a >> 3) ^ (a >> 23)) as usize & (BITS - 1);
-    let mut bitmap = vec![0u64; BITS / 64];
-    for &(a, _, _) in &wanted {
-        bitmap[slot(a) / 64] |= 1 << (slot(a) % 64);
-    }
-    let latest = wanted.iter().map(|w| w.1).max().unwrap_or(0);
+    const TAIL: u32 = 1024;
     let a = model.allocations();
-    let end = a.allocated_between(crate::model::TickIndex(0), crate::model::TickIndex(latest)).end;
-    for (row, addr) in a.rows_in(ObjectId(0)..end).zip(a.addresses()) {
-        let s = slot(addr);
-        if bitmap[s / 64] & (1 << (s % 64)) == 0 {
+    let mut found: Vec<Option<ObjectId>> = vec![None; handles.len()];
+    // (address, objects allocated up to the creation, handle)
+    let mut rest: Vec<(u64, u32, usize)> = Vec::new();
+    for (k, e) in handles.iter().enumerate() {
+        if e.object.0 == 0 {
             continue;
         }
-        let from = wanted.partition_point(|w| w.0 < addr);
-        for w in wanted[from..].iter().take_while(|w| w.0 == addr) {
-            if row.tick.0 <= w.1 {
-                // Later objects at the same address replace earlier ones.
-                found[w.2] = Some(row.id);
-            }
+        let end = a.allocated_between(TickIndex(0), e.tick).end;
+        let start = ObjectId(end.0.saturating_sub(TAIL));
+        let hit = (start.0..end.0).zip(a.addresses_in(start..end)).filter(|&(_, x)| x == e.object.0).last();
+        match hit {
+            Some((id, _)) => found[k] = Some(ObjectId(id)),
+            None if start.0 > 0 => rest.push((e.object.0, start.0, k)),
+            None => {}
         }
     }
+    search_all(model, &mut rest, &mut found);
     found
         .into_iter()
         .zip(handles)
@@ -218,4 +208,34 @@ fn object_types(model: &Model, handles: &[&HandleEvent]) -> Vec<Option<String>> 
             Some(model.type_name(ty).into_owned())
         })
         .collect()
+}
+
+/// For each `(address, end, handle)`, the last object below id `end`
+/// allocated at the address, into `found[handle]`.
+fn search_all(model: &Model, wanted: &mut [(u64, u32, usize)], found: &mut [Option<ObjectId>]) {
+    const BITS: usize = 1 << 20;
+    if wanted.is_empty() {
+        return;
+    }
+    wanted.sort_unstable();
+    let slot = |a: u64| ((a >> 3) ^ (a >> 23)) as usize & (BITS - 1);
+    let mut bitmap = vec![0u64; BITS / 64];
+    for &(a, _, _) in wanted.iter() {
+        bitmap[slot(a) / 64] |= 1 << (slot(a) % 64);
+    }
+    let last = wanted.iter().map(|w| w.1).max().unwrap_or(0);
+    let a = model.allocations();
+    for (id, addr) in (0..last).zip(a.addresses_in(ObjectId(0)..ObjectId(last))) {
+        let s = slot(addr);
+        if bitmap[s / 64] & (1 << (s % 64)) == 0 {
+            continue;
+        }
+        let from = wanted.partition_point(|w| w.0 < addr);
+        for w in wanted[from..].iter().take_while(|w| w.0 == addr) {
+            if id < w.1 {
+                // Later objects at the same address replace earlier ones.
+                found[w.2] = Some(ObjectId(id));
+            }
+        }
+    }
 }

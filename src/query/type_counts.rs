@@ -29,7 +29,7 @@
 
 use super::filter::Filter;
 use super::types::HistogramKind;
-use crate::model::{Fate, Model, ObjectId, StackCounts, TickIndex};
+use crate::model::{Fate, GcIndex, Model, ObjectId, StackCounts, TickIndex};
 use std::fmt;
 
 /// What to count.
@@ -128,6 +128,12 @@ fn add(counts: &mut Vec<u64>, row: usize) {
 /// of the log when `None`) that the filter keeps: allocated at or before
 /// it and neither removed by a GC that ended at or before it nor erased at
 /// or before it. Objects under 12 bytes never are in the heap.
+///
+/// Most objects have the default fate (dead at the first GC after their
+/// allocation, or alive when none followed), so the objects alive by
+/// default form one run of ids: those allocated after the last GC that
+/// ended at or before `at`. That run is counted from the stack column; the
+/// other objects are the model's stored fates, looked at one by one.
 fn live_at(model: &Model, at: Option<TickIndex>, filter: &Filter) -> StackCounts {
     let a = model.allocations();
     let mut counts = vec![0u64; model.stacks().len()];
@@ -135,20 +141,53 @@ fn live_at(model: &Model, at: Option<TickIndex>, filter: &Filter) -> StackCounts
         Some(t) => a.allocated_between(TickIndex(0), t).end,
         None => ObjectId(a.len() as u32),
     };
-    let first = filter.object_range(model).start;
-    let last = filter.object_range(model).end.min(until);
-    // The ids where the fates iterator starts are walked without a lookup.
-    for (row, fate) in a.rows_in(ObjectId(0)..last).zip(a.fates()) {
-        if row.id < first || !filter.has_thread(row.thread) {
+    let range = filter.object_range(model);
+    let (first, last) = (range.start, range.end.min(until));
+    if first >= last {
+        return StackCounts::from_vec(counts);
+    }
+    let alive = |fate: Fate| match (fate, at) {
+        (Fate::Alive, _) => true,
+        (Fate::Untracked, _) | (_, None) => false,
+        (f, Some(t)) => model.death_tick_of(f).is_some_and(|d| d > t),
+    };
+    // GC `g` removes, by default, the objects allocated after GC `g - 1`
+    // ended; the first GC that ends after `at` (or none, at the end) starts
+    // the run of objects alive by default.
+    let before = a.allocated_before_gcs();
+    let first_alive_gc = match at {
+        None => before.len(),
+        Some(t) => (0..before.len())
+            .find(|&g| model.death_tick_of(Fate::DiedAtGc { gc: GcIndex(g as u32), generation: 0 }).is_some_and(|d| d > t))
+            .unwrap_or(before.len()),
+    };
+    let run_start = match first_alive_gc {
+        0 => ObjectId(0),
+        g => ObjectId(before[g - 1]),
+    }
+    .clamp(first, last);
+    // The run, as if every object in it had the default fate.
+    for r in a.rows_in(run_start..last) {
+        if filter.has_thread(r.thread) {
+            add(&mut counts, r.stack.index());
+        }
+    }
+    // The objects whose fate is stored: before the run they count when
+    // alive; in it they were counted, and stay only when alive.
+    let threads = filter.threads.is_some();
+    for (obj, fate) in a.stored_fates_in(first..last) {
+        if threads && !filter.has_thread(a.thread(obj)) {
             continue;
         }
-        let alive = match (fate, at) {
-            (Fate::Alive, _) => true,
-            (Fate::Untracked, _) | (_, None) => false,
-            (f, Some(t)) => model.death_tick_of(f).is_some_and(|d| d > t),
-        };
-        if alive {
-            add(&mut counts, row.stack.index());
+        let row = a.stack(obj).index();
+        match (obj >= run_start, alive(fate)) {
+            (false, true) => add(&mut counts, row),
+            (true, false) => {
+                if let Some(c) = counts.get_mut(row) {
+                    *c = c.saturating_sub(1);
+                }
+            }
+            _ => {}
         }
     }
     StackCounts::from_vec(counts)

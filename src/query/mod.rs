@@ -23,12 +23,22 @@
 //! - [`timeline`]: CLRProfiler's Time Line (type per address band and
 //!   time), its GC and comment markers; [`live_at`]: bytes per type alive
 //!   at a moment (exact, and CLRProfiler's grain estimate).
+//! - Allocation by code ([`by_code`]): [`by_function`], [`by_module`],
+//!   [`by_class`] (inclusive and exclusive), [`who_allocated`] a type,
+//!   CLRProfiler's [`allocation_graph`], [`folded_stacks`] for flame graphs,
+//!   all built per stack row from [`alloc_stacks`]; and the [`diff()`] of two
+//!   logs.
 
 pub mod age_histogram;
 pub mod ages;
+pub mod alloc_graph;
+pub mod alloc_stacks;
+pub mod by_code;
 pub mod calls;
+pub mod diff;
 pub mod dumps;
 pub mod filter;
+pub mod flame;
 pub mod handles;
 pub mod lifetime;
 pub mod live;
@@ -39,11 +49,16 @@ pub mod survivors;
 pub mod timeline;
 pub mod type_counts;
 pub mod types;
+pub mod who;
 
 pub use age_histogram::{age_histogram_at, AgeBars, AgeHistogram};
 pub use ages::{ages, Ages};
+pub use alloc_graph::{allocation_graph, AllocationGraph, GraphEdge, GraphNode, NodeKind};
+pub use by_code::{by_class, by_function, by_module, Figures, FunctionRow, GroupRow, SortBy};
 pub use calls::{call_tree, calls, CallTree, CallTreeOptions, Calls, NoCalls};
+pub use diff::{diff, DiffRow, LogDiff};
 pub use filter::{Filter, FilterError, TimeWindow};
+pub use flame::{folded_stacks, folded_text, FoldedStack};
 pub use handles::{handles_by_stack, HandleGroup, HandleReport, TypeTally};
 pub use lifetime::{lifetime, Lifetime, LifetimeRow};
 pub use live::{estimated_live_at, live_at, LiveType};
@@ -53,3 +68,4 @@ pub use summary::{summary, Summary};
 pub use survivors::{survivors, Survivors};
 pub use type_counts::{type_counts, TypeQueryError, TypeSelection};
 pub use types::{by_bytes, by_type, group_by_name, HistogramKind, TypeCount, TypeRow};
+pub use who::{who_allocated, TypeMatch, WhoAllocated};

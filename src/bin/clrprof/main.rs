@@ -10,6 +10,12 @@ mod cmd_record;
 mod cmd_footprint;
 mod cmd_gen;
 mod cmd_handles;
+mod cmd_diff;
+mod cmd_flame;
+mod cmd_functions;
+mod cmd_graph;
+mod cmd_groups;
+mod cmd_who;
 mod cmd_stats;
 mod cmd_summary;
 mod cmd_survivors;
@@ -63,6 +69,20 @@ enum Command {
     Timeline(cmd_timeline::Args),
     /// Run a .NET program under the capture agent and write its log.
     Record(cmd_record::Args),
+    /// Allocated bytes per function, inclusive and exclusive.
+    Functions(cmd_functions::Args),
+    /// Allocated bytes per module, inclusive and exclusive.
+    Modules(cmd_groups::Args),
+    /// Allocated bytes per class (the type part of function names).
+    Classes(cmd_groups::Args),
+    /// The functions and stacks that allocated a type.
+    Who(cmd_who::Args),
+    /// CLRProfiler's Allocation Graph: caller -> callee, weighted by bytes.
+    Graph(cmd_graph::Args),
+    /// A flame graph of allocated bytes by stack (SVG), or its folded stacks.
+    Flame(cmd_flame::Args),
+    /// Allocation and final-heap differences between two logs.
+    Diff(cmd_diff::Args),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +110,13 @@ fn main() -> ExitCode {
         Command::Calls(a) => cmd_calls::run(a),
         Command::Timeline(a) => cmd_timeline::run(a),
         Command::Record(a) => return finish(cmd_record::run(a)),
+        Command::Functions(a) => cmd_functions::run(a),
+        Command::Modules(a) => cmd_groups::run(a, cmd_groups::Grouping::Module),
+        Command::Classes(a) => cmd_groups::run(a, cmd_groups::Grouping::Class),
+        Command::Who(a) => cmd_who::run(a),
+        Command::Graph(a) => cmd_graph::run(a),
+        Command::Flame(a) => cmd_flame::run(a),
+        Command::Diff(a) => cmd_diff::run(a),
     };
     finish(result.map(|()| ExitCode::SUCCESS))
 }

@@ -1,0 +1,55 @@
+//! `clrprof flame`: a flame graph of allocated bytes by stack (SVG, drawn by
+//! inferno), or the folded stacks it is drawn from.
+
+use crate::common::{print_json, QueryArgs};
+use anyhow::{bail, Context, Result};
+use clrprof::query::{folded_stacks, folded_text};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Arguments of `clrprof flame`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub query: QueryArgs,
+    /// The SVG file to write.
+    #[arg(short, long, value_name = "OUT.svg")]
+    pub output: Option<PathBuf>,
+    /// Print the folded stacks (`outer;...;inner;Type bytes`) instead.
+    #[arg(long, conflicts_with = "json")]
+    pub collapsed: bool,
+    /// The flame graph's title.
+    #[arg(long, default_value = "Allocated bytes")]
+    pub title: String,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let loaded = args.query.load()?;
+    let model = &loaded.model;
+    let filter = args.query.filter(model)?;
+    let stacks = folded_stacks(model, &filter);
+    if args.query.json {
+        print_json(&serde_json::to_value(&stacks)?)?;
+    } else if args.collapsed {
+        let mut out = std::io::stdout().lock();
+        out.write_all(folded_text(&stacks).as_bytes())?;
+    } else {
+        let Some(path) = &args.output else { bail!("give the SVG file with -o OUT.svg (or --collapsed / --json)") };
+        let text = folded_text(&stacks);
+        let mut options = inferno::flamegraph::Options::default();
+        options.title = args.title.clone();
+        options.count_name = "bytes".to_string();
+        options.name_type = "Frame:".to_string();
+        let file = std::fs::File::create(path).with_context(|| format!("create {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(file);
+        if stacks.is_empty() {
+            bail!("nothing was allocated in the selected part of the log: no flame graph to draw");
+        }
+        inferno::flamegraph::from_lines(&mut options, text.lines(), &mut w)
+            .with_context(|| format!("write {}", path.display()))?;
+        w.flush()?;
+    }
+    args.query.report_warnings(model);
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! `clrprof functions`: allocation per function, inclusive and exclusive
+//! (Visual Studio's allocation view).
+
+use crate::common::{print_json, print_table, thousands, QueryArgs};
+use anyhow::Result;
+use clrprof::query::{by_function, Figures, FunctionRow, SortBy};
+
+/// Which figure orders a list.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
+pub enum Sort {
+    /// Inclusive bytes (the function or anything it called allocated them).
+    #[default]
+    Inclusive,
+    /// Exclusive bytes (the function allocated them itself).
+    Exclusive,
+}
+
+impl From<Sort> for SortBy {
+    fn from(s: Sort) -> SortBy {
+        match s {
+            Sort::Inclusive => SortBy::Inclusive,
+            Sort::Exclusive => SortBy::Exclusive,
+        }
+    }
+}
+
+/// Arguments of `clrprof functions`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub query: QueryArgs,
+    /// Order by inclusive or exclusive bytes.
+    #[arg(long, value_enum, default_value_t = Sort::Inclusive)]
+    pub sort: Sort,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let loaded = args.query.load()?;
+    let model = &loaded.model;
+    let filter = args.query.filter(model)?;
+    let rows = by_function(model, &filter, args.sort.into());
+    let shown: Vec<&FunctionRow> = rows.iter().take(args.query.limit()).collect();
+    if args.query.json {
+        print_json(&serde_json::to_value(&shown)?)?;
+    } else {
+        let total = total_of(rows.iter().map(|r| &r.figures));
+        print_heading(&args.query.load.shown().display().to_string(), &total, rows.len(), "functions");
+        let table: Vec<Vec<String>> = shown.iter().map(|r| figure_cells(&r.name, &r.figures, &total)).collect();
+        print_table(&FIGURE_HEADER, &table);
+    }
+    args.query.report_warnings(model);
+    Ok(())
+}
+
+/// The columns of a figures table.
+pub const FIGURE_HEADER: [&str; 7] =
+    ["name", "incl bytes", "incl %", "incl objects", "excl bytes", "excl %", "excl objects"];
+
+/// Totals: the exclusive figures add up to everything allocated.
+pub fn total_of<'a>(rows: impl Iterator<Item = &'a Figures>) -> Figures {
+    let mut t = Figures::default();
+    for f in rows {
+        t.exclusive_bytes = t.exclusive_bytes.saturating_add(f.exclusive_bytes);
+        t.exclusive_count += f.exclusive_count;
+    }
+    t
+}
+
+/// A percentage of the total bytes, one decimal.
+pub fn percent(part: u64, total: u64) -> String {
+    if total == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.1}", part as f64 * 100.0 / total as f64)
+    }
+}
+
+/// One table line.
+pub fn figure_cells(name: &str, f: &Figures, total: &Figures) -> Vec<String> {
+    vec![
+        name.to_string(),
+        thousands(f.inclusive_bytes),
+        percent(f.inclusive_bytes, total.exclusive_bytes),
+        thousands(f.inclusive_count),
+        thousands(f.exclusive_bytes),
+        percent(f.exclusive_bytes, total.exclusive_bytes),
+        thousands(f.exclusive_count),
+    ]
+}
+
+/// The line above a table.
+pub fn print_heading(path: &str, total: &Figures, rows: usize, what: &str) {
+    println!(
+        "{path}: {} bytes in {} objects allocated, {} {what}",
+        thousands(total.exclusive_bytes),
+        thousands(total.exclusive_count),
+        thousands(rows as u64)
+    );
+}

@@ -1,0 +1,48 @@
+//! `clrprof modules` and `clrprof classes`: allocation per module and per
+//! class, inclusive and exclusive.
+
+use crate::cmd_functions::{figure_cells, print_heading, total_of, Sort, FIGURE_HEADER};
+use crate::common::{print_json, print_table, QueryArgs};
+use anyhow::Result;
+use clrprof::query::{by_class, by_module, GroupRow};
+
+/// Arguments of `clrprof modules` and `clrprof classes`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub query: QueryArgs,
+    /// Order by inclusive or exclusive bytes.
+    #[arg(long, value_enum, default_value_t = Sort::Inclusive)]
+    pub sort: Sort,
+}
+
+/// How functions are grouped.
+#[derive(Clone, Copy, Debug)]
+pub enum Grouping {
+    /// By the module of each function.
+    Module,
+    /// By the class part of each function name.
+    Class,
+}
+
+/// Runs the command.
+pub fn run(args: Args, grouping: Grouping) -> Result<()> {
+    let loaded = args.query.load()?;
+    let model = &loaded.model;
+    let filter = args.query.filter(model)?;
+    let (rows, what) = match grouping {
+        Grouping::Module => (by_module(model, &filter, args.sort.into()), "modules"),
+        Grouping::Class => (by_class(model, &filter, args.sort.into()), "classes"),
+    };
+    let shown: Vec<&GroupRow> = rows.iter().take(args.query.limit()).collect();
+    if args.query.json {
+        print_json(&serde_json::to_value(&shown)?)?;
+    } else {
+        let total = total_of(rows.iter().map(|r| &r.figures));
+        print_heading(&args.query.load.shown().display().to_string(), &total, rows.len(), what);
+        let table: Vec<Vec<String>> = shown.iter().map(|r| figure_cells(&r.name, &r.figures, &total)).collect();
+        print_table(&FIGURE_HEADER, &table);
+    }
+    args.query.report_warnings(model);
+    Ok(())
+}

@@ -23,8 +23,8 @@ pub struct Args {
     #[arg(long, short)]
     pub quiet: bool,
     /// Threads to parse with (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
 }
 
 /// Runs the command.

@@ -519,7 +519,7 @@ fn cli_tables_and_json() {
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = v.as_array().unwrap();
-    let o = oracle(&std::fs::read(&log).unwrap(), None);
+    let o = oracle(&std::fs::read(log).unwrap(), None);
     assert_eq!(rows.len(), o.modules.len());
     for r in rows {
         let f = o.modules[r["name"].as_str().unwrap()];

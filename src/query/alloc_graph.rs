@@ -244,7 +244,8 @@ pub fn allocation_graph(model: &Model, filter: &Filter) -> AllocationGraph {
     for (&(p, ty), &(bytes, count)) in &per_path {
         total_bytes = total_bytes.saturating_add(bytes);
         total_count += count;
-        if !path_vertices.contains_key(&p) {
+        let tv = *type_vertex.entry(ty).or_insert_with(|| vertices.get(VertexKey::Type(model.type_name(ty).into_owned())));
+        let vp = path_vertices.entry(p).or_insert_with(|| {
             paths.functions(p, &mut functions);
             let mut vp: Vec<u32> = functions
                 .iter()
@@ -256,11 +257,10 @@ pub fn allocation_graph(model: &Model, filter: &Filter) -> AllocationGraph {
                 })
                 .collect();
             squeeze_repetitions(&mut vp, &mut vertices, &mut seen);
-            path_vertices.insert(p, vp);
-        }
-        let tv = *type_vertex.entry(ty).or_insert_with(|| vertices.get(VertexKey::Type(model.type_name(ty).into_owned())));
+            vp
+        });
         let mut prev = root;
-        for &v in path_vertices.get(&p).map_or(&[][..], |v| &v[..]).iter().chain(std::iter::once(&tv)) {
+        for &v in vp.iter().chain(std::iter::once(&tv)) {
             let e = edges.entry((prev, v)).or_insert((0, 0));
             e.0 = e.0.saturating_add(bytes);
             e.1 += count;

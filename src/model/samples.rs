@@ -642,7 +642,7 @@ mod tests {
     fn round_trip_forms() {
         let mut p = PackedSamples::new();
         let mut want = Vec::new();
-        let mut push = |p: &mut PackedSamples, want: &mut Vec<Sample>, s: Sample| {
+        let push = |p: &mut PackedSamples, want: &mut Vec<Sample>, s: Sample| {
             p.push(s).unwrap();
             want.push(s);
         };

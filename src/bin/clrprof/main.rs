@@ -37,38 +37,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Record counts, definitions and warnings of a log (no heap simulation).
-    Stats(cmd_stats::Args),
     /// CLRProfiler's Summary figures (loads the log and simulates the heap).
     Summary(cmd_summary::Args),
-    /// Load time, peak memory and bytes held by each table of the model.
-    Footprint(cmd_footprint::Args),
-    /// The heap dumps of a log: objects, bytes and roots by kind.
-    Dumps(cmd_dumps::Args),
-    /// One heap dump: objects per type, retained sizes, paths from roots.
-    Dump(cmd_dump::Args),
-    /// What changed between two heap dumps (new objects, growth by type).
-    DumpDiff(cmd_dump_diff::Args),
     /// Bytes and objects per type: allocated, relocated, live (at the end or
     /// at a time), finalized; with CLRProfiler's size classes.
     Types(cmd_types::Args),
-    /// GC handles created, destroyed and surviving, by creating stack.
-    Handles(cmd_handles::Args),
-    /// Write a synthetic, heap-consistent log and its ground truth.
-    Gen(cmd_gen::Args),
-    /// Per type: objects reclaimed at gen 0/1/2/LOH collections and alive at the end.
-    Lifetime(cmd_lifetime::Args),
-    /// Age histograms (GCs survived, ms), or CLRProfiler's Histogram by Age at a time.
-    Ages(cmd_ages::Args),
-    /// Objects allocated in a window and still alive later, by type and stack.
-    Survivors(cmd_survivors::Args),
-    /// Call counts per function, caller/callee edges, the call tree.
-    Calls(cmd_calls::Args),
-    /// CLRProfiler's Time Line: a PNG (--png), or live bytes by type at a
-    /// moment with the GC and comment markers.
-    Timeline(cmd_timeline::Args),
-    /// Run a .NET program under the capture agent and write its log.
-    Record(cmd_record::Args),
     /// Allocated bytes per function, inclusive and exclusive.
     Functions(cmd_functions::Args),
     /// Allocated bytes per module, inclusive and exclusive.
@@ -81,8 +54,35 @@ enum Command {
     Graph(cmd_graph::Args),
     /// A flame graph of allocated bytes by stack (SVG), or its folded stacks.
     Flame(cmd_flame::Args),
+    /// Per type: objects reclaimed at gen 0/1/2/LOH collections and alive at the end.
+    Lifetime(cmd_lifetime::Args),
+    /// Age histograms (GCs survived, ms), or CLRProfiler's Histogram by Age at a time.
+    Ages(cmd_ages::Args),
+    /// Objects allocated in a window and still alive later, by type and stack.
+    Survivors(cmd_survivors::Args),
+    /// CLRProfiler's Time Line: a PNG (--png), or live bytes by type at a
+    /// moment with the GC and comment markers.
+    Timeline(cmd_timeline::Args),
+    /// Call counts per function, caller/callee edges, the call tree.
+    Calls(cmd_calls::Args),
+    /// GC handles created, destroyed and surviving, by creating stack.
+    Handles(cmd_handles::Args),
+    /// The heap dumps of a log: objects, bytes and roots by kind.
+    Dumps(cmd_dumps::Args),
+    /// One heap dump: objects per type, retained sizes, paths from roots.
+    Dump(cmd_dump::Args),
+    /// What changed between two heap dumps (new objects, growth by type).
+    DumpDiff(cmd_dump_diff::Args),
     /// Allocation and final-heap differences between two logs.
     Diff(cmd_diff::Args),
+    /// Record counts, definitions and warnings of a log (no heap simulation).
+    Stats(cmd_stats::Args),
+    /// Load time, peak memory and bytes held by each table of the model.
+    Footprint(cmd_footprint::Args),
+    /// Write a synthetic, heap-consistent log and its ground truth.
+    Gen(cmd_gen::Args),
+    /// Run a .NET program under the capture agent and write its log.
+    Record(cmd_record::Args),
 }
 
 fn main() -> ExitCode {

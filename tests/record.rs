@@ -20,15 +20,28 @@ fn clrprof_exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_clrprof"))
 }
 
-/// The agent built beside the binary, or `None` with a message.
+/// The agent the workspace built: beside the binary after `cargo build`,
+/// in `deps/` after `cargo test`; `None` with a message.
 fn agent() -> Option<PathBuf> {
-    let p = clrprof_exe().parent()?.join("libclrprof_agent.so");
-    if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!("SKIPPED: {} is not built (build the workspace: cargo build --release)", p.display());
-        None
+    let dir = clrprof_exe().parent()?.to_path_buf();
+    let found = [dir.join("libclrprof_agent.so"), dir.join("deps/libclrprof_agent.so")].into_iter().find(|p| p.is_file());
+    if found.is_none() {
+        eprintln!("SKIPPED: libclrprof_agent.so is not built in {} (test the whole workspace)", dir.display());
     }
+    found
+}
+
+/// A copy of `clrprof` with the agent beside it, as `cargo build` leaves
+/// them, so that `record` finds the agent on its own.
+fn installed() -> Option<PathBuf> {
+    let dir = work().join("bin");
+    std::fs::create_dir_all(&dir).ok()?;
+    let exe = dir.join("clrprof");
+    if !exe.is_file() {
+        std::fs::copy(agent()?, dir.join("libclrprof_agent.so")).ok()?;
+        std::fs::copy(clrprof_exe(), &exe).ok()?;
+    }
+    Some(exe)
 }
 
 fn work() -> PathBuf {
@@ -40,17 +53,25 @@ fn setup() -> Option<&'static Dotnet> {
     dotnet::dotnet(&work())
 }
 
+/// Runs `clrprof record` with the agent given by `CLRPROF_AGENT` (unless
+/// the arguments name one).
 fn record(dir: &Path, args: &[&str], program: &[&str]) -> Output {
-    Command::new(clrprof_exe())
-        .arg("record")
+    record_with(&clrprof_exe(), agent(), dir, args, program)
+}
+
+fn record_with(exe: &Path, agent: Option<PathBuf>, dir: &Path, args: &[&str], program: &[&str]) -> Output {
+    let mut cmd = Command::new(exe);
+    cmd.arg("record")
         .args(args)
         .arg("--")
         .args(program)
         .current_dir(dir)
         .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
-        .env_remove("CLRPROF_AGENT")
-        .output()
-        .expect("run clrprof record")
+        .env_remove("CLRPROF_AGENT");
+    if let Some(a) = agent {
+        cmd.env("CLRPROF_AGENT", a);
+    }
+    cmd.output().expect("run clrprof record")
 }
 
 fn query(args: &[&str]) -> Value {
@@ -140,7 +161,9 @@ fn passes_the_exit_code_of_a_crash_and_leaves_a_loadable_log() {
             .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
             .output()
             .expect("run the program");
-        let out = record(&dir, &[], &[&host, "crash.dll"]);
+        // The agent found next to the binary, with no variable set.
+        let Some(exe) = installed() else { return };
+        let out = record_with(&exe, None, &dir, &[], &[&host, "crash.dll"]);
         let code = |o: &Output| {
             use std::os::unix::process::ExitStatusExt;
             o.status.code().or(o.status.signal().map(|s| 128 + s))

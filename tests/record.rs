@@ -121,6 +121,26 @@ fn markers(rt: Runtime, extra: &[&str]) {
     // Finalizer queueing of the finalizable marker.
     let finalized = query(&["types", "--kind", "finalized", "--json", "--top", "0", log]);
     assert_eq!(count(&finalized, "FinMarker"), program["finalized"].as_u64().unwrap_or(0), "{rt:?}: finalized");
+    // Stacks: every marker allocation's stack names its allocating method
+    // (`who`'s exclusive figures: the method allocated them itself) under
+    // `Main`.
+    if !extra.contains(&"--no-stacks") {
+        for (ty, method) in [
+            ("MarkerA", "P::AllocMarkers"),
+            ("MarkerStruct []", "P::AllocArrays"),
+            ("MarkerBox<System.Int32>", "P::AllocGenerics"),
+            ("FinMarker", "P::AllocFinalizable"),
+            ("HandleMarker", "P::MakeHandles"),
+        ] {
+            let who = query(&["who", ty, "--exact", "--json", "--top", "0", log]);
+            let expected = program["types"][ty].as_u64().unwrap_or(u64::MAX);
+            let function = |name: &str| {
+                who["functions"].as_array().and_then(|a| a.iter().find(|f| f["name"] == name)).cloned().unwrap_or_default()
+            };
+            assert_eq!(function(method)["exclusive_count"].as_u64(), Some(expected), "{rt:?}: {ty} allocated in {method}");
+            assert_eq!(function("P::Main")["inclusive_count"].as_u64(), Some(expected), "{rt:?}: {ty} under P::Main");
+        }
+    }
     // Handles: the program made and freed `handles` handles itself (the
     // runtime makes some of its own).
     let handles = program["handles"].as_u64().unwrap_or(0);

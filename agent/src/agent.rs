@@ -191,10 +191,15 @@ impl Agent {
                 ts.with_local(|l| l.path_node(&snapshot))
             }
         };
+        let key = (node, class, size);
         let hit = ts.with_local(|l| {
-            let id = l.stack_ids.get(&(node, class, size)).copied();
-            if id.is_some() {
+            let id = match l.memo {
+                Some((k, id)) if k == key => Some(id),
+                _ => l.stack_ids.get(&key).copied(),
+            };
+            if let Some(i) = id {
                 l.last_stack = id;
+                l.memo = Some((key, i));
             }
             id
         });
@@ -211,8 +216,9 @@ impl Agent {
         });
         let id = self.define_stack(&frames, alloc, previous);
         ts.with_local(|l| {
-            l.stack_ids.insert((node, class, size), id);
+            l.stack_ids.insert(key, id);
             l.last_stack = Some(id);
+            l.memo = Some((key, id));
         });
         id
     }

@@ -69,6 +69,10 @@ pub struct Local {
     /// The stack this thread used last: the reference for `n` prefix
     /// compression, as in CLRProfiler.
     pub last_stack: Option<i32>,
+    /// The last `stack_ids` entry looked up or added: consecutive
+    /// allocations of one type at one place (a loop) skip the hash lookup.
+    /// Entries never change once added, so it cannot go stale.
+    pub memo: Option<((u32, usize, u64), i32)>,
     /// Functions being unwound by an exception (innermost last).
     pub unwinding: Vec<usize>,
     /// Set while the agent works on this thread (no re-entry).

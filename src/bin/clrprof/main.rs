@@ -132,3 +132,17 @@ fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// clap's own consistency checks (unique argument ids, valid defaults
+    /// and conflicts), which release builds skip: two flattened options
+    /// with one id once made `--thread` set the parse thread count.
+    #[test]
+    fn arguments_are_consistent() {
+        Cli::command().debug_assert();
+    }
+}

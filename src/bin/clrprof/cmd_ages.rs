@@ -59,13 +59,13 @@ pub fn run(args: Args) -> Result<()> {
             b.types.truncate(q.limit());
         }
         h.types.truncate(q.limit());
-        if q.json {
+        if q.out.json {
             return print_json(&serde_json::to_value(&h)?);
         }
         print_at(&h);
     } else {
         let a = ages(model, &filter);
-        if q.json {
+        if q.out.json {
             let mut v = serde_json::to_value(&a)?;
             if let (Some(by), Some(o)) = (args.by, v.as_object_mut()) {
                 o.remove(if by == By::Gcs { "by_ms" } else { "by_gcs" });

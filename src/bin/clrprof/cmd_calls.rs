@@ -34,7 +34,7 @@ pub fn run(args: Args) -> Result<()> {
         let options =
             CallTreeOptions { min_count: args.min_count, depth: if args.depth == 0 { usize::MAX } else { args.depth } };
         let t = call_tree(model, &options)?;
-        if q.json {
+        if q.out.json {
             return print_json(&serde_json::to_value(&t)?);
         }
         println!("Call tree: {} calls (calls with this exact path / with this path or deeper)", thousands(t.total));
@@ -50,7 +50,7 @@ pub fn run(args: Args) -> Result<()> {
         let mut c = calls(model)?;
         c.functions.truncate(q.limit());
         c.edges.truncate(q.limit());
-        if q.json {
+        if q.out.json {
             return print_json(&serde_json::to_value(&c)?);
         }
         println!("{} calls", thousands(c.total));

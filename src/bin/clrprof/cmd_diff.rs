@@ -1,6 +1,6 @@
 //! `clrprof diff`: allocation and final-heap differences between two logs.
 
-use crate::common::{print_json, print_table, thousands, LoadArgs};
+use crate::common::{print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
 use anyhow::Result;
 use clrprof::query::{diff, DiffRow};
@@ -13,15 +13,8 @@ pub struct Args {
     pub a: PathBuf,
     /// The second log (B); differences are B minus A.
     pub b: PathBuf,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Show at most this many rows per list (0: all).
-    #[arg(long, default_value_t = 20)]
-    pub top: usize,
-    /// No progress bar.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Threads to parse with (default: all cores).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
@@ -30,10 +23,10 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let open = |log: &PathBuf| LoadArgs { log: log.clone(), threads: args.threads, strict: false };
-    let a = load(&open(&args.a), args.quiet)?;
-    let b = load(&open(&args.b), args.quiet)?;
+    let a = load(&open(&args.a), args.out.quiet)?;
+    let b = load(&open(&args.b), args.out.quiet)?;
     let mut d = diff(&a.model, &b.model);
-    let limit = if args.top == 0 { usize::MAX } else { args.top };
+    let limit = if args.out.top == 0 { usize::MAX } else { args.out.top };
     for list in [
         &mut d.allocated_by_type,
         &mut d.final_heap_by_type,
@@ -42,7 +35,7 @@ pub fn run(args: Args) -> Result<()> {
     ] {
         list.truncate(limit);
     }
-    if args.json {
+    if args.out.json {
         return print_json(&serde_json::to_value(&d)?);
     }
     println!("B = {} minus A = {}", args.b.display(), args.a.display());

@@ -1,7 +1,7 @@
 //! `clrprof dump`: one heap dump: its types, or retained sizes
 //! (`--retained`), or shortest paths from roots to a type (`--path-to`).
 
-use crate::common::{print_json, print_table, thousands, LoadArgs};
+use crate::common::{print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
 use anyhow::{anyhow, Result};
 use clrprof::query::dumps::{by_type, paths_to, retained, DumpIndex, DumpInfo};
@@ -23,28 +23,21 @@ pub struct Args {
     /// With --path-to: at most this many paths.
     #[arg(long, default_value_t = 10, requires = "path_to")]
     max: usize,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    json: bool,
-    /// Show at most this many rows per table (0: all).
-    #[arg(long, default_value_t = 20)]
-    top: usize,
-    /// No progress bar and no warning count.
-    #[arg(long, short)]
-    quiet: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let loaded = load(&args.load, args.quiet)?;
+    let loaded = load(&args.load, args.out.quiet)?;
     let model = &loaded.model;
     let index = DumpIndex(args.index);
     let count = model.heap_dumps().dumps().len();
     let missing = || anyhow!("no heap dump {} (the log has {count}; `clrprof dumps` lists them)", args.index);
-    let top = if args.top == 0 { usize::MAX } else { args.top };
+    let top = if args.out.top == 0 { usize::MAX } else { args.out.top };
     if let Some(pattern) = &args.path_to {
         let r = paths_to(model, index, pattern, args.max).ok_or_else(missing)?;
-        if args.json {
+        if args.out.json {
             return print_json(&serde_json::to_value(&r)?);
         }
         let names: Vec<&str> = r.types.iter().map(|(_, n)| n.as_str()).collect();
@@ -73,7 +66,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.retained {
         let r = retained(model, index, top).ok_or_else(missing)?;
-        if args.json {
+        if args.out.json {
             return print_json(&serde_json::to_value(&r)?);
         }
         println!(
@@ -131,7 +124,7 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let r = by_type(model, index).ok_or_else(missing)?;
-    if args.json {
+    if args.out.json {
         return print_json(&serde_json::to_value(&r)?);
     }
     print_header(model.heap_dumps().dumps().len(), &r.dump);

@@ -1,6 +1,6 @@
 //! `clrprof dump-diff`: what changed between two heap dumps.
 
-use crate::common::{print_json, print_table, thousands, LoadArgs};
+use crate::common::{print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
 use anyhow::{anyhow, Result};
 use clrprof::query::dumps::{diff, DumpIndex, TypeDelta};
@@ -14,15 +14,8 @@ pub struct Args {
     a: u32,
     /// The later dump's index.
     b: u32,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    json: bool,
-    /// Show at most this many rows per table (0: all).
-    #[arg(long, default_value_t = 20)]
-    top: usize,
-    /// No progress bar and no warning count.
-    #[arg(long, short)]
-    quiet: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 fn signed(v: i64) -> String {
@@ -35,15 +28,15 @@ fn signed(v: i64) -> String {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let loaded = load(&args.load, args.quiet)?;
+    let loaded = load(&args.load, args.out.quiet)?;
     let model = &loaded.model;
     let count = model.heap_dumps().dumps().len();
     let d = diff(model, DumpIndex(args.a), DumpIndex(args.b))
         .ok_or_else(|| anyhow!("no heap dumps {} and {} (the log has {count}; `clrprof dumps` lists them)", args.a, args.b))?;
-    if args.json {
+    if args.out.json {
         return print_json(&serde_json::to_value(&d)?);
     }
-    let top = if args.top == 0 { usize::MAX } else { args.top };
+    let top = if args.out.top == 0 { usize::MAX } else { args.out.top };
     println!(
         "dump {} -> dump {}: {} new objects ({} bytes), {} gone ({} bytes), {} kept",
         d.a,

@@ -22,7 +22,7 @@ pub fn run(args: Args) -> Result<()> {
     let filter = q.filter(model)?;
     let dumps = model.heap_dumps().dumps();
     let rows: Vec<_> = list(model).into_iter().filter(|i| dumps.get(i.index.0 as usize).is_some_and(|d| filter.has_tick(d.tick))).take(q.limit()).collect();
-    if q.json {
+    if q.out.json {
         return print_json(&serde_json::to_value(&rows)?);
     }
     if rows.is_empty() {

@@ -29,7 +29,7 @@ pub fn run(args: Args) -> Result<()> {
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let stacks = folded_stacks(model, &filter);
-    if args.query.json {
+    if args.query.out.json {
         print_json(&serde_json::to_value(&stacks)?)?;
     } else if args.collapsed {
         let mut out = std::io::stdout().lock();

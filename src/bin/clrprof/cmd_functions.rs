@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<()> {
     let filter = args.query.filter(model)?;
     let rows = by_function(model, &filter, args.sort.into());
     let shown: Vec<&FunctionRow> = rows.iter().take(args.query.limit()).collect();
-    if args.query.json {
+    if args.query.out.json {
         print_json(&serde_json::to_value(&shown)?)?;
     } else {
         let total = total_of(rows.iter().map(|r| &r.figures));

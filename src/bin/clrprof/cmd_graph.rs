@@ -30,10 +30,10 @@ pub fn run(args: Args) -> Result<()> {
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let g = allocation_graph(model, &filter);
-    let pct = args.min_percent.unwrap_or(if args.query.json { 0.0 } else { 1.0 });
+    let pct = args.min_percent.unwrap_or(if args.query.out.json { 0.0 } else { 1.0 });
     let min = args.min_bytes.max((g.total_bytes as f64 * pct / 100.0).ceil() as u64);
     let g = if min > 0 { g.prune(min) } else { g };
-    if args.query.json {
+    if args.query.out.json {
         print_json(&serde_json::to_value(&g)?)?;
     } else if args.dot {
         print!("{}", dot(&g));

@@ -35,7 +35,7 @@ pub fn run(args: Args, grouping: Grouping) -> Result<()> {
         Grouping::Class => (by_class(model, &filter, args.sort.into()), "classes"),
     };
     let shown: Vec<&GroupRow> = rows.iter().take(args.query.limit()).collect();
-    if args.query.json {
+    if args.query.out.json {
         print_json(&serde_json::to_value(&shown)?)?;
     } else {
         let total = total_of(rows.iter().map(|r| &r.figures));

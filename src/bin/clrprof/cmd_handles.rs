@@ -27,7 +27,7 @@ pub fn run(args: Args) -> Result<()> {
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let r = handles_by_stack(model, &filter);
-    if args.query.json {
+    if args.query.out.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(());
     }

@@ -23,7 +23,7 @@ pub fn run(args: Args) -> Result<()> {
     let filter = q.filter(model)?;
     let mut l = lifetime(model, &filter);
     l.rows.truncate(q.limit());
-    if q.json {
+    if q.out.json {
         return print_json(&serde_json::to_value(&l)?);
     }
     let show_erased = !l.total.erased.is_empty();

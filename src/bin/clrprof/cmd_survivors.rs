@@ -32,7 +32,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut s = survivors(model, &filter, alive_at, q.limit());
     s.by_type.truncate(q.limit());
-    if q.json {
+    if q.out.json {
         return print_json(&serde_json::to_value(&s)?);
     }
     let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 };

@@ -90,7 +90,7 @@ pub fn run(args: Args) -> Result<()> {
             .write_png(std::io::BufWriter::new(file))
             .with_context(|| format!("cannot write {}", out.display()))?;
         let seconds = started.elapsed().as_secs_f64();
-        if q.json {
+        if q.out.json {
             return print_json(&json!({
                 "png": out.display().to_string(),
                 "width": pic.canvas.width(),
@@ -135,7 +135,7 @@ pub fn run(args: Args) -> Result<()> {
         .then(|| grid(model, &axis, &GridSpec { columns: args.width, rows: args.height, from_ms, to_ms }));
     let limit = q.limit();
 
-    if q.json {
+    if q.out.json {
         let mut v = json!({
             "from_ms": from_ms,
             "to_ms": to_ms,

@@ -113,7 +113,7 @@ pub fn run(args: Args) -> Result<()> {
         Scale::VeryFine => BucketScale::VeryFine,
     };
     let buckets = args.buckets.then(|| size_buckets(model, &counts, scale));
-    if args.query.json {
+    if args.query.out.json {
         // Printed from the structs, so that keys keep their order ("type"
         // first).
         let s = match &buckets {

@@ -31,7 +31,7 @@ pub fn run(args: Args) -> Result<()> {
         if args.exact { TypeMatch::Exact(args.pattern.clone()) } else { TypeMatch::Contains(args.pattern.clone()) };
     let mut w = who_allocated(model, &filter, &pattern, args.sort.into());
     let limit = args.query.limit();
-    if args.query.json {
+    if args.query.out.json {
         w.types.truncate(limit);
         w.functions.truncate(limit);
         w.stacks.truncate(limit);

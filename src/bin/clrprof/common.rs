@@ -56,21 +56,39 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// How a query command prints: a table or JSON, and how many rows.
+#[derive(clap::Args, Clone, Debug)]
+pub struct OutputArgs {
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Show at most this many rows per table (0: all).
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// No progress bar and no warning count.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// `top` as a limit (`usize::MAX` for 0).
+    pub fn limit(&self) -> usize {
+        if self.top == 0 {
+            usize::MAX
+        } else {
+            self.top
+        }
+    }
+}
+
 /// Options every query command takes: the log, output form, how many rows,
 /// and which part of the log to look at.
 #[derive(clap::Args, Clone, Debug)]
 pub struct QueryArgs {
     #[command(flatten)]
     pub load: LoadArgs,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Show at most this many rows (0: all).
-    #[arg(long, default_value_t = 20)]
-    pub top: usize,
-    /// No progress bar and no warning count.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Only what happened at or after this time (milliseconds).
     #[arg(long, value_name = "MS")]
     pub from: Option<f64>,
@@ -103,21 +121,17 @@ impl QueryArgs {
 
     /// `top` as a limit (`usize::MAX` for 0).
     pub fn limit(&self) -> usize {
-        if self.top == 0 {
-            usize::MAX
-        } else {
-            self.top
-        }
+        self.out.limit()
     }
 
     /// Loads the model (progress bar unless `--quiet`).
     pub fn load(&self) -> Result<crate::load::Loaded> {
-        crate::load::load(&self.load, self.quiet)
+        crate::load::load(&self.load, self.out.quiet)
     }
 
     /// Tells on standard error how many warnings the load produced.
     pub fn report_warnings(&self, model: &Model) {
-        if model.diagnostics().total() > 0 && !self.quiet {
+        if model.diagnostics().total() > 0 && !self.out.quiet {
             eprintln!(
                 "clrprof: {} warning(s) while reading; `clrprof stats` lists them",
                 thousands(model.diagnostics().total())

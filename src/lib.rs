@@ -29,6 +29,9 @@
 //! assert_eq!(summary.gen0_heap_bytes, None); // "Unknown": no GC
 //! ```
 #![deny(missing_docs)]
+// Input reaches nearly every path of the library: no unwrap, expect or
+// panic outside tests (`cargo clippy --lib` checks it).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod format;
 pub mod model;

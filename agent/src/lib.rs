@@ -28,6 +28,8 @@
 //! No panic crosses the FFI boundary: every callback runs inside
 //! [`guard`].
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
 pub mod agent;
 pub mod callback;
 pub mod com;

@@ -1,4 +1,5 @@
 //! The `clrprof` command-line tool: a thin layer over the library.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod cmd_ages;
 mod cmd_calls;

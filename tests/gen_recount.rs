@@ -69,7 +69,7 @@ fn check(log: &[u8], truth: &Truth) -> Recount {
     let gen0 = total;
     let gen1 = rc.gcs_by_condemned[1] + rc.gcs_by_condemned[2];
     let gen2 = rc.gcs_by_condemned[2];
-    assert_eq!((s.gen0_collections, s.gen1_collections, s.gen2_collections), (gen0, gen1, gen2));
+    assert_eq!((s.gen0_collections, s.gen1_collections, s.gen2_collections), (gen0 as i64, gen1 as i64, gen2 as i64));
     if rc.heap_bytes_known {
         assert_eq!(s.induced_collections, Some(rc.induced_counted));
         assert_eq!(s.objects_finalized, Some(rc.finalized));

@@ -494,46 +494,8 @@ pub struct AgeBin {
 }
 
 /// The 18 figures of CLRProfiler's Summary (null where it shows
-/// "Unknown").
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ClrSummary {
-    /// Allocated bytes.
-    pub allocated_bytes: u64,
-    /// Relocated bytes.
-    pub relocated_bytes: u64,
-    /// Final heap bytes.
-    pub final_heap_bytes: u64,
-    /// Gen 0 collections (cumulative).
-    pub gen0_collections: u64,
-    /// Gen 1 collections (cumulative).
-    pub gen1_collections: u64,
-    /// Gen 2 collections.
-    pub gen2_collections: u64,
-    /// Induced collections.
-    pub induced_collections: Option<u64>,
-    /// Mean gen 0 size.
-    pub gen0_heap_bytes: Option<u64>,
-    /// Mean gen 1 size.
-    pub gen1_heap_bytes: Option<u64>,
-    /// Mean gen 2 size.
-    pub gen2_heap_bytes: Option<u64>,
-    /// Mean large-object heap size.
-    pub loh_bytes: Option<u64>,
-    /// Objects finalized.
-    pub objects_finalized: Option<u64>,
-    /// Critical objects finalized.
-    pub critical_objects_finalized: Option<u64>,
-    /// Handles created.
-    pub handles_created: Option<u64>,
-    /// Handles destroyed.
-    pub handles_destroyed: Option<u64>,
-    /// Handles surviving.
-    pub handles_surviving: Option<u64>,
-    /// Comments.
-    pub comments: u64,
-    /// Heap dumps.
-    pub heap_dumps: u64,
-}
+/// "Unknown"): what [`crate::query::summary`] must answer on the log.
+pub type ClrSummary = crate::query::Summary;
 
 #[derive(Clone, Copy, Default)]
 struct Tally {
@@ -852,9 +814,9 @@ impl TruthBuilder {
             allocated_bytes: self.soh.bytes + self.loh.bytes,
             relocated_bytes: self.relocated.bytes,
             final_heap_bytes,
-            gen0_collections: counts[0] as u64,
-            gen1_collections: counts[1] as u64,
-            gen2_collections: counts[2] as u64,
+            gen0_collections: counts[0] as i64,
+            gen1_collections: counts[1] as i64,
+            gen2_collections: counts[2] as i64,
             induced_collections: if_known(self.induced_counted),
             gen0_heap_bytes: heap(0),
             gen1_heap_bytes: heap(1),

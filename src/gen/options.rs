@@ -14,6 +14,13 @@ pub enum PointerBits {
     Bits64,
 }
 
+impl serde::Serialize for PointerBits {
+    /// As the number of bits.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(self.bits())
+    }
+}
+
 impl PointerBits {
     /// Bytes in a pointer.
     pub fn bytes(self) -> u64 {
@@ -187,7 +194,7 @@ impl FromStr for Preset {
 /// let opts = GenOptions { objects: 5_000, seed: 9, ..Preset::Tiny.options() };
 /// assert!(opts.validate().is_ok());
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct GenOptions {
     /// The preset these options came from (recorded in the truth file).
     pub preset: String,

@@ -433,25 +433,7 @@ impl<'p> Process<'p> {
     fn finish(self) -> Result<Truth, GenError> {
         let o = &self.opts;
         let params = Params {
-            preset: o.preset.clone(),
-            seed: o.seed,
-            objects: o.objects,
-            mean_size: o.mean_size,
-            gcs: o.gcs,
-            induced: o.effective_induced(),
-            threads: o.threads,
-            calls: o.calls,
-            calls_per_alloc: o.calls_per_alloc,
-            heap_dumps: o.heap_dumps,
-            handles_per_million: o.handles_per_million,
-            finalizers: o.finalizers,
-            comments: o.comments,
-            pointer_bits: o.pointer_bits.bits(),
-            tick_start: o.tick_start,
-            alloc_rate_mb_per_s: o.alloc_rate_mb_per_s,
-            loh_fraction: o.loh_fraction,
-            functions: o.functions,
-            app_types: o.app_types,
+            options: GenOptions { induced: o.effective_induced(), ..o.clone() },
             gen0_budget_bytes: self.schedule.budget(),
         };
         let ranges = self.heap.ranges();

@@ -77,47 +77,13 @@ pub struct GeneratorInfo {
     pub version: String,
 }
 
-/// The options a log was generated with.
+/// The options a log was generated with (induced GCs as run: raised to
+/// the heap dumps), and the gen-0 budget derived from them.
 #[derive(Clone, Debug, Serialize)]
 pub struct Params {
-    /// Preset name.
-    pub preset: String,
-    /// Random seed.
-    pub seed: u64,
-    /// Objects allocated.
-    pub objects: u64,
-    /// Target mean size.
-    pub mean_size: f64,
-    /// GCs.
-    pub gcs: u32,
-    /// Induced GCs.
-    pub induced: u32,
-    /// Threads.
-    pub threads: u32,
-    /// Call logging.
-    pub calls: bool,
-    /// Mean calls per allocation with call logging.
-    pub calls_per_alloc: f64,
-    /// Heap dumps.
-    pub heap_dumps: u32,
-    /// Handles per million allocations.
-    pub handles_per_million: f64,
-    /// Finalizable types.
-    pub finalizers: bool,
-    /// Comments.
-    pub comments: u32,
-    /// Pointer width in bits.
-    pub pointer_bits: u32,
-    /// Milliseconds of the first tick.
-    pub tick_start: u64,
-    /// Simulated allocation rate.
-    pub alloc_rate_mb_per_s: f64,
-    /// Share of bytes in large objects.
-    pub loh_fraction: f64,
-    /// Functions in the program.
-    pub functions: u32,
-    /// Application types.
-    pub app_types: u32,
+    /// The options.
+    #[serde(flatten)]
+    pub options: super::GenOptions,
     /// The gen-0 budget derived from these.
     pub gen0_budget_bytes: u64,
 }
@@ -890,11 +856,11 @@ impl TruthBuilder {
         types.sort_by_key(|t| t.id);
         let objects = self.soh.objects + self.loh.objects;
         let bytes = self.soh.bytes + self.loh.bytes;
-        let handles_enabled = end.params.handles_per_million > 0.0;
+        let handles_enabled = end.params.options.handles_per_million > 0.0;
         Truth {
             schema: SCHEMA.to_string(),
             generator: GeneratorInfo { name: "clrprof gen".to_string(), version: env!("CARGO_PKG_VERSION").to_string() },
-            log: LogInfo { bytes: 0, lines: 0, pointer_bits: end.params.pointer_bits, lines_by_kind: BTreeMap::new() },
+            log: LogInfo { bytes: 0, lines: 0, pointer_bits: end.params.options.pointer_bits.bits(), lines_by_kind: BTreeMap::new() },
             gcs: GcsTruth {
                 total: self.gcs.len() as u32,
                 by_condemned_generation: end.by_condemned,

@@ -5,7 +5,7 @@
 //! (`!`, `a`, `o`, `u`, `v`) write `0x` + lower-case hex without padding.
 
 use super::ids::{Address, FunctionId, ModuleId, StackId, TypeId};
-use super::record::Record;
+use super::record::{Kind, Record};
 use super::records::{FunctionDef, ModuleLoad, TypeDef};
 use super::text::{self, Style};
 use std::io::{self, Write};
@@ -51,6 +51,7 @@ pub struct LogWriter<W: Write> {
     buf: Vec<u8>,
     style: Style,
     written: u64,
+    counts: [u64; Kind::COUNT],
 }
 
 const FLUSH_AT: usize = 1 << 16;
@@ -58,12 +59,18 @@ const FLUSH_AT: usize = 1 << 16;
 impl<W: Write> LogWriter<W> {
     /// A writer for a process with the given pointer width.
     pub fn new(out: W, style: Style) -> Self {
-        LogWriter { out, buf: Vec::with_capacity(FLUSH_AT + 4096), style, written: 0 }
+        LogWriter { out, buf: Vec::with_capacity(FLUSH_AT + 4096), style, written: 0, counts: [0; Kind::COUNT] }
     }
 
     /// The address style.
     pub fn style(&self) -> Style {
         self.style
+    }
+
+    /// Records written so far per kind (indexed by [`Kind::index`]; bytes
+    /// written with [`LogWriter::raw`] are not counted).
+    pub fn record_counts(&self) -> [u64; Kind::COUNT] {
+        self.counts
     }
 
     /// Bytes written so far (buffered ones included).
@@ -84,6 +91,7 @@ impl<W: Write> LogWriter<W> {
     /// Writes one record.
     #[inline]
     pub fn record(&mut self, record: &Record<'_>) -> io::Result<()> {
+        self.counts[record.kind().index()] += 1;
         write_record(&mut self.buf, record, self.style);
         self.maybe_flush()
     }
@@ -134,6 +142,7 @@ impl<W: Write> LogWriter<W> {
 
     /// Writes a `z` line (control characters become spaces).
     pub fn comment(&mut self, text: &str) -> io::Result<()> {
+        self.counts[Kind::Comment.index()] += 1;
         self.buf.extend_from_slice(b"z ");
         self.buf.extend(text.chars().map(|c| match c as u32 {
             0..=0x0d => b' ',

@@ -6,12 +6,11 @@
 //! function and type ids come from the simulation (`ids.rs`).
 
 use super::error::GenError;
-use super::lines::Lines;
 use super::options::PointerBits;
 use super::program::Program;
 use super::types::Finalizer;
 use crate::format::records::AssemblyLoad;
-use crate::format::{Address, FunctionId, ModuleId, Record, StackId, ThreadId, TypeId};
+use crate::format::{Address, FunctionId, LogWriter, ModuleId, Record, StackId, ThreadId, TypeId};
 use std::io::Write;
 
 /// What has been defined in the log so far.
@@ -42,7 +41,7 @@ impl Loader {
     }
 
     /// Writes the `f 0 NATIVE FUNCTION` line every log starts with.
-    pub fn native_function<W: Write>(&self, out: &mut Lines<W>) -> Result<(), GenError> {
+    pub fn native_function<W: Write>(&self, out: &mut LogWriter<W>) -> Result<(), GenError> {
         out.function_def(
             FunctionId(0),
             "NATIVE",
@@ -62,7 +61,7 @@ impl Loader {
         program: &Program,
         thread: ThreadId,
         stack: StackId,
-        out: &mut Lines<W>,
+        out: &mut LogWriter<W>,
     ) -> Result<ModuleId, GenError> {
         if self.module_ids[module] >= 0 {
             return Ok(ModuleId(self.module_ids[module]));
@@ -93,7 +92,7 @@ impl Loader {
         program: &Program,
         thread: ThreadId,
         stack: StackId,
-        out: &mut Lines<W>,
+        out: &mut LogWriter<W>,
     ) -> Result<(), GenError> {
         let func = &program.tree.functions[f];
         let module = self.ensure_module(func.module, program, thread, stack, out)?;
@@ -106,7 +105,7 @@ impl Loader {
 
     /// Writes the `t` line of type `ty` (id `id`) at its first use.
     #[inline]
-    pub fn define_type<W: Write>(&mut self, ty: usize, id: TypeId, program: &Program, out: &mut Lines<W>) -> Result<(), GenError> {
+    pub fn define_type<W: Write>(&mut self, ty: usize, id: TypeId, program: &Program, out: &mut LogWriter<W>) -> Result<(), GenError> {
         if self.types_defined[ty] {
             return Ok(());
         }

@@ -54,7 +54,7 @@
 //! | `handles.rs`, `dump.rs` | `h`/`j` events, heap dumps |
 //! | `clock.rs`, `reader_clock.rs` | `i` lines, CLRProfiler's tick indices |
 //! | `pipeline.rs`, `emit.rs` | events and records between the stages |
-//! | `profiler.rs`, `stacks.rs`, `idmap.rs`, `loader.rs`, `lines.rs` | the profiler stage: stacks (`n`), definitions (`t`/`f`/`m`/`y`), the counting writer |
+//! | `profiler.rs`, `stacks.rs`, `idmap.rs`, `loader.rs` | the profiler stage: stacks (`n`), definitions (`t`/`f`/`m`/`y`) |
 //! | `truth.rs` | the ground truth |
 
 mod calltree;
@@ -68,7 +68,6 @@ mod heap;
 mod idmap;
 mod ids;
 mod lifetime;
-mod lines;
 mod loader;
 mod names;
 mod options;

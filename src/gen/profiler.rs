@@ -17,7 +17,6 @@
 //! the fetched lines are still there; measured at the `seed` scale).
 
 use super::error::GenError;
-use super::lines::Lines;
 use super::loader::Loader;
 use super::pipeline::{Batch, Op};
 use super::program::Program;
@@ -61,7 +60,7 @@ pub struct ProfilerReport<W> {
 
 /// The profiler stage.
 pub struct Profiler<'p, W: Write> {
-    out: Lines<W>,
+    out: LogWriter<W>,
     program: &'p Program,
     calls: bool,
     stacks: StackTable,
@@ -76,7 +75,7 @@ impl<'p, W: Write> Profiler<'p, W> {
     /// logging.
     pub fn new(out: W, style: Style, program: &'p Program, calls: bool, bits: super::options::PointerBits) -> Self {
         Profiler {
-            out: Lines::new(LogWriter::new(out, style)),
+            out: LogWriter::new(out, style),
             program,
             calls,
             stacks: StackTable::new(),
@@ -95,15 +94,15 @@ impl<'p, W: Write> Profiler<'p, W> {
             // The simulation may have finished and stopped taking batches.
             let _ = recycle.try_send(batch);
         }
-        let bytes = self.out.bytes();
-        let counts = self.out.counts();
+        let bytes = self.out.bytes_written();
+        let counts = self.out.record_counts();
         let stacks = StackTruth {
             distinct_n_lines: counts[Kind::Stack.index()],
             allocation_stacks: self.stacks.allocation_stacks(),
             call_stacks: self.stacks.call_stacks(),
             trie_nodes: self.stacks.trie_nodes(),
         };
-        Ok(ProfilerReport { writer: self.out.finish()?, bytes, counts, stacks })
+        Ok(ProfilerReport { writer: self.out.into_inner()?, bytes, counts, stacks })
     }
 
     /// Follows the threads' call paths through some operations: the node of

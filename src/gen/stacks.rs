@@ -23,11 +23,10 @@
 //! thread's previous stack was an allocation stack, | 4 * shared frames;
 //! the previous stack's id is written only when `flag >= 4`.
 
-use super::lines::Lines;
 use super::error::GenError;
 use super::idmap::IdMap;
 use crate::format::records::StackDef;
-use crate::format::{FunctionId, Record, StackId, TypeId};
+use crate::format::{FunctionId, LogWriter, Record, StackId, TypeId};
 use std::io::Write;
 
 /// The trie node of the empty path.
@@ -152,7 +151,7 @@ impl StackTable {
         &mut self,
         node: u32,
         latest: &mut Option<Latest>,
-        out: &mut Lines<W>,
+        out: &mut LogWriter<W>,
     ) -> Result<StackId, GenError> {
         let id = self.nodes[node as usize].stack;
         if id.0 != 0 {
@@ -198,7 +197,7 @@ impl StackTable {
         type_id: TypeId,
         size: u32,
         latest: &mut Option<Latest>,
-        out: &mut Lines<W>,
+        out: &mut LogWriter<W>,
     ) -> Result<StackId, GenError> {
         if type_key >= 1 << 12 {
             return Err(GenError::Limit("allocation-stack key"));
@@ -296,7 +295,7 @@ impl StackTable {
         node: u32,
         alloc: Option<(TypeId, i32)>,
         latest: &Option<Latest>,
-        out: &mut Lines<W>,
+        out: &mut LogWriter<W>,
     ) -> Result<(), GenError> {
         let reference = latest.map(|l| (l.id, self.common_depth(l.node, node), l.alloc));
         let shared = reference.map_or(0, |r| r.1);
@@ -332,13 +331,13 @@ impl StackTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{read_all, LogWriter, Style};
+    use crate::format::{read_all, Style};
 
-    fn text(f: impl FnOnce(&mut StackTable, &mut Lines<Vec<u8>>)) -> String {
+    fn text(f: impl FnOnce(&mut StackTable, &mut LogWriter<Vec<u8>>)) -> String {
         let mut t = StackTable::new();
-        let mut out = Lines::new(LogWriter::new(Vec::new(), Style::BITS64));
+        let mut out = LogWriter::new(Vec::new(), Style::BITS64);
         f(&mut t, &mut out);
-        String::from_utf8(out.finish().unwrap()).unwrap()
+        String::from_utf8(out.into_inner().unwrap()).unwrap()
     }
 
     #[test]

@@ -365,43 +365,36 @@ impl LiveObjects {
         }
         let (lb, loff) = split(lo);
         let (hb, hoff) = split(hi);
-        // Fast path: within one block.
+        // Fast path: within one block (no list of blocks to make).
         if lb == hb {
-            let Some(bi) = self.find_block(lb) else { return };
-            let blk = &mut self.blocks[bi];
-            let a = blk.lower_bound(loff);
-            let e = blk.lower_bound(hoff);
-            if a < e {
-                for j in a..e {
-                    f(join(lb, blk.keys[j]), blk.vals[j]);
-                }
-                blk.keys.drain(a..e);
-                blk.vals.drain(a..e);
-                self.len -= e - a;
-                if blk.keys.is_empty() {
-                    self.nonempty.remove(&lb);
-                }
-            }
+            self.drain_block(lb, Some(loff), Some(hoff), &mut f);
             return;
         }
         let touched: Vec<u64> = self.nonempty.range(lb..=hb).copied().collect();
         for b in touched {
-            let Some(bi) = self.find_block(b) else { continue };
-            let blk = &mut self.blocks[bi];
-            let a = if b == lb { blk.lower_bound(loff) } else { 0 };
-            let e = if b == hb { blk.lower_bound(hoff) } else { blk.keys.len() };
-            if a >= e {
-                continue;
-            }
-            for j in a..e {
-                f(join(b, blk.keys[j]), blk.vals[j]);
-            }
-            blk.keys.drain(a..e);
-            blk.vals.drain(a..e);
-            self.len -= e - a;
-            if blk.keys.is_empty() {
-                self.nonempty.remove(&b);
-            }
+            self.drain_block(b, (b == lb).then_some(loff), (b == hb).then_some(hoff), &mut f);
+        }
+    }
+
+    /// Removes the entries of block `b` with offsets in `[lo, hi)` (`None`:
+    /// from the start, to the end), calling `f` for each in key order.
+    #[inline]
+    fn drain_block(&mut self, b: u64, lo: Option<u16>, hi: Option<u16>, f: &mut impl FnMut(u64, Header)) {
+        let Some(bi) = self.find_block(b) else { return };
+        let blk = &mut self.blocks[bi];
+        let a = lo.map_or(0, |o| blk.lower_bound(o));
+        let e = hi.map_or(blk.keys.len(), |o| blk.lower_bound(o));
+        if a >= e {
+            return;
+        }
+        for j in a..e {
+            f(join(b, blk.keys[j]), blk.vals[j]);
+        }
+        blk.keys.drain(a..e);
+        blk.vals.drain(a..e);
+        self.len -= e - a;
+        if blk.keys.is_empty() {
+            self.nonempty.remove(&b);
         }
     }
 

@@ -1,6 +1,12 @@
 //! [`Model`](crate::model::Model) -> answers. Pure functions over a finished
 //! model; nothing here changes it.
 //!
+//! # API structure
+//!
+//! Every query is a function `(model, [filter,] options) -> typed result`;
+//! results are plain data deriving `serde::Serialize` (the CLI's `--json`
+//! is their serialization). The modules, by CLRProfiler view:
+//!
 //! - [`Filter`]: the time window and threads a query looks at.
 //! - [`summary()`]: CLRProfiler's 18 Summary figures.
 //! - [`by_type`]: a histogram (allocated, relocated, final heap, finalized,

@@ -11,8 +11,8 @@
 //! - [`summary()`]: CLRProfiler's 18 Summary figures.
 //! - [`by_type`]: a histogram (allocated, relocated, final heap, finalized,
 //!   critical finalized) grouped by type name, as CLRProfiler's histogram
-//!   views show it; [`type_counts`] narrows one by a filter, or gives the
-//!   objects live at a time; [`size_buckets`] is the Histogram by Size view.
+//!   views show it; [`type_counts()`] narrows one by a filter, or gives the
+//!   objects live at a time; [`size_buckets()`] is the Histogram by Size view.
 //! - [`handles_by_stack`]: GC handles created, destroyed and surviving by
 //!   creating stack.
 //! - [`dumps`]: heap dumps: per-type tables, roots by kind, dominator

@@ -9,7 +9,7 @@
 
 mod common;
 
-use clrprof::gen::{generate, GenOptions, PointerBits, Preset};
+use clrprof_gen::{generate, GenOptions, PointerBits, Preset};
 use clrprof::model::{load, FrameNode, Model};
 use clrprof::query::alloc_stacks::{allocation_frames, node_function};
 use clrprof::query::dumps::{
@@ -449,82 +449,14 @@ fn check_all(log: &[u8], what: &str) -> (Model, Oracle, (u64, u64)) {
 
 // ---- hand-written logs --------------------------------------------------------
 
-/// Three dumps. Dump 0 comes before any allocation: its two `Old` objects
+/// `corpus/dump-sites.log`: three dumps. Dump 0 comes before any allocation: its two `Old` objects
 /// were allocated before the log started. Then a `Cache` (by `Main ->
 /// Fill`) and four `Marker`s (three by `Main -> Fill -> Make`, one by `Main
 /// -> Make`); a full GC moves two markers, keeps the rest in place, kills
 /// one marker, and moves an old object: dump 1. Three more markers (one at
 /// the dead marker's address), a GC that kills a marker and moves two:
 /// dump 2.
-const HAND: &str = "\
-t 1 0 Cache
-t 2 0 Marker
-t 3 0 Old
-f 1 Main () 0 0 -1 -1
-f 2 Fill () 0 0 -1 -1
-f 3 Make () 0 0 -1 -1
-n 1 1 1 24 1 2
-n 2 1 2 32 1 2 3
-n 3 7 2 32 1 3
-i 1
-b 1 1 2 0x1000 0x1000 0x10000 2
-e 0x1000 0 0x0 0
-o 0x1000 3 40 0x1040
-o 0x1040 3 40
-i 2
-b 0 0 2 0x1000 0x1000 0x10000 2
-g 1 1 1
-i 3
-! 1 0x20000 1
-! 1 0x20018 2
-! 1 0x20038 2
-! 1 0x20058 3
-! 1 0x20078 2
-i 4
-b 1 1 2 0x1000 0x1000 0x10000 2 0x20000 0x100 0x10000 0
-v 0x1000 0x28
-u 0x1040 0x1100 0x28
-v 0x20000 0x18
-u 0x20018 0x30000 0x20
-u 0x20038 0x30020 0x40
-e 0x20000 1 0x0 1
-e 0x1000 0 0x0 0
-o 0x1000 3 40 0x1100
-o 0x1100 3 40
-o 0x20000 1 24 0x30000 0x30020 0x30040
-o 0x30000 2 32
-o 0x30020 2 32
-o 0x30040 2 32
-i 5
-b 0 0 2 0x1000 0x1000 0x10000 2 0x20000 0x20000 0x20000 2
-g 2 2 2
-i 6
-! 1 0x40000 2
-! 1 0x40020 3
-! 1 0x20078 3
-i 7
-b 1 1 2 0x1000 0x1000 0x10000 2 0x20000 0x20000 0x20000 2 0x40000 0x100 0x10000 0
-v 0x1000 0x28
-v 0x1100 0x28
-v 0x20000 0x18
-v 0x20078 0x20
-v 0x30000 0x20
-v 0x30040 0x20
-u 0x40000 0x50000 0x40
-e 0x20000 1 0x0 1
-e 0x1000 0 0x0 0
-o 0x1000 3 40 0x1100
-o 0x1100 3 40
-o 0x20000 1 24 0x30000 0x30040 0x50000 0x50020
-o 0x20078 2 32
-o 0x30000 2 32
-o 0x30040 2 32
-o 0x50000 2 32
-o 0x50020 2 32
-i 8
-b 0 0 2 0x1000 0x1000 0x10000 2 0x20000 0x40000 0x40000 2
-g 3 3 3
-";
+const HAND: &str = include_str!("../corpus/dump-sites.log");
 
 fn by_function(r: &clrprof::query::dumps::RetainedBySite) -> BTreeMap<String, (u64, u64, u64, u64)> {
     r.sites

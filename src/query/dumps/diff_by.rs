@@ -11,7 +11,7 @@
 //! totals.
 
 use super::diff::{Matching, Members};
-use super::sites::{Site, SiteBy, Sites, UnknownAllocations};
+use super::sites::{Site, SiteBy, Sites, UnknownAllocations, UnknownTally};
 use super::DumpIndex;
 use crate::model::{DumpObject, Model};
 use serde::Serialize;
@@ -112,7 +112,9 @@ pub fn diff_by(model: &Model, a: DumpIndex, b: DumpIndex, by: SiteBy) -> Option<
     let mut acc: Vec<SiteDelta> = Vec::new();
     let mut matching = Matching { by_identity: 0, by_address: 0, relocation_followed: true };
     let (mut kept, mut new_objects, mut new_bytes, mut gone_objects, mut gone_bytes) = (0, 0, 0, 0, 0);
+    let (mut unknown_a, mut unknown_b) = (UnknownTally::default(), UnknownTally::default());
     for o in t.objects(da) {
+        unknown_a.add(model, &o);
         let g = slot(&mut sites, &o, &mut acc);
         let s = &mut acc[g];
         s.objects_a += 1;
@@ -127,6 +129,7 @@ pub fn diff_by(model: &Model, a: DumpIndex, b: DumpIndex, by: SiteBy) -> Option<
         }
     }
     for o in t.objects(db) {
+        unknown_b.add(model, &o);
         let g = slot(&mut sites, &o, &mut acc);
         let s = &mut acc[g];
         s.objects_b += 1;
@@ -170,8 +173,8 @@ pub fn diff_by(model: &Model, a: DumpIndex, b: DumpIndex, by: SiteBy) -> Option<
         gone_objects,
         gone_bytes,
         kept_objects: kept,
-        unknown_a: UnknownAllocations::of(model, da),
-        unknown_b: UnknownAllocations::of(model, db),
+        unknown_a: unknown_a.finish(model, da),
+        unknown_b: unknown_b.finish(model, db),
         sites: rows,
     })
 }

@@ -46,7 +46,7 @@ pub use retained::{retained, retained_sizes, RetainedObject, RetainedReport, Ret
 pub use retained_by::{retained_by, RetainedBySite, RetainedSite};
 pub use roots::{root_name, RootCounts, RootFlagCounts, RootKind, RootRef};
 pub use sites::{
-    allocation_of, Allocation, Site, SiteBy, SiteId, Sites, UnknownAllocations, UnknownReason, UNKNOWN_ALLOCATION,
+    allocation_of, allocation_row, Allocation, Site, SiteBy, SiteId, Sites, UnknownAllocations, UnknownReason, UNKNOWN_ALLOCATION,
     UNTRACKED_BELOW,
 };
 pub use table::{by_type, list, DumpInfo, DumpTypeRow, DumpTypes};

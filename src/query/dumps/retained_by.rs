@@ -20,7 +20,7 @@
 use super::dominators::dominators;
 use super::graph::DumpGraph;
 use super::retained::{retained_per_group, retained_sizes};
-use super::sites::{Site, SiteBy, Sites, UnknownAllocations};
+use super::sites::{Site, SiteBy, Sites, UnknownAllocations, UnknownTally};
 use super::DumpIndex;
 use crate::model::Model;
 use serde::Serialize;
@@ -84,7 +84,9 @@ pub fn retained_by(model: &Model, index: DumpIndex, by: SiteBy) -> Option<Retain
     let mut sites = Sites::new(model, by);
     let mut group = Vec::with_capacity(graph.objects());
     let mut all: Vec<(u64, u64)> = Vec::new();
+    let mut unknown = UnknownTally::default();
     for o in t.objects(d) {
+        unknown.add(model, &o);
         let g = sites.site_of(&o).index();
         if all.len() <= g {
             all.resize(g + 1, (0, 0));
@@ -129,7 +131,7 @@ pub fn retained_by(model: &Model, index: DumpIndex, by: SiteBy) -> Option<Retain
         reachable_bytes,
         unreachable_objects: objects - reachable_objects,
         unreachable_bytes: bytes - reachable_bytes,
-        unknown: UnknownAllocations::of(model, d),
+        unknown: unknown.finish(model, d),
         sites: rows,
     })
 }

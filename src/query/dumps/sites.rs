@@ -87,6 +87,16 @@ pub fn allocation_of(model: &Model, o: &DumpObject) -> Option<Allocation> {
     (id.index() < a.len()).then(|| Allocation { object: id, stack: a.stack(id), thread: a.thread(id), tick: a.tick(id) })
 }
 
+/// The allocation stack row of a dump object, if the heap simulation knew
+/// the object: [`allocation_of`] without the thread and tick (which take a
+/// search each).
+#[inline]
+pub fn allocation_row(model: &Model, o: &DumpObject) -> Option<StackRef> {
+    let id = o.object?;
+    let a = model.allocations();
+    (id.index() < a.len()).then(|| a.stack(id))
+}
+
 /// Why the objects of a dump without a known allocation have none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -122,24 +132,45 @@ pub struct UnknownAllocations {
 impl UnknownAllocations {
     /// The objects of dump `d` without a known allocation.
     pub fn of(model: &Model, d: &HeapDump) -> UnknownAllocations {
-        let t = model.heap_dumps();
-        let mut per_type: HashMap<i32, (u64, u64)> = HashMap::new();
-        let (mut objects, mut bytes, mut small) = (0u64, 0u64, 0u64);
-        for o in t.objects(d) {
-            if allocation_of(model, &o).is_some() {
-                continue;
-            }
-            objects += 1;
-            bytes += o.size as u64;
-            if o.size < UNTRACKED_BELOW {
-                small += 1;
-            }
-            let s = per_type.entry(o.type_id.0).or_default();
-            s.0 += 1;
-            s.1 += o.size as u64;
+        let mut tally = UnknownTally::default();
+        for o in model.heap_dumps().objects(d) {
+            tally.add(model, &o);
         }
+        tally.finish(model, d)
+    }
+}
+
+/// Counts the objects without a known allocation while a query walks a
+/// dump for its own purpose (one pass instead of two).
+#[derive(Default)]
+pub(crate) struct UnknownTally {
+    objects: u64,
+    bytes: u64,
+    small: u64,
+    per_type: HashMap<i32, (u64, u64)>,
+}
+
+impl UnknownTally {
+    /// Counts `o` if it has no known allocation.
+    #[inline]
+    pub(crate) fn add(&mut self, model: &Model, o: &DumpObject) {
+        if allocation_row(model, o).is_some() {
+            return;
+        }
+        self.objects += 1;
+        self.bytes += o.size as u64;
+        if o.size < UNTRACKED_BELOW {
+            self.small += 1;
+        }
+        let s = self.per_type.entry(o.type_id.0).or_default();
+        s.0 += 1;
+        s.1 += o.size as u64;
+    }
+
+    /// The figures of dump `d`, every object of which was given to `add`.
+    pub(crate) fn finish(self, model: &Model, d: &HeapDump) -> UnknownAllocations {
         let allocations = model.allocations();
-        let reason = if objects == 0 {
+        let reason = if self.objects == 0 {
             UnknownReason::None
         } else if allocations.is_empty() {
             UnknownReason::NoAllocationsInLog
@@ -148,7 +179,8 @@ impl UnknownAllocations {
         } else {
             UnknownReason::NotInSimulation
         };
-        let mut types: Vec<DumpTypeRow> = per_type
+        let mut types: Vec<DumpTypeRow> = self
+            .per_type
             .into_iter()
             .map(|(id, (objects, bytes))| DumpTypeRow {
                 type_id: id,
@@ -158,7 +190,7 @@ impl UnknownAllocations {
             })
             .collect();
         types.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.type_id.cmp(&b.type_id)));
-        UnknownAllocations { objects, bytes, untracked_small: small, reason, types }
+        UnknownAllocations { objects: self.objects, bytes: self.bytes, untracked_small: self.small, reason, types }
     }
 }
 
@@ -204,7 +236,13 @@ pub struct Sites<'m> {
     paths: CanonicalPaths,
     scratch: Vec<FrameNode>,
     functions: Vec<FunctionId>,
+    /// Grouping by type: the group of each small non-negative type id.
+    of_type: Vec<u32>,
 }
+
+/// Type ids below this are looked up in a dense table when grouping by
+/// type (the writer numbers types from 1); others in the hash map.
+const DENSE_TYPES: i32 = 1 << 20;
 
 const UNSET: u32 = u32::MAX;
 /// Keys of the pseudo-groups in `by_key` (real keys are type ids, function
@@ -224,6 +262,7 @@ impl<'m> Sites<'m> {
             paths: CanonicalPaths::new(model),
             scratch: Vec::new(),
             functions: Vec::new(),
+            of_type: Vec::new(),
         }
     }
 
@@ -323,16 +362,29 @@ impl<'m> Sites<'m> {
         let model = self.model;
         if self.by == SiteBy::Type {
             let t = o.type_id.0;
-            return SiteId(self.group(t as i64, |_| Site {
+            let dense = (0..DENSE_TYPES).contains(&t).then_some(t as usize);
+            if let Some(&g) = dense.and_then(|k| self.of_type.get(k)) {
+                if g != UNSET {
+                    return SiteId(g);
+                }
+            }
+            let g = self.group(t as i64, |_| Site {
                 known: true,
                 type_id: Some(t),
                 function: None,
                 name: model.type_name(TypeId(t)).into_owned(),
                 frames: Vec::new(),
-            }));
+            });
+            if let Some(k) = dense {
+                if self.of_type.len() <= k {
+                    self.of_type.resize(k + 1, UNSET);
+                }
+                self.of_type[k] = g;
+            }
+            return SiteId(g);
         }
-        match allocation_of(model, o) {
-            Some(a) => SiteId(self.row_group(a.stack)),
+        match allocation_row(model, o) {
+            Some(row) => SiteId(self.row_group(row)),
             None => {
                 if let Some(g) = self.unknown {
                     return SiteId(g);

@@ -23,6 +23,7 @@ mod cmd_survivors;
 mod cmd_types;
 mod cmd_timeline;
 mod common;
+mod dump_sites;
 mod load;
 
 use clap::{Parser, Subcommand};

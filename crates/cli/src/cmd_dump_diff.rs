@@ -1,6 +1,6 @@
 //! `clrprof dump-diff`: what changed between two heap dumps.
 
-use crate::common::{print_json, print_table, thousands, LoadArgs, OutputArgs};
+use crate::common::{cut_json, print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
 use anyhow::{anyhow, Result};
 use clrprof::query::dumps::{diff, DumpIndex, TypeDelta};
@@ -33,10 +33,12 @@ pub fn run(args: Args) -> Result<()> {
     let count = model.heap_dumps().dumps().len();
     let d = diff(model, DumpIndex(args.a), DumpIndex(args.b))
         .ok_or_else(|| anyhow!("no heap dumps {} and {} (the log has {count}; `clrprof dumps` lists them)", args.a, args.b))?;
+    let top = args.out.limit();
     if args.out.json {
-        return print_json(&serde_json::to_value(&d)?);
+        let mut v = serde_json::to_value(&d)?;
+        cut_json(&mut v, "types", top);
+        return print_json(&v);
     }
-    let top = if args.out.top == 0 { usize::MAX } else { args.out.top };
     println!(
         "dump {} -> dump {}: {} new objects ({} bytes), {} gone ({} bytes), {} kept",
         d.a,

@@ -97,3 +97,27 @@ fn write_node(out: &mut String, n: &CallNode, depth: usize) {
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pruned_counts_agree_in_number() {
+        let leaf = |pruned_children, pruned_calls| CallNode {
+            id: 1,
+            name: "F".into(),
+            calls: 1,
+            inclusive: 1,
+            children: Vec::new(),
+            pruned_children,
+            pruned_calls,
+        };
+        let mut out = String::new();
+        write_node(&mut out, &leaf(1, 1), 0);
+        assert!(out.contains("(pruned: 1 more callee, 1 call)"), "{out}");
+        out.clear();
+        write_node(&mut out, &leaf(2, 1_500), 0);
+        assert!(out.contains("(pruned: 2 more callees, 1,500 calls)"), "{out}");
+    }
+}

@@ -6,7 +6,8 @@ use crate::common::{count, create_output, cut_json, more_note, print_json, print
 use anyhow::{bail, Context, Result};
 use clrprof::model::Model;
 use clrprof::query::timeline::{
-    address_axis, comment_marks, end_ms, gc_marks, grid, tick_at_ms, tick_ms, GridSpec,
+    address_axis, changes_span_ms, comment_marks, end_ms, gc_marks, grid, grid_in_log_order, tick_at_ms, tick_ms,
+    ColumnAxis, GridSpec,
 };
 use clrprof::query::{live_at, Filter, TimeWindow};
 use clrprof_render::{render_timeline, TimelineOptions};
@@ -69,6 +70,24 @@ fn window_ms(model: &Model, q: &QueryArgs) -> Result<(f64, f64)> {
     Ok((from, to))
 }
 
+/// The columns' axis: time, unless every heap change of the log happened
+/// at one moment and no time window was asked for; then the heap changes
+/// in log order (said on standard error).
+fn column_axis(model: &Model, q: &QueryArgs) -> ColumnAxis {
+    let windowed = q.from.is_some() || q.to.is_some() || q.between_comments.is_some();
+    match changes_span_ms(model) {
+        Some((first, last)) if first == last && !windowed && model.samples().len() > 1 => {
+            eprintln!(
+                "clrprof: every heap change of this log happened at one tick ({last:.0} ms): time says nothing about its \
+                 history, so the columns follow the {} heap changes in log order instead",
+                thousands(model.samples().len() as u64)
+            );
+            ColumnAxis::LogOrder
+        }
+        _ => ColumnAxis::Time,
+    }
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let q = &args.query;
@@ -83,7 +102,8 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(out) = &args.png {
         let started = Instant::now();
         let title = q.load.shown().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let opts = TimelineOptions { width: args.width, height: args.height, from_ms, to_ms, address, title };
+        let axis = column_axis(model, q);
+        let opts = TimelineOptions { width: args.width, height: args.height, from_ms, to_ms, address, title, axis };
         let pic = render_timeline(model, &opts)?;
         pic.canvas.write_png(create_output(out)?).with_context(|| format!("cannot write {}", out.display()))?;
         let seconds = started.elapsed().as_secs_f64();
@@ -94,6 +114,7 @@ pub fn run(args: Args) -> Result<()> {
                 "height": pic.canvas.height(),
                 "from_ms": from_ms,
                 "to_ms": to_ms,
+                "axis": axis,
                 "plot": pic.plot,
                 "columns": pic.grid.columns,
                 "rows": pic.grid.rows.len(),
@@ -101,6 +122,7 @@ pub fn run(args: Args) -> Result<()> {
                 "grains_per_row": pic.grid.grains_per_row,
                 "legend": pic.legend,
                 "other_types": pic.other_types,
+                "comment_labels": pic.comment_labels,
                 "render_seconds": seconds,
             }));
         }
@@ -130,9 +152,13 @@ pub fn run(args: Args) -> Result<()> {
     let gcs = gc_marks(model, from_ms, to_ms);
     let comments = comment_marks(model, from_ms, to_ms);
     let axis = address_axis(model, address, usize::MAX);
-    let cells = args
-        .cells
-        .then(|| grid(model, &axis, &GridSpec { columns: args.width, rows: args.height, from_ms, to_ms }));
+    let cells = args.cells.then(|| {
+        let spec = GridSpec { columns: args.width, rows: args.height, from_ms, to_ms };
+        match column_axis(model, q) {
+            ColumnAxis::Time => grid(model, &axis, &spec),
+            ColumnAxis::LogOrder => grid_in_log_order(model, &axis, &spec),
+        }
+    });
     let limit = q.limit();
 
     if q.out.json {
@@ -220,14 +246,21 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(g) = &cells {
         println!();
         println!(
-            "Cells: {} columns x {} rows of {} KB; types by average bytes occupied:",
+            "Cells: {} columns ({}) x {} rows of {} KB; types by average bytes occupied:",
             g.columns,
+            match g.axis {
+                ColumnAxis::Time => "time",
+                ColumnAxis::LogOrder => "heap changes in log order",
+            },
             g.rows.len(),
             g.grains_per_row
         );
         let rows: Vec<Vec<String>> =
             g.types.iter().take(limit).map(|t| vec![t.name.clone(), thousands(t.cells), thousands(t.bytes)]).collect();
         print_table(&["type", "cells", "bytes"], &rows);
+        if let Some(note) = more_note(g.types.len().saturating_sub(limit), "type", "types") {
+            println!("{note}");
+        }
     }
     Ok(())
 }

@@ -534,7 +534,7 @@ b 1 0 0 0x100000 0x10000 0x10000 0\nv 0x900000 3000\nb 0 0 0 0x100000 0x10000 0x
         assert_eq!(m.samples().len(), 4);
         assert_eq!(changes_span_ms(&m), Some((10.0, 10.0)));
         let axis = address_axis(&m, None, 1);
-        let spec = GridSpec { columns: 2, rows: 400, from_ms: 0.0, to_ms: 10.0 };
+        let spec = GridSpec { columns: 2, rows: 2000, from_ms: 0.0, to_ms: 10.0 };
         let count = |g: &Grid, c: usize, t: i32| (0..g.rows.len()).filter(|&r| g.cell(r, c) == t).count();
         let by_time = grid(&m, &axis, &spec);
         assert_eq!(by_time.axis, ColumnAxis::Time);

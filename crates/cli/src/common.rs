@@ -278,7 +278,7 @@ pub fn tick_for(model: &Model, flag: &str, ms: f64) -> Result<clrprof::model::Ti
 /// the tick used, `end` the time of the log's last tick.
 pub fn clamp_note(flag: &str, ms: f64, shown: u64, end: u64) -> Option<String> {
     let asked = ms_text(ms);
-    if ms > end as f64 {
+    if ms >= end as f64 + 0.5 {
         Some(format!("{flag} {asked} ms is after the log's last tick ({end} ms): showing {end} ms"))
     } else if ms < 0.0 {
         Some(format!("{flag} {asked} ms is before the log starts: showing {shown} ms"))

@@ -81,9 +81,9 @@ pub fn run(args: Args) -> Result<()> {
     let shown = if args.frames == 0 { usize::MAX } else { args.frames };
     for st in &s.by_stack {
         println!(
-            "  {} bytes, {} objects: {} (stack {})",
+            "  {} bytes, {}: {} (stack {})",
             thousands(st.surviving.bytes),
-            thousands(st.surviving.objects),
+            crate::common::count(st.surviving.objects, "object", "objects"),
             st.type_name,
             st.stack
         );

@@ -36,7 +36,7 @@ fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// The fence a line opens or closes with (its character and length), once
 /// indentation and block quote markers are taken off.
 fn fence(line: &str) -> Option<(char, usize)> {
-    let t = line.trim_start_matches(|c: char| c == ' ' || c == '>' || c == '\t');
+    let t = line.trim_start_matches([' ', '>', '\t']);
     let c = t.chars().next().filter(|&c| c == '`' || c == '~')?;
     let n = t.chars().take_while(|&x| x == c).count();
     (n >= 3).then_some((c, n))
@@ -65,7 +65,7 @@ fn unclosed_fences(text: &str) -> Vec<usize> {
             let mut lines = block.lines();
             let Some((c, n)) = lines.next().and_then(fence) else { continue };
             let closed = block.lines().skip(1).filter(|l| !l.trim().is_empty()).last().is_some_and(|last| {
-                let t = last.trim_start_matches(|x: char| x == ' ' || x == '>' || x == '\t').trim_end();
+                let t = last.trim_start_matches([' ', '>', '\t']).trim_end();
                 t.chars().all(|x| x == c) && t.chars().count() >= n
             });
             let inner: Vec<&str> = block.lines().skip(1).collect();

@@ -272,3 +272,25 @@ fn time_line_of_a_log_with_one_tick() {
     let v: Value = serde_json::from_str(&o).expect("json");
     assert_eq!(v["axis"], "time");
 }
+
+/// Crowded comment labels (gen-tiny's three comments on a 600-pixel
+/// picture) are all drawn and do not overlap (the address and size labels
+/// are unit tests of `clrprof-render`).
+#[test]
+fn comment_labels_do_not_overlap() {
+    let Some(log) = reference("gen-tiny.log") else { return };
+    let out = std::env::temp_dir().join(format!("clrprof-labels-{}.png", std::process::id()));
+    let (o, _) = ok(&["timeline", &log, "--png", out.to_str().unwrap(), "--width", "600", "--height", "300", "--json", "-q"]);
+    let _ = std::fs::remove_file(&out);
+    let v: Value = serde_json::from_str(&o).expect("json");
+    let labels = v["comment_labels"].as_array().expect("labels");
+    assert_eq!(labels.len(), 3, "every comment labelled: {labels:?}");
+    let boxes: Vec<(i64, i64, i64)> =
+        labels.iter().map(|l| (l["x"].as_i64().unwrap(), l["y"].as_i64().unwrap(), l["width"].as_i64().unwrap())).collect();
+    for (i, a) in boxes.iter().enumerate() {
+        assert!(a.0 >= 0 && a.0 + a.2 <= 600, "{a:?} inside the picture");
+        for b in &boxes[i + 1..] {
+            assert!(a.1 != b.1 || a.0 + a.2 < b.0 || b.0 + b.2 < a.0, "{a:?} overlaps {b:?}");
+        }
+    }
+}

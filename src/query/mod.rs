@@ -1,12 +1,18 @@
 //! [`Model`](crate::model::Model) -> answers. Pure functions over a finished
 //! model; nothing here changes it.
 //!
+//! # API structure
+//!
+//! Every query is a function `(model, [filter,] options) -> typed result`;
+//! results are plain data deriving `serde::Serialize` (the CLI's `--json`
+//! is their serialization). The modules, by CLRProfiler view:
+//!
 //! - [`Filter`]: the time window and threads a query looks at.
 //! - [`summary()`]: CLRProfiler's 18 Summary figures.
 //! - [`by_type`]: a histogram (allocated, relocated, final heap, finalized,
 //!   critical finalized) grouped by type name, as CLRProfiler's histogram
-//!   views show it; [`type_counts`] narrows one by a filter, or gives the
-//!   objects live at a time; [`size_buckets`] is the Histogram by Size view.
+//!   views show it; [`type_counts()`] narrows one by a filter, or gives the
+//!   objects live at a time; [`size_buckets()`] is the Histogram by Size view.
 //! - [`handles_by_stack`]: GC handles created, destroyed and surviving by
 //!   creating stack.
 //! - [`dumps`]: heap dumps: per-type tables, roots by kind, dominator

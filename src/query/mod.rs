@@ -26,6 +26,8 @@
 //!   question).
 //! - [`calls()`], [`call_tree`]: call counts per function and edge, and the
 //!   call tree.
+//! - [`threads()`]: per thread, objects and bytes allocated, first and
+//!   last allocation.
 //! - [`timeline`]: CLRProfiler's Time Line (type per address band and
 //!   time), its GC and comment markers; [`live_at`]: bytes per type alive
 //!   at a moment (exact, and CLRProfiler's grain estimate).
@@ -52,6 +54,7 @@ mod objects;
 pub mod size_buckets;
 pub mod summary;
 pub mod survivors;
+pub mod threads;
 pub mod timeline;
 pub mod type_counts;
 pub mod types;
@@ -72,6 +75,7 @@ pub use objects::Tally;
 pub use size_buckets::{size_buckets, BucketScale, SizeBucket};
 pub use summary::{summary, Summary};
 pub use survivors::{survivors, Survivors};
+pub use threads::{threads, ThreadRow};
 pub use type_counts::{type_counts, TypeQueryError, TypeSelection};
 pub use types::{by_bytes, by_type, group_by_name, HistogramKind, TypeCount, TypeRow};
 pub use who::{who_allocated, TypeMatch, WhoAllocated};

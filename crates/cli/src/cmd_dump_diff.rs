@@ -1,7 +1,7 @@
 //! `clrprof dump-diff`: what changed between two heap dumps, per type, or
 //! (`--by`) per type, allocation stack or allocating function.
 
-use crate::common::{print_json, print_table, thousands, LoadArgs, OutputArgs};
+use crate::common::{cut_json, print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
 use anyhow::{anyhow, Result};
 use crate::dump_sites::{print_diff, ByArg};
@@ -45,15 +45,17 @@ pub fn run(args: Args) -> Result<()> {
         if args.out.json {
             return print_json(&serde_json::to_value(&d)?);
         }
-        print_diff(&d, if args.out.top == 0 { usize::MAX } else { args.out.top });
+        print_diff(&d, args.out.limit());
         return Ok(());
     }
     let d = diff(model, DumpIndex(args.a), DumpIndex(args.b))
         .ok_or_else(missing)?;
+    let top = args.out.limit();
     if args.out.json {
-        return print_json(&serde_json::to_value(&d)?);
+        let mut v = serde_json::to_value(&d)?;
+        cut_json(&mut v, "types", top);
+        return print_json(&v);
     }
-    let top = if args.out.top == 0 { usize::MAX } else { args.out.top };
     println!(
         "dump {} -> dump {}: {} new objects ({} bytes), {} gone ({} bytes), {} kept",
         d.a,

@@ -12,4 +12,4 @@ pub mod canvas;
 pub mod timeline;
 
 pub use canvas::{Canvas, Rgb};
-pub use timeline::{render_timeline, LegendEntry, PlotArea, RenderError, TimelineOptions, TimelinePicture};
+pub use timeline::{render_timeline, CommentLabel, LegendEntry, PlotArea, RenderError, TimelineOptions, TimelinePicture};

@@ -13,7 +13,7 @@ use clrprof_gen::{generate, GenOptions, PointerBits, Preset};
 use clrprof::model::{load, FrameNode, Model};
 use clrprof::query::alloc_stacks::{allocation_frames, node_function};
 use clrprof::query::dumps::{
-    allocation_of, diff, diff_by, list, retained, retained_by, DumpGraph, DumpIndex, SiteBy, UnknownReason,
+    allocation_of, allocation_row, diff, diff_by, list, retained, retained_by, DumpGraph, DumpIndex, SiteBy, UnknownReason,
     UNKNOWN_ALLOCATION,
 };
 use clrprof::query::by_code::NO_STACK;
@@ -254,6 +254,7 @@ fn check_links(model: &Model, oracle: &Oracle, what: &str) -> (u64, u64) {
                 (Some(a), Some((seq, stack))) => {
                     known += 1;
                     assert_eq!(a.object.0, seq, "{at}: the allocation");
+                    assert_eq!(allocation_row(model, &o), Some(a.stack), "{at}: the dump's row is the allocation's");
                     let (ty, size) = model.stacks().type_and_size(a.stack).expect("an allocation stack");
                     assert_eq!((ty.0 as i64, size as i64), oracle.stacks[&stack].head.unwrap(), "{at}: type and size");
                     assert_eq!(model_frames(model, a.stack), oracle.stacks[&stack].frames, "{at}: frames");

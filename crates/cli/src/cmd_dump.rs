@@ -76,7 +76,9 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(by) = args.by {
         let r = retained_by(model, index, by.into()).ok_or_else(missing)?;
         if args.out.json {
-            return print_json(&serde_json::to_value(&r)?);
+            let mut v = serde_json::to_value(&r)?;
+            cut_json(&mut v, "sites", top);
+            return print_json(&v);
         }
         print_retained(&r, top);
         return Ok(());

@@ -43,7 +43,9 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(by) = args.by {
         let d = diff_by(model, DumpIndex(args.a), DumpIndex(args.b), by.into()).ok_or_else(missing)?;
         if args.out.json {
-            return print_json(&serde_json::to_value(&d)?);
+            let mut v = serde_json::to_value(&d)?;
+            cut_json(&mut v, "sites", args.out.limit());
+            return print_json(&v);
         }
         print_diff(&d, args.out.limit());
         return Ok(());

@@ -1,7 +1,7 @@
 //! `--by type|stack|function` of `clrprof dump --retained` and `clrprof
 //! dump-diff`: dump objects grouped by their allocation, as tables.
 
-use crate::common::{print_table, thousands};
+use crate::common::{count, more_note, print_table, thousands};
 use clrprof::query::dumps::{DumpDiffBySite, RetainedBySite, Site, SiteBy, UnknownAllocations, UnknownReason};
 
 /// What dump objects are grouped by (`--by`).
@@ -34,6 +34,18 @@ fn column(by: SiteBy) -> &'static str {
         SiteBy::Type => "type",
         SiteBy::Stack => "allocation stack (innermost first)",
         SiteBy::Function => "allocating function",
+        _ => "group",
+    }
+}
+
+/// The noun of one row, singular and plural (for the note under a cut
+/// table).
+fn noun(by: SiteBy) -> (&'static str, &'static str) {
+    match by {
+        SiteBy::Type => ("type", "types"),
+        SiteBy::Stack => ("stack", "stacks"),
+        SiteBy::Function => ("function", "functions"),
+        _ => ("group", "groups"),
     }
 }
 
@@ -71,7 +83,7 @@ fn unknown_line(what: &str, u: &UnknownAllocations) -> String {
         return format!("{what}: every object's allocation is known");
     }
     let why = match u.reason {
-        UnknownReason::None => "",
+        UnknownReason::None => "every allocation known",
         UnknownReason::NoAllocationsInLog => {
             "the log has no allocation records: attached to a running process, or allocation logging off"
         }
@@ -79,13 +91,14 @@ fn unknown_line(what: &str, u: &UnknownAllocations) -> String {
         UnknownReason::NotInSimulation => {
             "allocated before logging started or while allocation logging was off, or under 12 bytes"
         }
+        _ => "no allocation record of the log made them",
     };
     let types: Vec<String> =
         u.types.iter().take(3).map(|t| format!("{} {}", t.name, thousands(t.objects))).collect();
     let more = if u.types.len() > 3 { format!(", ... ({} more types)", u.types.len() - 3) } else { String::new() };
     format!(
-        "{what}: {} objects, {} bytes with no known allocation: {}{more}\n  ({why})",
-        thousands(u.objects),
+        "{what}: {}, {} bytes with no known allocation: {}{more}\n  ({why})",
+        count(u.objects, "object", "objects"),
         thousands(u.bytes),
         types.join(", ")
     )
@@ -94,13 +107,13 @@ fn unknown_line(what: &str, u: &UnknownAllocations) -> String {
 /// Prints `clrprof dump N --retained --by ...`.
 pub fn print_retained(r: &RetainedBySite, top: usize) {
     println!(
-        "dump {}: {} objects, {} bytes; reachable from strong roots: {} objects, {} bytes; unreachable: {} objects, {} bytes",
+        "dump {}: {}, {} bytes; reachable from strong roots: {}, {} bytes; unreachable: {}, {} bytes",
         r.index,
-        thousands(r.objects),
+        count(r.objects, "object", "objects"),
         thousands(r.bytes),
-        thousands(r.reachable_objects),
+        count(r.reachable_objects, "object", "objects"),
         thousands(r.reachable_bytes),
-        thousands(r.unreachable_objects),
+        count(r.unreachable_objects, "object", "objects"),
         thousands(r.unreachable_bytes)
     );
     println!("{}", unknown_line("allocations", &r.unknown));
@@ -122,8 +135,9 @@ pub fn print_retained(r: &RetainedBySite, top: usize) {
         })
         .collect();
     print_table(&[column(r.by), "objects", "bytes", "retained", "% reachable", "top level", "% top"], &rows);
-    if r.sites.len() > top {
-        println!("... {} more (--top 0 shows all)", r.sites.len() - top);
+    let (one, many) = noun(r.by);
+    if let Some(note) = more_note(r.sites.len().saturating_sub(top), one, many) {
+        println!("{note}");
     }
 }
 
@@ -172,7 +186,8 @@ pub fn print_diff(d: &DumpDiffBySite, top: usize) {
         &[column(d.by), "new objects", "new bytes", "gone objects", "gone bytes", "objects A", "objects B", "delta bytes"],
         &rows,
     );
-    if d.sites.len() > top {
-        println!("... {} more (--top 0 shows all)", d.sites.len() - top);
+    let (one, many) = noun(d.by);
+    if let Some(note) = more_note(d.sites.len().saturating_sub(top), one, many) {
+        println!("{note}");
     }
 }

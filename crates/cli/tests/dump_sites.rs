@@ -1,8 +1,9 @@
 //! `clrprof dump N --retained --by type|stack|function` and `clrprof
 //! dump-diff A B --by ...`: golden tables on a generated log and on
 //! `corpus/dump-sites.log` (objects from before the log, a log without
-//! allocation records), and JSON that holds every group with figures that
-//! add up to the totals.
+//! allocation records), and JSON that holds every group (unless `--top`
+//! cuts it, which `sites_left_out` then says) with figures that add up to
+//! the totals.
 
 mod common;
 
@@ -81,6 +82,10 @@ fn json_holds_every_group() {
         assert_eq!(r["by"], by);
         let sites = &r["sites"];
         assert!(sites.as_array().unwrap().len() > 20, "{by}: every group, not the top 20");
+        assert_eq!(r["sites_left_out"], 0, "{by}");
+        let cut = json(&["dump", &log, "2", "--retained", "--by", by, "--json", "-q", "--top", "3"]);
+        assert_eq!(cut["sites"].as_array().unwrap().len(), 3, "{by}: --top cuts the JSON");
+        assert_eq!(cut["sites_left_out"].as_u64().unwrap() + 3, sites.as_array().unwrap().len() as u64, "{by}");
         assert_eq!(sum(sites, "objects"), r["objects"].as_u64().unwrap(), "{by}");
         assert_eq!(sum(sites, "bytes"), r["bytes"].as_u64().unwrap(), "{by}");
         assert_eq!(sum(sites, "top_level"), plain["root_retained"].as_u64().unwrap(), "{by}: top level adds up");

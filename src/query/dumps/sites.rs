@@ -28,7 +28,7 @@
 use super::table::DumpTypeRow;
 use crate::format::{FunctionId, TypeId};
 use crate::model::{DumpObject, FrameNode, HeapDump, Model, ObjectId, StackRef, ThreadRef, TickIndex};
-use crate::query::alloc_stacks::{allocation_frames, function_names, node_function, CanonicalPaths};
+use crate::query::alloc_stacks::{function_names, node_function, CanonicalPaths};
 use crate::query::by_code::NO_STACK;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -43,6 +43,7 @@ pub const UNTRACKED_BELOW: u32 = 12;
 /// What dump objects are grouped by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum SiteBy {
     /// The type of the `o` record.
     #[default]
@@ -88,18 +89,20 @@ pub fn allocation_of(model: &Model, o: &DumpObject) -> Option<Allocation> {
 }
 
 /// The allocation stack row of a dump object, if the heap simulation knew
-/// the object: [`allocation_of`] without the thread and tick (which take a
-/// search each).
+/// the object: [`allocation_of`]'s stack, read from the dump's own columns
+/// (the row the simulated heap holds for the object, kept with the `o`
+/// record) instead of the allocation table, whose rows are far apart in
+/// memory for the objects of one dump.
 #[inline]
 pub fn allocation_row(model: &Model, o: &DumpObject) -> Option<StackRef> {
     let id = o.object?;
-    let a = model.allocations();
-    (id.index() < a.len()).then(|| a.stack(id))
+    (id.index() < model.allocations().len()).then_some(o.stack)
 }
 
 /// Why the objects of a dump without a known allocation have none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum UnknownReason {
     /// Every object of the dump has a known allocation.
     None,
@@ -212,6 +215,24 @@ pub struct Site {
     pub frames: Vec<String>,
 }
 
+/// The innermost of a row's allocation frames (the first node
+/// [`allocation_frames`](crate::query::alloc_stacks::allocation_frames)
+/// gives), without walking the whole stack: a row
+/// declared as an allocation stack has its leaf; a frames-only row needs
+/// three frames or more (its two outermost are read as type and size).
+fn innermost_frame(model: &Model, row: StackRef) -> Option<FrameNode> {
+    let stacks = model.stacks();
+    let leaf = stacks.leaf(row);
+    if leaf.0 == 0 {
+        return None;
+    }
+    if stacks.is_allocation_stack(row) {
+        return Some(leaf);
+    }
+    let above = stacks.parent(leaf);
+    (above.0 != 0 && stacks.parent(above).0 != 0).then_some(leaf)
+}
+
 /// A dense group number of a [`Sites`] map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SiteId(pub u32);
@@ -320,8 +341,7 @@ impl<'m> Sites<'m> {
             }
         }
         let model = self.model;
-        allocation_frames(model, row, &mut self.scratch);
-        let g = match (self.by, self.scratch.first().copied()) {
+        let g = match (self.by, innermost_frame(model, row)) {
             (_, None) => self.no_stack(),
             (SiteBy::Function, Some(leaf)) => {
                 let f = node_function(model, leaf);
@@ -400,6 +420,35 @@ impl<'m> Sites<'m> {
                 self.unknown = Some(g);
                 SiteId(g)
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::alloc_stacks::allocation_frames;
+
+    /// The shortcut agrees with the whole walk on every row, frames-only
+    /// rows (read as type, size, frames) included.
+    #[test]
+    fn innermost_frame_is_the_first_allocation_frame() {
+        let logs: [&[u8]; 2] = [
+            include_bytes!("../../../corpus/all-kinds.log"),
+            b"t 1 0 T\nf 1 A () 0 0\nf 2 B () 0 0\nn 1 0 1 24 1 2\nn 2 0 1 24 2\nn 3 0 1 24\nn 4 1 1 24 2\n\
+i 1\n! 1 0x1000 1\n! 1 0x1100 2\n! 1 0x1200 3\n! 1 0x1300 4\n",
+        ];
+        for log in logs {
+            let m = crate::model::load(log, &Default::default()).unwrap();
+            let mut frames = Vec::new();
+            let mut shapes = std::collections::HashSet::new();
+            for r in 0..m.stacks().len() {
+                let row = StackRef(r as u32);
+                allocation_frames(&m, row, &mut frames);
+                assert_eq!(innermost_frame(&m, row), frames.first().copied(), "row {r}");
+                shapes.insert((m.stacks().is_allocation_stack(row), frames.len().min(2)));
+            }
+            assert!(shapes.len() >= 3, "rows of several shapes: {shapes:?}");
         }
     }
 }

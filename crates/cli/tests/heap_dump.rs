@@ -240,7 +240,7 @@ fn check_graph(rt: Runtime, dir: &Path, log: &Path, index: usize) {
     let log_s = log.to_str().expect("UTF-8 path");
     let stats = ok_json(dir, &["stats", "--json", log_s]);
     assert_eq!(stats["warnings"]["total"], 0, "{what}: warnings {}", stats["warnings"]);
-    let listed = ok_json(dir, &["dumps", "--json", log_s]);
+    let listed = ok_json(dir, &["dumps", "--json", log_s])["dumps"].clone();
     assert_eq!(listed[index]["objects"].as_u64(), Some(d.objects.len() as u64), "{what}: objects in `dumps`");
 
     // Every marker's shortest path from a root runs through the cache and
@@ -361,7 +361,7 @@ fn under_agent(rt: Runtime) {
     assert!(z < e, "{rt:?}: the label precedes the dump");
     // Allocations were logged too: the dumped objects match them (.NET 8
     // also has a few objects the runtime made without an allocation event).
-    let dumps = ok_json(&dir, &["dumps", "--json", log.to_str().expect("UTF-8")]);
+    let dumps = ok_json(&dir, &["dumps", "--json", log.to_str().expect("UTF-8")])["dumps"].clone();
     let matched = dumps[0]["matched_objects"].as_u64().unwrap_or(0);
     let objects = dumps[0]["objects"].as_u64().unwrap_or(0);
     assert!(matched >= N * K + 2 * N + M + F && matched <= objects, "{rt:?}: {matched} of {objects} dumped objects match an allocation");
@@ -544,7 +544,7 @@ fn api(rt: Runtime) {
     let log = dir.join("api.log");
     let log_s = log.to_str().expect("UTF-8");
     let count = |rows: &Value, name: &str| {
-        rows.as_array().and_then(|a| a.iter().find(|r| r["type"] == name)).map_or(0, |r| r["count"].as_u64().unwrap_or(0))
+        rows["types"].as_array().and_then(|a| a.iter().find(|r| r["type"] == name)).map_or(0, |r| r["count"].as_u64().unwrap_or(0))
     };
     let phase = ok_json(&dir, &["types", "--kind", "allocated", "--json", "--top", "0", "--between-comments", "phase A start", "phase A end", log_s]);
     assert_eq!(count(&phase, "ApiA"), 1000, "{rt:?}: ApiA inside the marked phase");
@@ -553,7 +553,7 @@ fn api(rt: Runtime) {
     assert_eq!((count(&all, "ApiA"), count(&all, "ApiOff"), count(&all, "ApiB")), (1000, 0, 300), "{rt:?}: logging off for ApiOff only");
     let off = ok_json(&dir, &["types", "--kind", "allocated", "--json", "--top", "0", "--between-comments", "logging off", "logging on", log_s]);
     assert_eq!(count(&off, "ApiOff") + count(&off, "ApiA"), 0, "{rt:?}: nothing of the program's logged while off: {off}");
-    let dumps = ok_json(&dir, &["dumps", "--json", log_s]);
+    let dumps = ok_json(&dir, &["dumps", "--json", log_s])["dumps"].clone();
     assert_eq!(dumps.as_array().map(Vec::len), Some(2), "{rt:?}: two dumps");
     let (types, naive) = naive_dumps(&log);
     assert_eq!(naive[0].count(&types, "ApiA"), 1000);
@@ -594,7 +594,7 @@ fn periodic_dumps() {
     drop(stdin);
     assert_eq!(child.wait().expect("wait").code(), Some(3));
     let log = dir.join("p.log");
-    let dumps = ok_json(&dir, &["dumps", "--json", log.to_str().expect("UTF-8")]);
+    let dumps = ok_json(&dir, &["dumps", "--json", log.to_str().expect("UTF-8")])["dumps"].clone();
     let n = dumps.as_array().map_or(0, Vec::len);
     assert!(n >= 2, "periodic dumps: {n}");
     let text = std::fs::read_to_string(&log).expect("log");

@@ -91,37 +91,61 @@ pub struct SampledProfile {
 /// Objects per chunk when counting per thread.
 const CHUNK: u32 = 1 << 20;
 
+/// Dense counts per (thread, stack row) up to this many cells; a hash map
+/// beyond (logs with very many threads and stacks).
+const DENSE_CELLS: usize = 1 << 24;
+
 /// Objects the filter keeps per (thread, stack row).
-fn per_thread(model: &Model, options: &ExportOptions) -> HashMap<(u32, u32), u64> {
+fn per_thread(model: &Model, options: &ExportOptions) -> Vec<((u32, u32), u64)> {
     let filter = &options.filter;
     let range = filter.object_range(model);
     let (start, end) = (range.start.0, range.end.0);
-    (0..(end - start).div_ceil(CHUNK))
+    let chunks = (end - start).div_ceil(CHUNK);
+    let rows = model.stacks().len().max(1);
+    let cells = model.threads().len().saturating_mul(rows);
+    let each = |k: u32, f: &mut dyn FnMut(u32, u32)| {
+        let a = start + k * CHUNK;
+        let b = end.min(a.saturating_add(CHUNK));
+        for r in model.allocations().rows_in(ObjectId(a)..ObjectId(b)) {
+            if filter.has_thread(r.thread) {
+                f(r.thread.0, r.stack.0);
+            }
+        }
+    };
+    if cells <= DENSE_CELLS {
+        let counts = (0..chunks)
+            .into_par_iter()
+            .fold(
+                || vec![0u64; cells],
+                |mut acc, k| {
+                    each(k, &mut |t, r| {
+                        if let Some(c) = acc.get_mut(t as usize * rows + r as usize) {
+                            *c += 1;
+                        }
+                    });
+                    acc
+                },
+            )
+            .reduce(
+                || vec![0u64; cells],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x += y;
+                    }
+                    a
+                },
+            );
+        return counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, &n)| (((k / rows) as u32, (k % rows) as u32), n))
+            .collect();
+    }
+    let map = (0..chunks)
         .into_par_iter()
         .fold(HashMap::new, |mut acc: HashMap<(u32, u32), u64>, k| {
-            let a = start + k * CHUNK;
-            let b = end.min(a.saturating_add(CHUNK));
-            let mut last: Option<((u32, u32), u64)> = None;
-            for r in model.allocations().rows_in(ObjectId(a)..ObjectId(b)) {
-                if !filter.has_thread(r.thread) {
-                    continue;
-                }
-                let key = (r.thread.0, r.stack.0);
-                // Runs of one thread and stack are common: count them before
-                // hashing.
-                match &mut last {
-                    Some((k, n)) if *k == key => *n += 1,
-                    _ => {
-                        if let Some((k, n)) = last.take() {
-                            *acc.entry(k).or_insert(0) += n;
-                        }
-                        last = Some((key, 1));
-                    }
-                }
-            }
-            if let Some((k, n)) = last {
-                *acc.entry(k).or_insert(0) += n;
-            }
+            each(k, &mut |t, r| *acc.entry((t, r)).or_insert(0) += 1);
             acc
         })
         .reduce(HashMap::new, |mut a, b| {
@@ -129,7 +153,8 @@ fn per_thread(model: &Model, options: &ExportOptions) -> HashMap<(u32, u32), u64
                 *a.entry(k).or_insert(0) += n;
             }
             a
-        })
+        });
+    map.into_iter().collect()
 }
 
 /// Builds frames and samples.

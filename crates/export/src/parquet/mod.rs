@@ -11,7 +11,7 @@
 //!
 //! | table | one row per | columns |
 //! |---|---|---|
-//! | `objects` | allocated object the filter keeps (by allocation time and thread) | `id` (position among the log's allocations), `address`, `type_id` and `size` (from its allocation stack; null when the stack has none), `thread` (id as in the log; null for `a` records), `alloc_tick`, `alloc_ms`, `stack` (`stacks.id` of its frames), `fate` (`gc`: removed by a GC; `erased`: removed outside a GC; `alive`: in the heap at the end; `untracked`: under 12 bytes, never in CLRProfiler's heap), `generation` (when it died, or at the end for live objects; 3 = large object heap), `death_gc` (`gcs.id`), `death_tick`, `death_ms`, `gcs_survived`, `alive` |
+//! | `objects` | allocated object the filter keeps (by allocation time and thread) | `id` (position among the log's allocations), `address`, `type_id` and `size` (from its allocation stack; null when the stack has none), `thread` (id as in the log; null for `a` records), `alloc_tick`, `alloc_ms`, `stack` (`stacks.id` of its frames), `fate` (`gc`: removed by a GC; `erased`: removed outside a GC; `alive`: in the heap at the end; `untracked`: under 12 bytes, never in CLRProfiler's heap), `generation` (when it died, or at the end for live objects; 3 = large object heap), `death_gc` (`gcs.id`), `death_ms`, `gcs_survived` |
 //! | `stacks` | distinct frame path (a prefix tree; 0 is the empty path) | `id`, `parent` (null for 0), `function_id` (the innermost frame; null for 0), `depth` |
 //! | `functions` | function, defined or named by a stack | `id`, `name`, `signature`, `class`, `module_id`, `module` (file name), `address`, `code_size`, `first_stack`, `defined` |
 //! | `modules` | `m` record | `id`, `path`, `name`, `address` |

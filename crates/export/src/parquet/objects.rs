@@ -3,7 +3,7 @@
 use super::context::Context;
 use super::writer::{batch, write_table, TableReport, TableSpec};
 use crate::Result;
-use arrow_array::builder::{BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, Int8Builder};
+use arrow_array::builder::{Float64Builder, Int32Builder, Int64Builder, Int8Builder};
 use arrow_array::types::Int8Type;
 use arrow_array::{ArrayRef, DictionaryArray, Int8Array, StringArray};
 use arrow_schema::{DataType, Field, Schema};
@@ -33,12 +33,10 @@ fn spec() -> TableSpec {
             Field::new("fate", fate, false),
             Field::new("generation", DataType::Int8, true),
             Field::new("death_gc", DataType::Int32, true),
-            Field::new("death_tick", DataType::Int32, true),
             Field::new("death_ms", DataType::Float64, true),
             Field::new("gcs_survived", DataType::Int32, true),
-            Field::new("alive", DataType::Boolean, false),
         ])),
-        delta_columns: &["id", "address"],
+        delta_columns: &["id", "address", "alloc_tick"],
     }
 }
 
@@ -68,10 +66,8 @@ pub(crate) fn write(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
         let mut fate_code = Vec::with_capacity(n);
         let mut generation = Int8Builder::with_capacity(n);
         let mut death_gc = Int32Builder::with_capacity(n);
-        let mut death_tick = Int32Builder::with_capacity(n);
         let mut death_ms = Float64Builder::with_capacity(n);
         let mut survived = Int32Builder::with_capacity(n);
-        let mut alive = BooleanBuilder::with_capacity(n);
         let mut addresses = table.addresses_in(ObjectId(a)..ObjectId(b));
         // GCs that ended before the object was allocated (as the
         // allocation table counts them).
@@ -111,10 +107,8 @@ pub(crate) fn write(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
             generation.append_option(g.map(|g| g as i8));
             death_gc.append_option(gc.map(|g| g as i32));
             let died = model.death_tick_of(fate);
-            death_tick.append_option(died.map(|t| t.0 as i32));
             death_ms.append_option(died.map(|t| cx.ms(t)));
             survived.append_option(lived.map(|s| s as i32));
-            alive.append_value(code == 2);
         });
         let fate = DictionaryArray::<Int8Type>::try_new(Int8Array::from(fate_code), Arc::new(StringArray::from(FATES.to_vec())))
             .map_err(|e| crate::Error::Parquet { table: "objects", message: e.to_string() })?;
@@ -130,10 +124,8 @@ pub(crate) fn write(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
             Arc::new(fate),
             Arc::new(generation.finish()),
             Arc::new(death_gc.finish()),
-            Arc::new(death_tick.finish()),
             Arc::new(death_ms.finish()),
             Arc::new(survived.finish()),
-            Arc::new(alive.finish()),
         ];
         batch(&spec, columns)
     })

@@ -12,7 +12,7 @@ use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_writer::{compute_leaves, get_column_writers, ArrowColumnChunk};
 use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::properties::{WriterProperties, WriterVersion};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
@@ -59,7 +59,10 @@ pub(crate) fn write_table(
     let mut builder = WriterProperties::builder()
         .set_writer_version(WriterVersion::PARQUET_1_0)
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_max_row_group_size(usize::MAX);
+        .set_max_row_group_size(usize::MAX)
+        // Minimum and maximum per column chunk, not per page: page
+        // statistics cost a comparison per value and help little here.
+        .set_statistics_enabled(EnabledStatistics::Chunk);
     for c in spec.delta_columns {
         let path = ColumnPath::from(*c);
         builder = builder

@@ -67,9 +67,9 @@ pub fn logs() -> Option<Vec<Log>> {
 
 /// The generator's small preset with three heap dumps.
 pub fn dumps_log() -> Vec<u8> {
-    let mut o = clrprof::gen::Preset::Small.options();
+    let mut o = clrprof_gen::Preset::Small.options();
     o.heap_dumps = 3;
-    let (data, _) = clrprof::gen::generate(&o, Vec::new()).expect("generate");
+    let (data, _) = clrprof_gen::generate(&o, Vec::new()).expect("generate");
     data
 }
 

@@ -1,7 +1,7 @@
 //! Parquet: a folder of Parquet files, one per table, as DuckDB, Spark,
 //! pandas and polars read them (`read_parquet('DIR/objects.parquet')`).
 //!
-//! Files are written with zstd compression, one or more row groups per
+//! Files are written with Snappy compression (what Spark writes by default), one or more row groups per
 //! table (row groups of a million objects, encoded in parallel; at most as
 //! many row groups as the thread pool has threads are in memory at once),
 //! the Arrow schema in the file's metadata, and only signed integer types

@@ -11,7 +11,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_writer::{compute_leaves, get_column_writers, ArrowColumnChunk};
 use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter};
-use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::basic::{Compression, Encoding};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
@@ -58,7 +58,7 @@ pub(crate) fn write_table(
     let name = spec.name;
     let mut builder = WriterProperties::builder()
         .set_writer_version(WriterVersion::PARQUET_1_0)
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_compression(Compression::SNAPPY)
         .set_max_row_group_size(usize::MAX)
         // Minimum and maximum per column chunk, not per page: page
         // statistics cost a comparison per value and help little here.

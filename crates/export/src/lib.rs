@@ -39,6 +39,8 @@
 //! ```
 
 #![deny(missing_docs)]
+// Input and I/O problems are errors, never panics.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod error;
 mod frames;

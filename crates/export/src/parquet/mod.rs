@@ -49,8 +49,9 @@ use clrprof::model::Model;
 use context::Context;
 use std::path::Path;
 
-/// The tables, in the order they are written (each is `NAME.parquet`).
-pub const TABLES: [&str; 15] = [
+/// The tables, in the order they are written (each is `NAME.parquet`;
+/// the folder also gets a `README.md`).
+pub const TABLES: [&str; 14] = [
     "objects",
     "stacks",
     "functions",
@@ -65,18 +66,20 @@ pub const TABLES: [&str; 15] = [
     "dump_objects",
     "dump_references",
     "dump_roots",
-    "README.md",
 ];
 
 /// Checks that `dir` is missing, empty, or holds only files of an earlier
 /// export (which are written anew); creates it.
 fn prepare(dir: &Path) -> Result<()> {
     let io = |source| Error::Io { path: dir.to_path_buf(), source };
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::OutputNotEmpty { path: dir.to_path_buf(), entry: "(it is a file)".to_string() });
+    }
     match std::fs::read_dir(dir) {
         Ok(entries) => {
             for e in entries {
                 let name = e.map_err(io)?.file_name().to_string_lossy().into_owned();
-                let ours = TABLES.iter().any(|t| name == *t || name == format!("{t}.parquet"));
+                let ours = name == "README.md" || TABLES.iter().any(|t| name == format!("{t}.parquet"));
                 if !ours {
                     return Err(Error::OutputNotEmpty { path: dir.to_path_buf(), entry: name });
                 }
@@ -84,9 +87,6 @@ fn prepare(dir: &Path) -> Result<()> {
             Ok(())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir).map_err(io),
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-            Err(Error::OutputNotEmpty { path: dir.to_path_buf(), entry: "(it is a file)".to_string() })
-        }
         Err(e) => Err(io(e)),
     }
 }

@@ -93,7 +93,7 @@ fn parquet_writes_one_file_per_table_and_keeps_foreign_files() {
     }
     let objects = tables.iter().find(|t| t["name"] == "objects").unwrap();
     let count = json(&clrprof(&["types", &log, "--json"]));
-    let objects_allocated: u64 = count.as_array().unwrap().iter().map(|t| t["count"].as_u64().unwrap()).sum();
+    let objects_allocated: u64 = count["types"].as_array().unwrap().iter().map(|t| t["count"].as_u64().unwrap()).sum();
     assert_eq!(objects["rows"].as_u64(), Some(objects_allocated));
     // Writing again into the export's own folder is fine; a folder with
     // something else in it is refused and left as it was.

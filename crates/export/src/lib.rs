@@ -7,7 +7,7 @@
 //! `clrprof functions`, `clrprof types` and the other commands say:
 //! allocations per stack row from
 //! [`StackWeights`](clrprof::query::alloc_stacks::StackWeights), objects
-//! live at a time from [`type_counts`](clrprof::query::type_counts), frames
+//! live at a time from [`type_counts`](fn@clrprof::query::type_counts), frames
 //! as CLRProfiler reads them from
 //! [`allocation_frames`](clrprof::query::alloc_stacks::allocation_frames),
 //! objects and their fates from the model's allocation table.

@@ -1,10 +1,12 @@
 //! `clrprof dump`: one heap dump: its types, or retained sizes
-//! (`--retained`), or shortest paths from roots to a type (`--path-to`).
+//! (`--retained`, grouped by type, allocation stack or allocating function
+//! with `--by`), or shortest paths from roots to a type (`--path-to`).
 
 use crate::common::{cut_json, more_note, print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
 use anyhow::{anyhow, Result};
-use clrprof::query::dumps::{by_type, paths_to, retained, DumpIndex, DumpInfo};
+use crate::dump_sites::{print_retained, ByArg};
+use clrprof::query::dumps::{by_type, paths_to, retained, retained_by, DumpIndex, DumpInfo};
 
 /// Arguments of `clrprof dump`.
 #[derive(clap::Args)]
@@ -16,6 +18,13 @@ pub struct Args {
     /// Retained sizes (dominator tree): top types and objects.
     #[arg(long, conflicts_with = "path_to")]
     retained: bool,
+    /// With --retained: retained bytes per type, per allocation stack or
+    /// per allocating function, with every object counted (those without a
+    /// known allocation in a group of their own). Stacks and functions need
+    /// allocation records: a log recorded by attaching to a running process
+    /// has none.
+    #[arg(long, value_enum, value_name = "KEY", requires = "retained")]
+    by: Option<ByArg>,
     /// Shortest paths from a root to objects of this type (exact name, or
     /// else any name containing it).
     #[arg(long, value_name = "TYPE")]
@@ -62,6 +71,14 @@ pub fn run(args: Args) -> Result<()> {
                 println!("       -> {} {:#x} ({} bytes)", s.name, s.address, thousands(s.size as u64));
             }
         }
+        return Ok(());
+    }
+    if let Some(by) = args.by {
+        let r = retained_by(model, index, by.into()).ok_or_else(missing)?;
+        if args.out.json {
+            return print_json(&serde_json::to_value(&r)?);
+        }
+        print_retained(&r, top);
         return Ok(());
     }
     if args.retained {

@@ -6,6 +6,7 @@ mod cmd_calls;
 mod cmd_dump;
 mod cmd_dump_diff;
 mod cmd_dumps;
+mod cmd_export;
 mod cmd_lifetime;
 mod cmd_record;
 mod cmd_footprint;
@@ -24,6 +25,7 @@ mod cmd_threads;
 mod cmd_types;
 mod cmd_timeline;
 mod common;
+mod dump_sites;
 mod load;
 
 use clap::{Parser, Subcommand};
@@ -80,6 +82,8 @@ enum Command {
     DumpDiff(cmd_dump_diff::Args),
     /// Allocation and final-heap differences between two logs.
     Diff(cmd_diff::Args),
+    /// Write the log as a pprof profile, a speedscope file or Parquet tables.
+    Export(cmd_export::Args),
     /// Record counts, definitions and warnings of a log (no heap simulation).
     Stats(cmd_stats::Args),
     /// Load time, peak memory and bytes held by each table of the model.
@@ -123,6 +127,7 @@ fn main() -> ExitCode {
         Command::Graph(a) => cmd_graph::run(a),
         Command::Flame(a) => cmd_flame::run(a),
         Command::Diff(a) => cmd_diff::run(a),
+        Command::Export(a) => cmd_export::run(a),
     };
     finish(result.map(|()| ExitCode::SUCCESS))
 }

@@ -1,0 +1,45 @@
+//! What can go wrong while exporting.
+
+use std::path::PathBuf;
+
+/// An export error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Writing a file failed.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Writing to a caller's writer failed.
+    #[error("cannot write the export: {0}")]
+    Write(#[from] std::io::Error),
+    /// The Parquet or Arrow library refused a table.
+    #[error("cannot write the Parquet table {table}: {message}")]
+    Parquet {
+        /// The table.
+        table: &'static str,
+        /// The library's message.
+        message: String,
+    },
+    /// A query refused the selection.
+    #[error("{0}")]
+    Query(#[from] clrprof::query::TypeQueryError),
+    /// JSON serialization failed.
+    #[error("cannot write JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The output folder exists and holds files that are not this
+    /// export's own (they are never overwritten).
+    #[error("{path} exists and is not an empty folder or an earlier Parquet export (it holds {entry}); choose another output")]
+    OutputNotEmpty {
+        /// The folder.
+        path: PathBuf,
+        /// A file in it that the export would not write.
+        entry: String,
+    },
+}
+
+/// A result of this crate.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,139 @@
+//! The Parquet export read by DuckDB (`tests/duckdb/check.py`): SQL over
+//! the files reproduces the Summary's allocated and final-heap bytes, the
+//! allocated and final-heap histograms by type, the lifetime table, each
+//! heap dump's objects and bytes per type, and the README's three recipes
+//! (`sql/recipes.sql`) answer what `clrprof types`, `clrprof functions`
+//! and `clrprof lifetime` answer.
+
+mod common;
+
+use clrprof::model::Model;
+use clrprof::query::dumps::{by_type as dump_by_type, DumpIndex};
+use clrprof::query::{by_function, by_type, lifetime, summary, Filter, HistogramKind, SortBy, Tally};
+use clrprof_export::{parquet, ExportOptions};
+use common::{crate_dir, duckdb_python, load, logs, run, Log};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::process::Command;
+
+fn int(v: &Value) -> u64 {
+    match v {
+        Value::Number(n) => n.as_u64().unwrap_or_else(|| panic!("{n} is not a u64")),
+        Value::String(s) => s.parse().unwrap_or_else(|_| panic!("{s} is not a number")),
+        Value::Null => 0,
+        other => panic!("{other} is not a number"),
+    }
+}
+
+/// `name -> (bytes, count)` of a list of SQL rows.
+fn by_name(rows: &Value, bytes: &str, count: &str) -> BTreeMap<String, (u64, u64)> {
+    rows.as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| (r["name"].as_str().or(r["type"].as_str()).expect("name").to_string(), (int(&r[bytes]), int(&r[count]))))
+        .collect()
+}
+
+fn histogram(model: &Model, kind: HistogramKind) -> BTreeMap<String, (u64, u64)> {
+    by_type(model, kind).into_iter().filter(|r| r.count > 0).map(|r| (r.name, (r.bytes as u64, r.count))).collect()
+}
+
+fn check(log: &Log, python: &std::path::Path) {
+    let model = load(log);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("export");
+    let reports = parquet::write(&model, &ExportOptions::default(), &out).expect("export");
+    assert!(reports.iter().all(|r| r.bytes > 0));
+    let text = run(Command::new(python).arg(crate_dir().join("tests/duckdb/check.py")).arg(&out).arg(crate_dir().join("sql/recipes.sql")));
+    let got: Value = serde_json::from_str(text.trim()).expect("check.py JSON");
+    let name = &log.name;
+
+    let s = summary(&model);
+    assert_eq!(int(&got["allocated_bytes"]), s.allocated_bytes, "{name}: allocated bytes");
+    assert_eq!(int(&got["final_heap_bytes"]), s.final_heap_bytes, "{name}: final heap bytes");
+    let allocated = histogram(&model, HistogramKind::Allocated);
+    assert_eq!(by_name(&got["allocated_by_type"], "bytes", "count"), allocated, "{name}: allocated by type");
+    assert_eq!(by_name(&got["final_by_type"], "bytes", "count"), histogram(&model, HistogramKind::FinalHeap), "{name}: final heap by type");
+
+    // The lifetime table, column by column.
+    let columns = ["allocated", "gen0", "gen1", "gen2", "loh", "erased", "alive_at_end", "untracked"];
+    let mut expected: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    for r in lifetime(&model, &Filter::all()).rows {
+        let t: [Tally; 8] = [r.allocated, r.gen0, r.gen1, r.gen2, r.loh, r.erased, r.alive_at_end, r.untracked];
+        expected.insert(r.name, t.iter().map(|t| (t.objects, t.bytes)).collect());
+    }
+    let sql: BTreeMap<String, Vec<(u64, u64)>> = got["lifetime"]
+        .as_array()
+        .expect("lifetime")
+        .iter()
+        .map(|r| {
+            let cells = columns.iter().map(|c| (int(&r[format!("{c}_objects")]), int(&r[format!("{c}_bytes")]))).collect();
+            (r["name"].as_str().expect("name").to_string(), cells)
+        })
+        .collect();
+    assert_eq!(sql, expected, "{name}: lifetime table");
+
+    // Each heap dump's objects and bytes per type.
+    let dumps = model.heap_dumps().dumps().len();
+    let mut expected: Vec<(u64, i64, u64, u64)> = Vec::new();
+    for k in 0..dumps {
+        let t = dump_by_type(&model, DumpIndex(k as u32)).expect("dump");
+        expected.extend(t.types.iter().map(|r| (k as u64, r.type_id as i64, r.objects, r.bytes)));
+    }
+    expected.sort();
+    let mut sql: Vec<(u64, i64, u64, u64)> = got["dumps"]
+        .as_array()
+        .expect("dumps")
+        .iter()
+        .map(|r| (int(&r["dump"]), r["type_id"].as_i64().expect("type id"), int(&r["objects"]), int(&r["bytes"])))
+        .collect();
+    sql.sort();
+    assert_eq!(sql, expected, "{name}: heap dumps by type");
+    assert_eq!(got["dump_list"].as_array().map(Vec::len), Some(dumps), "{name}: heap dumps");
+
+    // The README's recipes.
+    let recipes = &got["recipes"];
+    assert_eq!(by_name(&recipes["bytes_by_type"], "bytes", "objects"), allocated, "{name}: recipe bytes_by_type");
+    let inclusive: BTreeMap<i64, (u64, u64)> = by_function(&model, &Filter::all(), SortBy::Inclusive)
+        .into_iter()
+        .filter_map(|r| Some((r.function? as i64, (r.figures.inclusive_bytes, r.figures.inclusive_count))))
+        .filter(|r| r.1 .1 > 0)
+        .collect();
+    let sql: BTreeMap<i64, (u64, u64)> = recipes["top_functions_inclusive"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| (r["function_id"].as_i64().expect("id"), (int(&r["inclusive_bytes"]), int(&r["inclusive_objects"]))))
+        .collect();
+    assert_eq!(sql, inclusive, "{name}: recipe top_functions_inclusive");
+    let gen2: BTreeMap<String, (u64, u64)> = lifetime(&model, &Filter::all())
+        .rows
+        .into_iter()
+        .filter(|r| r.gen2.objects > 0 && r.name != "(no type)")
+        .map(|r| (r.name, (r.gen2.bytes, r.gen2.objects)))
+        .collect();
+    assert_eq!(by_name(&recipes["died_in_gen2"], "bytes", "objects"), gen2, "{name}: recipe died_in_gen2");
+}
+
+#[test]
+fn duckdb_reproduces_clrprof_figures_from_the_parquet_files() {
+    let Some(python) = duckdb_python() else { return };
+    let Some(logs) = logs() else { return };
+    for log in &logs {
+        check(log, &python);
+    }
+    // The generated log has heap dumps, so that their check compared rows.
+    let dumps = load(&logs[2]).heap_dumps().dumps().len();
+    assert_eq!(dumps, 3, "the generated log's heap dumps");
+}
+
+#[test]
+fn the_readme_holds_the_recipes_the_test_runs() {
+    let readme = std::fs::read_to_string(common::repo().join("README.md")).expect("README");
+    let recipes = std::fs::read_to_string(crate_dir().join("sql/recipes.sql")).expect("recipes");
+    for part in recipes.split("-- name: ").skip(1) {
+        let body = part.split_once('\n').map_or("", |p| p.1);
+        let sql: String = body.lines().filter(|l| !l.starts_with("--")).collect::<Vec<_>>().join("\n");
+        assert!(readme.contains(sql.trim()), "README.md lacks the recipe:\n{}", sql.trim());
+    }
+}

@@ -1,5 +1,5 @@
 //! Lifetime, ages (both histograms), CLRProfiler's Histogram by Age at a
-//! time, survivors of a window and calls, on a loaded seed-scale model
+//! time, survivors of a window, threads and calls, on a loaded seed-scale model
 //! (19.7 M objects). The seed preset has no `c` lines (with them its log is
 //! 9.9 GB), so calls are measured on the medium preset generated with
 //! `--calls` (3 M objects, about 100 M calls), in memory.
@@ -10,7 +10,7 @@ mod seed;
 use clrprof_gen::{generate, GenOptions, Preset};
 use clrprof::model::{load, LoadOptions, TickIndex};
 use clrprof::query::age_histogram::AgeBars;
-use clrprof::query::{age_histogram_at, ages, call_tree, calls, lifetime, survivors, CallTreeOptions, Filter};
+use clrprof::query::{age_histogram_at, ages, call_tree, calls, lifetime, survivors, threads, CallTreeOptions, Filter};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 /// CPU seconds used by this process so far (user + system, from
@@ -73,6 +73,7 @@ fn bench_seed(c: &mut Criterion) {
     });
     g.bench_function("survivors_20_40_at_end", |b| b.iter(|| black_box(survivors(&model, &window, None, 20))));
     g.bench_function("survivors_20_40_at_middle", |b| b.iter(|| black_box(survivors(&model, &window, Some(mid), 20))));
+    g.bench_function("threads", |b| b.iter(|| black_box(threads(&model, &all))));
     g.finish();
     report_cpu("seed/lifetime", 10, || {
         black_box(lifetime(&model, &all));
@@ -82,6 +83,9 @@ fn bench_seed(c: &mut Criterion) {
     });
     report_cpu("seed/ages_at_middle", 10, || {
         black_box(age_histogram_at(&model, &all, mid, AgeBars::default()).expect("histogram"));
+    });
+    report_cpu("seed/threads", 10, || {
+        black_box(threads(&model, &all));
     });
     report_cpu("seed/survivors_20_40_at_end", 10, || {
         black_box(survivors(&model, &window, None, 20));

@@ -56,7 +56,7 @@ async function render() {
   }
   const fn = CP.views[view];
   if (!fn) { root.replaceChildren(CP.el('p', {}, `No view ${view}.`)); return; }
-  const box = CP.el('div', { 'data-view': view });
+  const box = CP.el('div', { 'data-view': view, 'data-route': location.hash });
   root.replaceChildren(box);
   try {
     await fn(box, CP.state.route.params, () => gen === CP.state.generation);

@@ -57,7 +57,7 @@ CP.views.dumps = async function (root, params) {
     const b = params.b !== undefined ? params.b : String(n);
     root.append(CP.el('div', { class: 'controls' }, CP.el('label', {}, 'from '), pick('a', a), CP.el('label', {}, 'to '), pick('b', b)));
     const d = await CP.api(CP.logPath(`dump-diff/${a}/${b}`));
-    root.append(CP.el('p', { class: 'note' }, `${CP.num(d.new_objects)} new objects (${CP.num(d.new_bytes)} bytes), ${CP.num(d.gone_objects)} gone (${CP.num(d.gone_bytes)} bytes), ${CP.num(d.kept_objects)} kept`));
+    root.append(CP.el('p', { class: 'note', 'data-new-objects': d.new_objects, 'data-new-bytes': d.new_bytes, 'data-gone-objects': d.gone_objects, 'data-kept-objects': d.kept_objects }, `${CP.num(d.new_objects)} new objects (${CP.num(d.new_bytes)} bytes), ${CP.num(d.gone_objects)} gone (${CP.num(d.gone_bytes)} bytes), ${CP.num(d.kept_objects)} kept`));
     const changed = d.types.filter((t) => t.bytes_a !== t.bytes_b || t.objects_a !== t.objects_b)
       .sort((x, y) => Math.abs(y.bytes_b - y.bytes_a) - Math.abs(x.bytes_b - x.bytes_a));
     root.append(CP.table('dump-diff', [

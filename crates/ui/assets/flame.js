@@ -14,7 +14,7 @@ CP.views.flame = async function (root, params) {
   const v = await CP.api(CP.logPath('flame'), Object.assign({ focus: params.focus, search }, CP.windowParams()));
   const crumbs = CP.el('div', { class: 'crumbs note' }, CP.el('a', { onclick: () => CP.go('flame', { search }) }, 'all'));
   focus.forEach((f, i) => crumbs.append(' › ', CP.el('a', { onclick: () => CP.go('flame', { focus: focus.slice(0, i + 1).join(';'), search }) }, f)));
-  root.append(crumbs, CP.el('p', { class: 'note', 'data-total': v.total }, `${CP.num(v.total)} bytes in ${CP.num(v.stacks)} stacks; this frame: ${CP.num(v.tree.bytes)} bytes (${CP.pct(v.tree.bytes, v.total)})` +
+  root.append(crumbs, CP.el('p', { class: 'note', 'data-total': v.total, 'data-focus-bytes': v.tree.bytes, 'data-matched': v.matched === null ? undefined : v.matched }, `${CP.num(v.total)} bytes in ${CP.num(v.stacks)} stacks; this frame: ${CP.num(v.tree.bytes)} bytes (${CP.pct(v.tree.bytes, v.total)})` +
     (v.matched !== null ? `; frames matching “${search}”: ${CP.num(v.matched)} bytes (${CP.pct(v.matched, v.total)})` : '')));
   const box = CP.el('div', { id: 'flame' });
   root.append(box);

@@ -223,6 +223,12 @@ impl LogSet {
                 };
             }
         }
+        self.warm();
+    }
+
+    /// Computes every loaded log's slow whole-log answers (the server does
+    /// it once the logs are loaded).
+    pub fn warm(&self) {
         for slot in &self.slots {
             let ready = match slot.state.read() {
                 Ok(s) => match &*s {

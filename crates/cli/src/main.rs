@@ -22,6 +22,7 @@ mod cmd_summary;
 mod cmd_survivors;
 mod cmd_threads;
 mod cmd_types;
+mod cmd_ui;
 mod cmd_timeline;
 mod common;
 mod dump_sites;
@@ -89,6 +90,9 @@ enum Command {
     Gen(cmd_gen::Args),
     /// Run a .NET program under the capture agent and write its log.
     Record(cmd_record::Args),
+    /// Every view in the browser: a local web server over the logs (the
+    /// address it prints carries the token every request needs).
+    Ui(cmd_ui::Args),
 }
 
 fn main() -> ExitCode {
@@ -117,6 +121,7 @@ fn main() -> ExitCode {
         Command::Threads(a) => cmd_threads::run(a),
         Command::Timeline(a) => cmd_timeline::run(a),
         Command::Record(a) => return finish(cmd_record::run(a)),
+        Command::Ui(a) => cmd_ui::run(a),
         Command::Functions(a) => cmd_functions::run(a),
         Command::Modules(a) => cmd_groups::run(a, cmd_groups::Grouping::Module),
         Command::Classes(a) => cmd_groups::run(a, cmd_groups::Grouping::Class),

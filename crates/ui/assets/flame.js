@@ -40,7 +40,7 @@ CP.views.flame = async function (root, params) {
     const d = CP.el('div', {
       class: 'fl' + (needle && n.name.toLowerCase().includes(needle) ? ' match' : '') + (needle && !n.name.toLowerCase().includes(needle) ? ' dim' : ''),
       style: `left:${x}px;top:${depth * rowH}px;width:${Math.max(1, w)}px;background:hsl(${hue},${isType ? 60 : 75}%,${isType ? 74 : 60}%)`,
-      'data-frame': n.name, 'data-bytes': n.bytes,
+      'data-frame': n.name, 'data-bytes': n.bytes, 'data-depth': depth,
     }, w > 24 ? n.name : '');
     d.addEventListener('click', () => CP.go('flame', { focus: path.join(';') || undefined, search }));
     d.addEventListener('mousemove', (e) => CP.tooltip.show(e.clientX, e.clientY, `${n.name}\n${CP.num(n.bytes)} bytes (${CP.pct(n.bytes, v.total)} of all, ${CP.pct(n.bytes, v.tree.bytes)} of this frame)`));

@@ -25,7 +25,7 @@ fn seed_log() -> Vec<u8> {
     }
     eprintln!("generating the seed preset into {} (once)", path.display());
     let file = std::io::BufWriter::new(std::fs::File::create(&path).expect("create the seed log"));
-    let (file, _) = clrprof::gen::generate(&clrprof::gen::Preset::Seed.options(), file).expect("generate the seed log");
+    let (file, _) = clrprof_gen::generate(&clrprof_gen::Preset::Seed.options(), file).expect("generate the seed log");
     file.into_inner().expect("write the seed log");
     std::fs::read(&path).expect("read the seed log")
 }

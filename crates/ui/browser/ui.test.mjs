@@ -27,7 +27,9 @@ const cache = new Map();
 function cli(id, args) {
   const key = JSON.stringify([id, args]);
   if (!cache.has(key)) {
-    const out = execFileSync(CLI, [args[0], ...(id === null ? [] : [LOGS[id]]), ...args.slice(1), '--quiet', '--json'], { maxBuffer: 1 << 28 });
+    // The log goes where '@' stands, or else right after the command.
+    const full = args.includes('@') ? args.map((a) => (a === '@' ? LOGS[id] : a)) : [args[0], LOGS[id], ...args.slice(1)];
+    const out = execFileSync(CLI, [...full, '--quiet', '--json'], { maxBuffer: 1 << 28 });
     cache.set(key, JSON.parse(out.toString()));
   }
   return cache.get(key);
@@ -122,7 +124,7 @@ for (let id = 0; id < LOGS.length; id++) {
 
   test(`${tag}: who allocated String matches clrprof who String`, async () => {
     await open(`code?log=${id}&by=who&sort=inclusive&type=String`);
-    const want = cli(id, ['who', 'String', '--top', '200']);
+    const want = cli(id, ['who', 'String', '@', '--top', '200']);
     same((await rows('who-types')).map((r) => [r.name, r.bytes, r.count]), want.types.map((t) => [t.name, t.bytes, t.count]), 'who types');
     same((await rows('who-functions')).map((r) => [r.name, r.inclusive_bytes, r.exclusive_bytes]), want.functions.map((f) => [f.name, f.inclusive_bytes, f.exclusive_bytes]), 'who functions');
   });
@@ -143,11 +145,11 @@ for (let id = 0; id < LOGS.length; id++) {
     for (const s of folded) { const f = s.stack.split(';')[0]; byFirst.set(f, (byFirst.get(f) || 0) + s.bytes); }
     await open(`flame?log=${id}`, `${tag}-flame`);
     assert.equal(Number(await page.getAttribute('[data-total]', 'data-total')), total, 'total bytes');
-    const firsts = await page.$$eval('#flame .fl', (ds) => ds.filter((d) => d.style.top === '18px').map((d) => [d.dataset.frame, Number(d.dataset.bytes)]));
+    const firsts = await page.$$eval('#flame .fl', (ds) => ds.filter((d) => d.dataset.depth === '1').map((d) => [d.dataset.frame, Number(d.dataset.bytes)]));
     assert.ok(firsts.length > 0);
     for (const [f, b] of firsts) assert.equal(b, byFirst.get(f), `bytes under ${f}`);
     const [first] = firsts.sort((a, b) => b[1] - a[1]);
-    await page.click(`#flame .fl[data-frame="${first[0]}"][style*="top: 18px"]`);
+    await page.click(`#flame .fl[data-frame="${first[0]}"][data-depth="1"]`);
     await page.waitForFunction((f) => location.hash.includes('focus=') && document.querySelector('[data-view="flame"][data-ready] [data-focus-bytes]'), first[0]);
     assert.equal(Number(await page.getAttribute('[data-focus-bytes]', 'data-focus-bytes')), first[1], 'zoomed frame bytes');
     const term = 'String';
@@ -220,7 +222,7 @@ for (let id = 0; id < LOGS.length; id++) {
     const list = cli(id, ['dumps', '--top', '0']);
     await open(`dumps?log=${id}`, list.length ? null : `${tag}-dumps`);
     if (list.length === 0) {
-      assert.match(await page.textContent('[data-view="dumps"]'), /no heap dumps/);
+      assert.match(await page.textContent('main [data-view="dumps"]'), /no heap dumps/);
       return;
     }
     same((await rows('dumps')).map((r) => [r.index, r.objects, r.bytes, r.roots]), list.map((d) => [d.index, d.objects, d.bytes, d.roots]), 'dump list');

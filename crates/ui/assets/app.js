@@ -41,6 +41,7 @@ function showWindow() {
 }
 
 async function render() {
+  CP.tooltip.hide();
   CP.state.route = CP.parseHash();
   const { view } = CP.state.route;
   for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('active', a.dataset.view === view);

@@ -30,9 +30,9 @@ CP.views.dumps = async function (root, params) {
     root.append(CP.el('p', { class: 'note' }, 'Each object retains what it dominates: the bytes freed if it went away. Click ▸ to expand.'));
     const first = await CP.api(CP.logPath(`dump/${n}/tree`));
     const tree = CP.el('div', { class: 'tree', 'data-tree': n });
-    tree.append(CP.el('div', { class: 'node note' }, CP.el('span', { class: 'toggle' }), CP.el('span', { class: 'num' }, 'retained bytes'),
-      CP.el('span', { class: 'num' }, 'own bytes'), CP.el('span', {}, 'type'), CP.el('span', {}, 'address')));
-    tree.append(treeNode(n, first.parent, first, true));
+    tree.append(CP.el('div', { class: 'node head' }, CP.el('span', { class: 'num' }, 'retained bytes'),
+      CP.el('span', { class: 'num' }, 'own bytes'), CP.el('span', { class: 'name' }, 'object (type, address)')));
+    tree.append(treeNode(n, first.parent, first, true, 0));
     root.append(tree);
   } else if (tab === 'paths') {
     const input = CP.el('input', { value: params.type || '', placeholder: 'type name', size: 40, 'data-input': 'type' });
@@ -70,18 +70,20 @@ CP.views.dumps = async function (root, params) {
   }
 };
 
-// One node of the dominator tree; children fetched on expansion.
-function treeNode(dump, node, expansion, open) {
+// One node of the dominator tree; children fetched on expansion. The
+// figures stay in their columns; the name is indented by depth.
+function treeNode(dump, node, expansion, open, depth) {
   const row = CP.el('div', { class: 'node', 'data-node': node.node, 'data-address': node.address === null ? 'root' : node.address, 'data-retained': node.retained });
   const toggle = CP.el('span', { class: 'toggle' }, node.children ? (open ? '▾' : '▸') : '');
   const kids = CP.el('div', { class: 'kids' });
-  row.append(toggle, CP.el('span', { class: 'num' }, CP.num(node.retained)), CP.el('span', { class: 'num' }, CP.num(node.size)),
-    CP.el('span', {}, node.name), CP.el('span', { class: 'addr' }, node.address === null ? `${CP.num(node.children)} objects held by roots` : CP.hex(node.address)));
+  row.append(CP.el('span', { class: 'num' }, CP.num(node.retained)), CP.el('span', { class: 'num' }, CP.num(node.size)),
+    CP.el('span', { class: 'name', style: `padding-left:${depth * 18}px` }, toggle, node.name, ' ',
+      CP.el('span', { class: 'addr' }, node.address === null ? `${CP.num(node.children)} objects held directly` : CP.hex(node.address))));
   const box = CP.el('div', {}, row, kids);
   let loaded = false;
   function fill(e) {
-    kids.replaceChildren(...e.children.map((c) => treeNode(dump, c, null, false)));
-    if (e.more) kids.append(CP.el('div', { class: 'note' }, `… ${CP.num(e.more)} more retaining ${CP.num(e.more_retained)} bytes`));
+    kids.replaceChildren(...e.children.map((c) => treeNode(dump, c, null, false, depth + 1)));
+    if (e.more) kids.append(CP.el('div', { class: 'note', style: `padding-left:${240 + (depth + 1) * 18}px` }, `… ${CP.num(e.more)} more retaining ${CP.num(e.more_retained)} bytes`));
     loaded = true;
   }
   if (open && expansion) fill(expansion);

@@ -41,7 +41,7 @@ before(async () => {
   mkdirSync(SHOTS, { recursive: true });
   browser = await chromium.launch({
     executablePath: process.env.CLRPROF_CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
   });
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   page.on('pageerror', (e) => pageErrors.push(String(e)));

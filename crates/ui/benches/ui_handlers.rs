@@ -30,6 +30,17 @@ fn seed_log() -> Vec<u8> {
     std::fs::read(&path).expect("read the seed log")
 }
 
+/// CPU seconds used by this process so far (user + system, all threads,
+/// from `/proc/self/stat`; 0 where it cannot be read). On a shared machine
+/// wall times depend on the load; CPU time much less.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let Some(rest) = stat.rfind(')').map(|k| &stat[k + 2..]) else { return 0.0 };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |k: usize| f.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn bench(c: &mut Criterion) {
     let log = seed_log();
     let model = load(&log, &LoadOptions::default()).expect("load the seed log");
@@ -86,7 +97,11 @@ fn bench(c: &mut Criterion) {
     for (name, path) in &views {
         let uri = format!("/api/log/0/{path}");
         let bytes = get(&uri);
-        eprintln!("{name}: {bytes} bytes of JSON");
+        let (cpu, runs) = (cpu_seconds(), 5);
+        for _ in 0..runs {
+            get(&uri);
+        }
+        eprintln!("{name}: {bytes} bytes of JSON, {:.1} ms CPU per request", (cpu_seconds() - cpu) * 1000.0 / runs as f64);
         g.bench_function(*name, |b| b.iter(|| get(&uri)));
     }
     g.bench_function("page", |b| b.iter(|| get("/")));

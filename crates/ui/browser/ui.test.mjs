@@ -209,13 +209,14 @@ for (let id = 0; id < LOGS.length; id++) {
     same((await rows('who-functions')).map((r) => [r.name, r.exclusive_bytes, r.exclusive_count]), fns.map((f) => [f.name, f.exclusive_bytes, f.exclusive_count]), 'who allocated in the window, by function');
     const surv = cli(id, ['survivors', '--from', from, '--to', to, '--top', '15']);
     same((await rows('survivors')).map((r) => [r.name, r.surviving_bytes]), surv.by_type.map((t) => [t.name, t.surviving.bytes]), 'what of it survived');
-    await page.screenshot({ path: join(SHOTS, `${tag}-timeline-window.png`) });
     // A click (no drag) lists the live bytes by type at that moment.
     await page.mouse.click(box[0] + x + w * 0.5, box[1] + y + h / 2);
     await page.waitForSelector('[data-panel="live"] [data-at]');
     const at = await page.getAttribute('[data-panel="live"] [data-at]', 'data-at');
     const live = cli(id, ['types', '--kind', 'final', '--at', at]);
     same((await rows('live')).map((r) => [r.name, r.bytes, r.count]), live.slice(0, 30).map((t) => [t.type, t.bytes, t.count]), `live at ${at} ms`);
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: join(SHOTS, `${tag}-timeline-window.png`), fullPage: true });
   });
 
   test(`${tag}: heap dumps, the dominator tree, paths to roots and the difference of two dumps match clrprof dump`, async () => {

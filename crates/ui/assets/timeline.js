@@ -23,7 +23,7 @@ CP.views.timeline = async function (root, params, current) {
   const canvas = CP.el('canvas', { width, height, 'data-plot': `${M.left},${M.top},${plotW},${plotH}` });
   const wrap = CP.el('div', { class: 'tl-wrap' }, canvas);
   const legend = CP.el('div', { class: 'tl-legend' });
-  const below = CP.el('div', { class: 'cols' });
+  const below = CP.el('div', { class: 'cols halves' });
   const live = CP.el('div', { 'data-panel': 'live' });
   const who = CP.el('div', { 'data-panel': 'who' });
   below.append(live, who);
@@ -157,7 +157,7 @@ CP.views.timeline = async function (root, params, current) {
     const r = await CP.api(CP.logPath('types'), { kind: 'final', at });
     const total = r.types.reduce((a, t) => a + t.bytes, 0);
     live.replaceChildren(CP.el('h3', { 'data-at': at }, `Live at ${CP.ms(at)}: ${CP.num(total)} bytes`),
-      CP.table('live', [{ key: 'type', label: 'Type' }, { key: 'bytes', label: 'Bytes', num: true }, { key: 'count', label: 'Objects', num: true }], r.types.slice(0, 30), (t) => t.type));
+      CP.table('live', [{ key: 'type', label: 'Type' }, { key: 'bytes', label: 'Bytes', num: true }, { key: 'count', label: 'Objects', num: true }], r.types.slice(0, 15), (t) => t.type));
   }
 
   if (params.from !== undefined) {

@@ -63,6 +63,13 @@ fn bench(c: &mut Criterion) {
             body.len()
         })
     };
+    let get_json = |uri: &str| -> serde_json::Value {
+        let req = Request::builder().uri(uri).header("x-clrprof-token", "bench").body(Body::empty()).expect("request");
+        rt.block_on(async {
+            let body = router.clone().oneshot(req).await.expect("response").into_body().collect().await.expect("body");
+            serde_json::from_slice(&body.to_bytes()).expect("json")
+        })
+    };
     let (w0, w1, mid) = (end_ms * 0.2, end_ms * 0.4, end_ms * 0.5);
     let window = format!("from={w0:.1}&to={w1:.1}");
     let views: Vec<(&str, String)> = vec![
@@ -104,6 +111,25 @@ fn bench(c: &mut Criterion) {
         eprintln!("{name}: {bytes} bytes of JSON, {:.1} ms CPU per request", (cpu_seconds() - cpu) * 1000.0 / runs as f64);
         g.bench_function(*name, |b| b.iter(|| get(&uri)));
     }
+    // The server keeps the flame trees of the last 4 windows: a first
+    // request for a window (5 windows in turn, so never a kept one), then
+    // zooming into a frame of a window just drawn.
+    let windows: Vec<String> = (0..5)
+        .map(|k| format!("/api/log/0/flame?from={:.1}&to={:.1}", end_ms * (0.1 + 0.05 * k as f64), end_ms * 0.6))
+        .collect();
+    let mut turn = 0usize;
+    g.bench_function("flame_new_window", |b| {
+        b.iter(|| {
+            turn = (turn + 1) % windows.len();
+            get(&windows[turn])
+        })
+    });
+    let drawn = get_json(&format!("/api/log/0/flame?{window}"));
+    let frame = drawn["tree"]["children"][0]["name"].as_str().expect("a first frame").to_string();
+    let encoded: String =
+        frame.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect();
+    let zoom = format!("/api/log/0/flame?{window}&focus={encoded}&search=String");
+    g.bench_function("flame_window_zoom", |b| b.iter(|| get(&zoom)));
     g.bench_function("page", |b| b.iter(|| get("/")));
     g.finish();
 }

@@ -10,7 +10,7 @@ use clrprof::query::{ages, lifetime, Ages, Filter, Lifetime};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// A log of the server: its position among the logs given (from 0). Routes
 /// name logs by this id only, never by a path.
@@ -27,6 +27,9 @@ pub struct LoadedLog {
     lifetime_all: OnceLock<Lifetime>,
     ages_all: OnceLock<Ages>,
     flame_all: OnceLock<FlameTree>,
+    /// The flame trees of the last windows asked for, newest last (zooming
+    /// and searching within a window ask for the same tree again).
+    flame_windows: Mutex<Vec<(Filter, Arc<FlameTree>)>>,
     /// Dominator trees of the heap dumps, built when first asked for.
     pub dominators: DominatorCache,
 }
@@ -41,6 +44,7 @@ impl LoadedLog {
             lifetime_all: OnceLock::new(),
             ages_all: OnceLock::new(),
             flame_all: OnceLock::new(),
+            flame_windows: Mutex::new(Vec::new()),
             dominators: DominatorCache::new(dumps),
         }
     }
@@ -58,6 +62,25 @@ impl LoadedLog {
     /// The flame graph's tree over the whole log (computed once).
     pub fn flame_all(&self) -> &FlameTree {
         self.flame_all.get_or_init(|| FlameTree::build(&self.model, &Filter::all()))
+    }
+
+    /// The flame graph's tree of the objects a filter keeps: built once per
+    /// filter among the last few asked for.
+    pub fn flame_of(&self, filter: &Filter) -> Arc<FlameTree> {
+        const KEPT: usize = 4;
+        if let Ok(kept) = self.flame_windows.lock() {
+            if let Some((_, t)) = kept.iter().find(|(f, _)| f == filter) {
+                return t.clone();
+            }
+        }
+        let tree = Arc::new(FlameTree::build(&self.model, filter));
+        if let Ok(mut kept) = self.flame_windows.lock() {
+            if kept.len() >= KEPT {
+                kept.remove(0);
+            }
+            kept.push((filter.clone(), tree.clone()));
+        }
+        tree
     }
 
     /// Computes the whole-log answers that take longest, so that the first

@@ -115,6 +115,37 @@ async fn answers_are_the_library_queries() {
     assert_eq!(got["by_type"], serde_json::to_value(&s.by_type[..s.by_type.len().min(20)]).expect("json"));
 }
 
+fn encode(s: &str) -> String {
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+#[tokio::test]
+async fn the_flame_graph_adds_up_and_zooms_in_a_window() {
+    let app = app();
+    let m = model();
+    let end = query::timeline::end_ms(&m);
+    let (from, to) = (end * 0.1, end * 0.6);
+    let f = Filter::resolve(&m, &query::TimeWindow::Millis { from: Some(from), to: Some(to) }, &[]).expect("window");
+    let folded = query::folded_stacks(&m, &f);
+    let total: u64 = folded.iter().map(|s| s.bytes).sum();
+    for _ in 0..2 {
+        // The second time from the kept tree.
+        let v = json(&app, &format!("/api/log/0/flame?from={from}&to={to}")).await;
+        assert_eq!(v["total"].as_u64(), Some(total));
+        assert_eq!(v["stacks"].as_u64(), Some(folded.len() as u64));
+        let first = &v["tree"]["children"][0];
+        let name = first["name"].as_str().expect("a first frame");
+        let under: u64 = folded.iter().filter(|s| s.stack.split(';').next() == Some(name)).map(|s| s.bytes).sum();
+        assert_eq!(first["bytes"].as_u64(), Some(under));
+        let z = json(&app, &format!("/api/log/0/flame?from={from}&to={to}&focus={}&search=String", encode(name))).await;
+        assert_eq!(z["tree"]["bytes"].as_u64(), Some(under), "zoomed into {name}");
+        let matched: u64 = folded.iter().filter(|s| s.stack.split(';').any(|x| x.contains("String"))).map(|s| s.bytes).sum();
+        assert_eq!(z["matched"].as_u64(), Some(matched));
+    }
+    let (status, _) = get(&app, "/api/log/0/flame?focus=no%20such%20frame", Some(TOKEN)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
 #[tokio::test]
 async fn bad_parameters_say_what_was_expected() {
     let app = app();

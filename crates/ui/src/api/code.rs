@@ -1,7 +1,6 @@
 //! Allocation by code: functions, modules, classes, who allocated a type,
 //! the Allocation Graph and the flame graph's tree.
 
-use crate::flame_tree::FlameTree;
 use crate::params::{sort_by, WindowParams};
 use crate::{ApiError, App};
 use axum::extract::{Path, Query, State};
@@ -132,12 +131,12 @@ pub async fn flame(State(app): State<App>, Path(id): Path<u32>, Query(p): Query<
     };
     app.answer(id, move |log| {
         let filter = p.window.filter(&log.model)?;
-        let built;
+        let windowed;
         let tree = if filter.is_all() {
             log.flame_all()
         } else {
-            built = FlameTree::build(&log.model, &filter);
-            &built
+            windowed = log.flame_of(&filter);
+            &*windowed
         };
         tree.view(&focus, fraction, 4000, p.search.as_deref())
             .ok_or_else(|| ApiError::not_found(format!("no stack goes through {:?}", focus.join(";"))))

@@ -212,7 +212,10 @@ CP.graphSvg = function (g) {
     r.append(t);
     svg.append(r);
     const label = mk('text', { x: p.x + 4, y: p.y + 12 });
-    const short = n.name.length > 28 ? '…' + n.name.slice(-27) : n.name;
+    // Class::Method without the namespace, as CLRProfiler labels boxes.
+    const k = n.name.indexOf('::');
+    const bare = k > 0 ? n.name.slice(n.name.lastIndexOf('.', k) + 1) : n.name;
+    const short = bare.length > 26 ? bare.slice(0, 25) + '…' : bare;
     label.textContent = `${short} ${CP.pct(n.bytes, total)}`;
     svg.append(label);
   }

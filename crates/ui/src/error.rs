@@ -56,20 +56,20 @@ pub enum UiError {
     #[error("give at least one log to show")]
     NoLogs,
     /// A log could not be opened.
-    #[error("{path}: {source}")]
+    #[error("cannot open {path}: {error}")]
     Open {
         /// The log.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}: {error}")]
     Bind {
         /// The address asked for.
         addr: String,
         /// Why.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// No random token could be made.
     #[error("cannot make a random token: {0}")]

@@ -35,7 +35,7 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiEr
         return Err(UiError::NoLogs);
     }
     for p in &options.logs {
-        std::fs::File::open(p).map_err(|source| UiError::Open { path: p.clone(), source })?;
+        std::fs::File::open(p).map_err(|error| UiError::Open { path: p.clone(), error })?;
     }
     let token = Token::random().map_err(UiError::Token)?;
     let logs = Arc::new(LogSet::from_paths(&options.logs));
@@ -44,8 +44,13 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiEr
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
-            .map_err(|source| UiError::Bind { addr: options.listen.to_string(), source })?;
+            .map_err(|error| UiError::Bind { addr: options.listen.to_string(), error })?;
         let addr = listener.local_addr()?;
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "clrprof ui: listening on {addr}, beyond this machine: anyone who can reach it and has the address with its token can read the logs (plain HTTP)"
+            );
+        }
         ready(&format!("http://{addr}/?token={}", app.token().as_str()));
         let names: Vec<String> = logs.statuses().into_iter().map(|s| s.name).collect();
         let quiet = options.quiet;

@@ -25,6 +25,7 @@ mod cmd_summary;
 mod cmd_survivors;
 mod cmd_threads;
 mod cmd_types;
+mod cmd_ui;
 mod cmd_timeline;
 mod common;
 mod dump_sites;
@@ -99,6 +100,9 @@ enum Command {
     /// Take a heap dump of a running .NET process (attaching the agent if
     /// it has none).
     HeapDump(cmd_heap_dump::Args),
+    /// Every view in the browser: a local web server over the logs (the
+    /// address it prints carries the token every request needs).
+    Ui(cmd_ui::Args),
 }
 
 fn main() -> ExitCode {
@@ -128,6 +132,7 @@ fn main() -> ExitCode {
         Command::Timeline(a) => cmd_timeline::run(a),
         Command::Record(a) => return finish(cmd_record::run(a)),
         Command::HeapDump(a) => cmd_heap_dump::run(a),
+        Command::Ui(a) => cmd_ui::run(a),
         Command::Functions(a) => cmd_functions::run(a),
         Command::Modules(a) => cmd_groups::run(a, cmd_groups::Grouping::Module),
         Command::Classes(a) => cmd_groups::run(a, cmd_groups::Grouping::Class),

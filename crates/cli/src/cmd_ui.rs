@@ -1,0 +1,44 @@
+//! `clrprof ui`: every view in the browser, over the same queries (the
+//! server is the `clrprof-ui` library).
+
+use anyhow::Result;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Arguments of `clrprof ui`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The logs to show (each is named by its position in the page; no
+    /// other file can be reached through the server).
+    #[arg(required = true, value_name = "LOG")]
+    logs: Vec<PathBuf>,
+    /// The address to listen on (loopback by default; port 0: any free
+    /// port). The page's address, printed at start, carries a random token
+    /// that every request needs.
+    #[arg(long, value_name = "ADDR", default_value = clrprof_ui::DEFAULT_LISTEN)]
+    listen: SocketAddr,
+    /// Threads to parse with (default: all cores).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+    /// No progress bars.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Runs the command: serves until interrupted.
+pub fn run(args: Args) -> Result<()> {
+    let options = clrprof_ui::ServeOptions {
+        logs: args.logs,
+        listen: args.listen,
+        threads: args.threads.map(usize::from),
+        quiet: args.quiet,
+    };
+    clrprof_ui::serve(options, |url| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "clrprof ui: open {url}");
+        let _ = writeln!(out, "clrprof ui: the logs load in the background; Ctrl-C stops the server");
+        let _ = out.flush();
+    })?;
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! `clrprof ui` in a real headless Chromium: starts the server on
+//! `gen-small` and `real-CLRProfilerTestBedMk1` from the reference corpus
+//! and runs `crates/ui/browser/ui.test.mjs` (playwright-core), which checks
+//! every view against this `clrprof`'s `--json`, the Time Line's drag and
+//! click, the dominator tree's expansion, and that requests without the
+//! token or for other files are refused. Screenshots of each view go to
+//! `target/ui-screenshots/`.
+//!
+//! Needs node, `/usr/bin/chromium` (or `$CLRPROF_CHROMIUM`) and
+//! `crates/ui/browser/node_modules` (`scripts/setup-ui-tests.sh` installs
+//! them): under `CI=true` their absence fails the test, elsewhere it is a
+//! visible skip.
+
+mod common;
+
+use common::{missing, reference_dir, repo_root};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// Kills the server when the test ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn chromium() -> PathBuf {
+    std::env::var_os("CLRPROF_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from)
+}
+
+fn has_node() -> bool {
+    Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn every_view_matches_the_cli_in_headless_chromium() {
+    let Some(reference) = reference_dir() else { return };
+    let browser_dir = repo_root().join("crates/ui/browser");
+    if !has_node() {
+        return missing("node (scripts/setup-ui-tests.sh installs it)");
+    }
+    if !chromium().is_file() {
+        return missing(&format!("{} (scripts/setup-ui-tests.sh installs Debian's chromium)", chromium().display()));
+    }
+    if !browser_dir.join("node_modules/playwright-core").is_dir() {
+        return missing("crates/ui/browser/node_modules (run scripts/setup-ui-tests.sh: npm ci)");
+    }
+    let logs: Vec<PathBuf> =
+        ["gen-small.log", "real-CLRProfilerTestBedMk1.log"].iter().map(|n| reference.join(n)).collect();
+    for l in &logs {
+        assert!(l.is_file(), "{} is missing from the reference corpus", l.display());
+    }
+    let exe = env!("CARGO_BIN_EXE_clrprof");
+    let mut child = Command::new(exe)
+        .arg("ui")
+        .args(&logs)
+        .args(["--listen", "127.0.0.1:0", "--quiet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start clrprof ui");
+    let stdout = child.stdout.take().expect("server stdout");
+    let server = Server(child);
+    let mut reader = BufReader::new(stdout);
+    let mut first = String::new();
+    reader.read_line(&mut first).expect("read the server's address");
+    // Keep reading what the server says, so that it never writes to a
+    // closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let url = first.trim().strip_prefix("clrprof ui: open ").unwrap_or_else(|| panic!("unexpected first line {first:?}")).to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "served on loopback: {url}");
+    assert!(url.contains("?token=") && url.len() > "http://127.0.0.1:1/?token=".len() + 31, "the address carries a token: {url}");
+
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target dir").join("ui-screenshots");
+    let logs_json = serde_json::to_string(&logs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>()).expect("json");
+    let status = Command::new("node")
+        .args(["--test", "--test-concurrency=1", "ui.test.mjs"])
+        .current_dir(&browser_dir)
+        .env("CLRPROF_UI_URL", &url)
+        .env("CLRPROF_CLI", exe)
+        .env("CLRPROF_UI_LOGS", logs_json)
+        .env("CLRPROF_SCREENSHOTS", &shots)
+        .env("CLRPROF_CHROMIUM", chromium())
+        .status()
+        .expect("run node");
+    drop(server);
+    assert!(status.success(), "the browser tests failed (screenshots in {})", shots.display());
+    for view in ["gen-small-summary", "gen-small-timeline", "gen-small-flame", "gen-small-dump-types", "real-timeline"] {
+        assert!(shots.join(format!("{view}.png")).is_file(), "no screenshot of {view}");
+    }
+}

@@ -1,0 +1,101 @@
+// clrprof ui: the shell: logs and their load progress, the tabs, the
+// address (#view?log=N&from=..&to=..) and the time window shared by views.
+'use strict';
+
+CP.state = { logs: [], route: { view: 'summary', params: {} }, generation: 0 };
+
+CP.parseHash = function () {
+  const h = location.hash.replace(/^#\/?/, '');
+  const [view, query] = h.split('?');
+  const params = Object.fromEntries(new URLSearchParams(query || ''));
+  return { view: view || 'summary', params };
+};
+
+// Goes to a view; `params` replace the current ones, except the log and
+// the window, which carry over unless given.
+CP.go = function (view, params) {
+  const cur = CP.state.route.params;
+  const p = Object.assign({ log: cur.log || '0' }, cur.from !== undefined ? { from: cur.from, to: cur.to } : {}, params || {});
+  for (const k of Object.keys(p)) if (p[k] === undefined || p[k] === null || p[k] === '') delete p[k];
+  location.hash = '#' + view + '?' + new URLSearchParams(p);
+};
+
+CP.link = function (text, view, params) {
+  return CP.el('a', { class: 'link', 'data-link': view, onclick: () => CP.go(view, params) }, text);
+};
+
+// The window of the route, as query parameters for the API.
+CP.windowParams = function () {
+  const p = CP.state.route.params;
+  return p.from !== undefined ? { from: p.from, to: p.to } : {};
+};
+
+CP.logId = function () { return Number(CP.state.route.params.log || 0); };
+CP.logPath = function (rest) { return `/api/log/${CP.logId()}/${rest}`; };
+
+function showWindow() {
+  const p = CP.state.route.params;
+  const box = document.getElementById('window-box');
+  box.hidden = p.from === undefined;
+  if (!box.hidden) document.getElementById('window-text').textContent = `${CP.ms(+p.from)} – ${CP.ms(+p.to)}`;
+}
+
+async function render() {
+  CP.tooltip.hide();
+  CP.state.route = CP.parseHash();
+  const { view } = CP.state.route;
+  for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('active', a.dataset.view === view);
+  document.getElementById('log-select').value = String(CP.logId());
+  showWindow();
+  const gen = ++CP.state.generation;
+  const root = document.getElementById('view');
+  const log = CP.state.logs[CP.logId()];
+  if (!log) { root.replaceChildren(CP.el('p', {}, 'No such log.')); return; }
+  if (log.state !== 'ready' && view !== 'compare') {
+    root.replaceChildren(CP.el('p', { class: 'note' }, log.state === 'failed' ? `${log.name} failed to load: ${log.error}` : `${log.name} is loading…`));
+    return;
+  }
+  const fn = CP.views[view];
+  if (!fn) { root.replaceChildren(CP.el('p', {}, `No view ${view}.`)); return; }
+  const box = CP.el('div', { 'data-view': view, 'data-route': location.hash });
+  root.replaceChildren(box);
+  try {
+    await fn(box, CP.state.route.params, () => gen === CP.state.generation);
+  } catch (e) {
+    if (gen === CP.state.generation) box.append(CP.error(e));
+  }
+  if (gen === CP.state.generation) box.setAttribute('data-ready', '1');
+}
+
+// Polls the logs' progress while any is loading; the page is usable
+// (other logs, other tabs) meanwhile.
+async function poll() {
+  let logs;
+  try { logs = await CP.api('/api/logs'); } catch (e) { setTimeout(poll, 1000); return; }
+  const before = CP.state.logs.map((l) => l.state).join();
+  CP.state.logs = logs;
+  const sel = document.getElementById('log-select');
+  if (sel.options.length !== logs.length) {
+    sel.replaceChildren(...logs.map((l) => CP.el('option', { value: l.id }, l.name)));
+    sel.value = String(CP.logId());
+  }
+  const loading = logs.filter((l) => l.state === 'loading');
+  const panel = document.getElementById('loading');
+  panel.hidden = loading.length === 0;
+  panel.replaceChildren(...loading.map((l) => CP.el('div', { 'data-loading': l.name },
+    `loading ${l.name} `, CP.el('span', { class: 'progress' }, CP.el('div', { style: `width:${l.total ? (100 * l.done / l.total).toFixed(1) : 0}%` })),
+    ` ${CP.size(l.done)} of ${CP.size(l.total)}`)));
+  if (before !== logs.map((l) => l.state).join()) render();
+  if (loading.length) setTimeout(poll, 250);
+}
+
+document.getElementById('log-select').addEventListener('change', (e) => CP.go(CP.state.route.view, { log: e.target.value, from: undefined, to: undefined }));
+document.getElementById('window-clear').addEventListener('click', () => {
+  const p = Object.assign({}, CP.state.route.params);
+  delete p.from; delete p.to;
+  location.hash = '#' + CP.state.route.view + '?' + new URLSearchParams(p);
+});
+for (const a of document.querySelectorAll('#tabs a')) a.addEventListener('click', () => CP.go(a.dataset.view));
+window.addEventListener('hashchange', render);
+CP.state.route = CP.parseHash();
+poll();

@@ -1,0 +1,50 @@
+// clrprof ui: the flame graph as an icicle (root on top), allocated bytes by
+// stack with the allocated type as the last frame. Click a frame to zoom
+// into it; search highlights frames and sums their bytes.
+'use strict';
+
+CP.views.flame = async function (root, params) {
+  const focus = params.focus ? params.focus.split(';') : [];
+  const search = params.search || '';
+  const input = CP.el('input', { value: search, placeholder: 'search frames', size: 30, 'data-input': 'search' });
+  input.addEventListener('change', () => CP.go('flame', { focus: params.focus, search: input.value }));
+  root.append(CP.el('h2', {}, 'Flame graph of allocated bytes'), CP.el('div', { class: 'controls' }, input,
+    CP.el('button', { onclick: () => CP.go('flame', { focus: params.focus, search: input.value }) }, 'search'),
+    search ? CP.el('button', { onclick: () => CP.go('flame', { focus: params.focus }) }, 'clear') : null));
+  const v = await CP.api(CP.logPath('flame'), Object.assign({ focus: params.focus, search }, CP.windowParams()));
+  const crumbs = CP.el('div', { class: 'crumbs note' }, CP.el('a', { onclick: () => CP.go('flame', { search }) }, 'all'));
+  focus.forEach((f, i) => crumbs.append(' › ', CP.el('a', { onclick: () => CP.go('flame', { focus: focus.slice(0, i + 1).join(';'), search }) }, f)));
+  root.append(crumbs, CP.el('p', { class: 'note', 'data-total': v.total, 'data-focus-bytes': v.tree.bytes, 'data-matched': v.matched === null ? undefined : v.matched }, `${CP.num(v.total)} bytes in ${CP.num(v.stacks)} stacks; this frame: ${CP.num(v.tree.bytes)} bytes (${CP.pct(v.tree.bytes, v.total)})` +
+    (v.matched !== null ? `; frames matching “${search}”: ${CP.num(v.matched)} bytes (${CP.pct(v.matched, v.total)})` : '')));
+  const box = CP.el('div', { id: 'flame' });
+  root.append(box);
+  const width = Math.max(600, box.clientWidth || 1200);
+  const rowH = 18;
+  let maxDepth = 0;
+  const nodes = [];
+  (function layout(n, x, w, depth, path) {
+    nodes.push({ n, x, w, depth, path });
+    maxDepth = Math.max(maxDepth, depth);
+    let cx = x;
+    for (const c of n.children) {
+      const cw = n.bytes ? w * c.bytes / n.bytes : 0;
+      if (cw >= 1) layout(c, cx, cw, depth + 1, path.concat([c.name]));
+      cx += cw;
+    }
+  })(v.tree, 0, width, 0, focus);
+  box.style.height = ((maxDepth + 1) * rowH + 4) + 'px';
+  const needle = search.toLowerCase();
+  for (const { n, x, w, depth, path } of nodes) {
+    const isType = n.children.length === 0 && n.hidden === 0 && depth > 0;
+    const hue = isType ? 205 : 10 + (CP.hashName(n.name) >>> 0) % 40;
+    const d = CP.el('div', {
+      class: 'fl' + (needle && n.name.toLowerCase().includes(needle) ? ' match' : '') + (needle && !n.name.toLowerCase().includes(needle) ? ' dim' : ''),
+      style: `left:${x}px;top:${depth * rowH}px;width:${Math.max(1, w)}px;background:hsl(${hue},${isType ? 60 : 75}%,${isType ? 74 : 60}%)`,
+      'data-frame': n.name, 'data-bytes': n.bytes, 'data-depth': depth,
+    }, w > 24 ? n.name : '');
+    d.addEventListener('click', () => CP.go('flame', { focus: path.join(';') || undefined, search }));
+    d.addEventListener('mousemove', (e) => CP.tooltip.show(e.clientX, e.clientY, `${n.name}\n${CP.num(n.bytes)} bytes (${CP.pct(n.bytes, v.total)} of all, ${CP.pct(n.bytes, v.tree.bytes)} of this frame)`));
+    d.addEventListener('mouseleave', () => CP.tooltip.hide());
+    box.append(d);
+  }
+};

@@ -1,0 +1,203 @@
+// clrprof ui: the Time Line. Address (rows) x time (columns), each cell
+// coloured by the type occupying it, drawn from the server's cell grid for
+// the visible window only. Drag: zoom to a window (and list who allocated
+// in it); wheel: pan; click: the live bytes by type at that moment.
+'use strict';
+
+CP.views.timeline = async function (root, params, current) {
+  const log = CP.logId();
+  const M = { left: 96, right: 10, top: 22, bottom: 26 };
+  const width = Math.max(600, Math.min(root.clientWidth || 1200, 1600));
+  const height = 520;
+  const plotW = width - M.left - M.right, plotH = height - M.top - M.bottom;
+  const meta = await CP.api(CP.logPath('timeline'));
+  const from = params.from !== undefined ? +params.from : 0;
+  const to = params.to !== undefined ? +params.to : meta.end_ms;
+  const span = Math.max(to - from, 1e-6);
+
+  const controls = CP.el('div', { class: 'controls' },
+    CP.el('button', { onclick: () => CP.go('timeline', { from: undefined, to: undefined }) }, 'whole log'),
+    CP.el('button', { onclick: () => zoomTo(from - span / 2, to + span / 2) }, 'zoom out'),
+    CP.el('span', { class: 'note', 'data-window': `${from},${to}` }, `showing ${CP.ms(from)} – ${CP.ms(to)} of ${CP.ms(meta.end_ms)}. Drag to zoom into a window, scroll to pan, click a moment for what was live.`));
+  root.append(CP.el('h2', {}, 'Time Line'), controls);
+  const canvas = CP.el('canvas', { width, height, 'data-plot': `${M.left},${M.top},${plotW},${plotH}` });
+  const wrap = CP.el('div', { class: 'tl-wrap' }, canvas);
+  const legend = CP.el('div', { class: 'tl-legend' });
+  const below = CP.el('div', { class: 'cols halves' });
+  const live = CP.el('div', { 'data-panel': 'live' });
+  const who = CP.el('div', { 'data-panel': 'who' });
+  below.append(live, who);
+  root.append(wrap, legend, below);
+
+  const [marks, grid] = await Promise.all([
+    CP.api(CP.logPath('timeline'), { from, to }),
+    CP.api(CP.logPath('timeline/grid'), { from, to, columns: plotW, rows: plotH }),
+  ]);
+  if (!current()) return;
+  const names = new Map(grid.types.map((t) => [t.type_id, t.name]));
+  const colourOf = (id) => (id ? CP.typeRgb(CP.hashName(names.get(id) || String(id))) : [255, 255, 255]);
+
+  // Cells -> an image of columns x rows, scaled onto the plot.
+  const rows = grid.rows.length, cols = grid.columns;
+  const ctx = canvas.getContext('2d');
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, width, height);
+  if (rows > 0) {
+    const img = new ImageData(cols, rows);
+    let k = 0;
+    for (let i = 0; i < grid.runs.length; i += 2) {
+      const [r, g, b] = colourOf(grid.runs[i]);
+      for (let n = 0; n < grid.runs[i + 1]; n++, k++) {
+        img.data[4 * k] = r; img.data[4 * k + 1] = g; img.data[4 * k + 2] = b; img.data[4 * k + 3] = 255;
+      }
+    }
+    const off = CP.el('canvas', { width: cols, height: rows });
+    off.getContext('2d').putImageData(img, 0, 0);
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(off, M.left, M.top, plotW, plotH);
+  }
+  ctx.strokeStyle = '#9aa3b2';
+  ctx.strokeRect(M.left - 0.5, M.top - 0.5, plotW + 1, plotH + 1);
+  const xOf = (ms) => M.left + (ms - from) / span * plotW;
+  const msOf = (x) => from + (x - M.left) / plotW * span;
+  // Address labels: the first row of each band.
+  ctx.fillStyle = '#333';
+  ctx.font = '11px system-ui, sans-serif';
+  const rowH = rows ? plotH / rows : plotH;
+  let lastY = -100;
+  grid.rows.forEach((r, i) => {
+    if (i === 0 || grid.rows[i - 1].band !== r.band) {
+      const y = M.top + i * rowH + 10;
+      if (y - lastY > 14) { ctx.fillText(CP.hex(r.high), 4, y); lastY = y; }
+      if (i > 0) { ctx.strokeStyle = '#555'; ctx.beginPath(); ctx.moveTo(M.left, M.top + i * rowH); ctx.lineTo(M.left + plotW, M.top + i * rowH); ctx.stroke(); }
+    }
+  });
+  // Time axis.
+  const step = niceStep(span / 8);
+  for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
+    const x = xOf(t);
+    ctx.fillStyle = '#333';
+    ctx.fillRect(x, M.top + plotH, 1, 4);
+    ctx.fillText(CP.ms(t), x - 18, height - 8);
+  }
+  // GC markers (top strip, by generation) and comments (dashed lines).
+  const genColour = ['#2e7dd7', '#e08a00', '#c62828', '#6a1b9a'];
+  for (const g of marks.gcs) {
+    const x = xOf(g.ms);
+    ctx.fillStyle = genColour[Math.min(g.generation, 3)] || '#333';
+    ctx.beginPath(); ctx.moveTo(x - 4, M.top - 12); ctx.lineTo(x + 4, M.top - 12); ctx.lineTo(x, M.top - 3); ctx.fill();
+  }
+  ctx.setLineDash([4, 3]);
+  for (const c of marks.comments) {
+    const x = xOf(c.ms);
+    ctx.strokeStyle = '#111'; ctx.beginPath(); ctx.moveTo(x, M.top); ctx.lineTo(x, M.top + plotH); ctx.stroke();
+    ctx.fillStyle = '#111'; ctx.fillText(c.text.slice(0, 24), x + 3, M.top + 12);
+  }
+  ctx.setLineDash([]);
+  const base = ctx.getImageData(0, 0, width, height);
+
+  legend.replaceChildren(...grid.types.slice(0, 24).map((t) => CP.el('span', {},
+    CP.el('span', { class: 'swatch', style: `background:${CP.typeColour(CP.hashName(t.name))}` }), t.name)),
+    CP.el('span', { class: 'note' }, `GC: `, ...['gen 0', 'gen 1', 'gen 2'].map((l, i) => CP.el('span', { style: `color:${genColour[i]}` }, ` ▼ ${l}`)), `; ${marks.gcs.length} GCs, ${marks.comments.length} comments in view`));
+
+  // Interactions.
+  let drag = null;
+  const inPlot = (x) => Math.max(M.left, Math.min(M.left + plotW, x));
+  const local = (e) => { const r = canvas.getBoundingClientRect(); return [e.clientX - r.left, e.clientY - r.top]; };
+  function zoomTo(a, b) {
+    a = Math.max(0, a); b = Math.min(meta.end_ms, b);
+    if (b - a < 1e-3) return;
+    CP.go('timeline', { from: a.toFixed(1), to: b.toFixed(1) });
+  }
+  canvas.addEventListener('mousedown', (e) => { const [x] = local(e); drag = { x0: inPlot(x), x1: inPlot(x) }; });
+  canvas.addEventListener('mousemove', (e) => {
+    const [x, y] = local(e);
+    if (drag) {
+      drag.x1 = inPlot(x);
+      ctx.putImageData(base, 0, 0);
+      ctx.fillStyle = 'rgba(36,88,179,.25)';
+      ctx.fillRect(Math.min(drag.x0, drag.x1), M.top, Math.abs(drag.x1 - drag.x0), plotH);
+      return;
+    }
+    if (x < M.left || x > M.left + plotW || y < M.top || y > M.top + plotH || !rows) { CP.tooltip.hide(); return; }
+    const r = Math.min(rows - 1, Math.floor((y - M.top) / rowH));
+    const c = Math.min(cols - 1, Math.floor((x - M.left) / plotW * cols));
+    const id = cellAt(grid, r, c);
+    CP.tooltip.show(e.clientX, e.clientY, `${CP.ms(msOf(x))}  ${CP.hex(grid.rows[r].low)}–${CP.hex(grid.rows[r].high)}  ${id ? names.get(id) : 'free'}`);
+  });
+  canvas.addEventListener('mouseleave', () => CP.tooltip.hide());
+  window.addEventListener('mouseup', function up(e) {
+    if (!drag) return;
+    const d = drag; drag = null;
+    if (!document.body.contains(canvas)) { window.removeEventListener('mouseup', up); return; }
+    if (Math.abs(d.x1 - d.x0) >= 4) {
+      zoomTo(msOf(Math.min(d.x0, d.x1)), msOf(Math.max(d.x0, d.x1)));
+    } else {
+      ctx.putImageData(base, 0, 0);
+      const at = msOf(d.x0);
+      ctx.strokeStyle = '#000'; ctx.beginPath(); ctx.moveTo(d.x0, M.top); ctx.lineTo(d.x0, M.top + plotH); ctx.stroke();
+      showLive(+at.toFixed(1));
+    }
+  });
+  let pan = 0, panTimer = null;
+  canvas.addEventListener('wheel', (e) => {
+    e.preventDefault();
+    pan += (Math.abs(e.deltaX) > Math.abs(e.deltaY) ? e.deltaX : e.deltaY) / plotW * span * 0.5;
+    clearTimeout(panTimer);
+    panTimer = setTimeout(() => {
+      let a = from + pan, b = to + pan;
+      if (a < 0) { b -= a; a = 0; }
+      if (b > meta.end_ms) { a -= b - meta.end_ms; b = meta.end_ms; }
+      zoomTo(a, b);
+    }, 200);
+  }, { passive: false });
+
+  async function showLive(at) {
+    live.replaceChildren(CP.el('h3', {}, `Live at ${CP.ms(at)}`), CP.el('p', { class: 'note' }, 'loading…'));
+    const r = await CP.api(CP.logPath('types'), { kind: 'final', at });
+    const total = r.types.reduce((a, t) => a + t.bytes, 0);
+    live.replaceChildren(CP.el('h3', { 'data-at': at }, `Live at ${CP.ms(at)}: ${CP.num(total)} bytes`),
+      CP.table('live', [{ key: 'type', label: 'Type' }, { key: 'bytes', label: 'Bytes', num: true }, { key: 'count', label: 'Objects', num: true }], r.types.slice(0, 15), (t) => t.type));
+  }
+
+  if (params.from !== undefined) {
+    who.append(CP.el('h3', {}, `Who allocated in ${CP.ms(from)} – ${CP.ms(to)}`), CP.el('p', { class: 'note' }, 'loading…'));
+    const w = { from: from.toFixed(1), to: to.toFixed(1) };
+    const [types, functions, surv] = await Promise.all([
+      CP.api(CP.logPath('types'), Object.assign({ kind: 'allocated' }, w)),
+      CP.api(CP.logPath('functions'), Object.assign({ sort: 'exclusive', top: 15 }, w)),
+      CP.api(CP.logPath('survivors'), Object.assign({ top: 15 }, w)),
+    ]);
+    if (!current()) return;
+    const total = types.types.reduce((a, t) => a + t.bytes, 0);
+    who.replaceChildren(CP.el('h3', { 'data-who-window': `${w.from},${w.to}` }, `Who allocated in ${CP.ms(+w.from)} – ${CP.ms(+w.to)}: ${CP.num(total)} bytes`),
+      CP.el('p', { class: 'note' }, 'By type'),
+      CP.table('who-types', [{ key: 'type', label: 'Type' }, { key: 'bytes', label: 'Bytes', num: true }, { key: 'count', label: 'Objects', num: true }], types.types.slice(0, 15), (t) => t.type),
+      CP.el('p', { class: 'note' }, 'By function (exclusive)'),
+      CP.table('who-functions', CP.FIGURES(total).filter((c) => !c.key.startsWith('inclusive')), functions, (r) => r.name),
+      CP.el('p', { class: 'note' }, 'What of it survived (to the end)'));
+    CP.survivorTables(who, surv);
+  } else {
+    who.append(CP.el('p', { class: 'note' }, 'Drag across the Time Line to see who allocated in a window and what of it survived.'));
+  }
+};
+
+function cellAt(grid, r, c) {
+  // Walk the runs to cell r * columns + c (the grid is drawn once; hover
+  // lookups build an index on first use).
+  if (!grid._starts) {
+    grid._starts = [];
+    let k = 0;
+    for (let i = 0; i < grid.runs.length; i += 2) { grid._starts.push(k); k += grid.runs[i + 1]; }
+  }
+  const k = r * grid.columns + c;
+  let lo = 0, hi = grid._starts.length - 1;
+  while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (grid._starts[mid] <= k) lo = mid; else hi = mid - 1; }
+  return grid.runs[2 * lo];
+}
+
+function niceStep(raw) {
+  const p = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1e-6))));
+  for (const m of [1, 2, 5, 10]) if (raw <= m * p) return m * p;
+  return 10 * p;
+}

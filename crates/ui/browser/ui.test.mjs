@@ -1,0 +1,298 @@
+// Browser tests of `clrprof ui` in headless Chromium (playwright-core).
+// Run by crates/cli/tests/ui_browser.rs, which starts `clrprof ui` on the
+// logs and passes:
+//   CLRPROF_UI_URL       the page's address, with its token
+//   CLRPROF_CLI          the clrprof binary, whose --json the page must match
+//   CLRPROF_UI_LOGS      the served logs, as a JSON array, in id order
+//   CLRPROF_SCREENSHOTS  where to write a screenshot of each view
+//   CLRPROF_CHROMIUM     the browser (default /usr/bin/chromium)
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const URL_ = process.env.CLRPROF_UI_URL;
+const CLI = process.env.CLRPROF_CLI;
+const LOGS = JSON.parse(process.env.CLRPROF_UI_LOGS || '[]');
+const SHOTS = process.env.CLRPROF_SCREENSHOTS || 'ui-screenshots';
+if (!URL_ || !CLI || LOGS.length === 0) throw new Error('CLRPROF_UI_URL, CLRPROF_CLI and CLRPROF_UI_LOGS must be set');
+const page0 = new URL(URL_);
+const ORIGIN = page0.origin;
+const TOKEN = page0.searchParams.get('token');
+const cache = new Map();
+
+// The CLI's --json for a command on log `id`.
+function cli(id, args) {
+  const key = JSON.stringify([id, args]);
+  if (!cache.has(key)) {
+    // The log goes where '@' stands, or else right after the command.
+    const full = args.includes('@') ? args.map((a) => (a === '@' ? LOGS[id] : a)) : [args[0], LOGS[id], ...args.slice(1)];
+    const out = execFileSync(CLI, [...full, '--quiet', '--json'], { maxBuffer: 1 << 28 });
+    let v = JSON.parse(out.toString());
+    // A command whose answer is one list gives {"<list>": [...],
+    // "<list>_left_out": n}: the list is what the page shows.
+    const keys = v && typeof v === 'object' && !Array.isArray(v) ? Object.keys(v) : [];
+    if (keys.length === 2 && keys.includes(keys[0] + '_left_out')) v = v[keys[0]];
+    else if (keys.length === 2 && keys.includes(keys[1] + '_left_out')) v = v[keys[1]];
+    cache.set(key, v);
+  }
+  return cache.get(key);
+}
+
+let browser, page;
+const pageErrors = [];
+before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: process.env.CLRPROF_CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
+  });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  await page.goto(URL_);
+  // The logs load in the background; the page polls their progress.
+  await page.waitForFunction(async () => {
+    const r = await fetch('/api/logs', { headers: { 'x-clrprof-token': CP.token } });
+    return (await r.json()).every((l) => l.state === 'ready');
+  }, null, { timeout: 120000, polling: 250 });
+});
+after(async () => { await browser?.close(); });
+
+// Opens a view and waits until it has drawn.
+async function open(hash, shot) {
+  await page.goto(`${URL_}#${hash}`);
+  await page.waitForSelector(`[data-route="#${hash}"][data-ready]`, { timeout: 60000 });
+  assert.deepEqual(pageErrors, [], 'script errors in the page');
+  const err = await page.$(`[data-route="#${hash}"] .error`);
+  assert.equal(err ? await err.textContent() : null, null, `${hash} shows an error`);
+  if (shot) await page.screenshot({ path: join(SHOTS, `${shot}.png`), fullPage: false });
+}
+
+// A table's rows as [{name, col: value}] (values as numbers where numeric).
+async function rows(table) {
+  return page.$$eval(`table[data-table="${table}"] tbody tr`, (trs) => trs.map((tr) => {
+    const o = { name: tr.dataset.name };
+    for (const td of tr.querySelectorAll('td')) {
+      const v = td.dataset.value;
+      o[td.dataset.col] = v === 'null' ? null : (v !== '' && !isNaN(Number(v)) ? Number(v) : v);
+    }
+    return o;
+  }));
+}
+
+function same(actual, expected, what) {
+  assert.deepEqual(actual, expected, what);
+}
+
+const LOG_NAMES = ['gen-small', 'real'];
+const SUMMARY_KEYS = ['allocated_bytes', 'relocated_bytes', 'final_heap_bytes', 'objects_finalized', 'critical_objects_finalized',
+  'gen0_collections', 'gen1_collections', 'gen2_collections', 'induced_collections', 'gen0_heap_bytes', 'gen1_heap_bytes',
+  'gen2_heap_bytes', 'loh_bytes', 'handles_created', 'handles_destroyed', 'handles_surviving', 'heap_dumps', 'comments'];
+
+for (let id = 0; id < LOGS.length; id++) {
+  const tag = LOG_NAMES[id] || `log${id}`;
+
+  test(`${tag}: Summary shows the CLI's figures, each linking to its view`, async () => {
+    await open(`summary?log=${id}`, `${tag}-summary`);
+    const shown = Object.fromEntries((await rows('summary')).map((r) => [r.name, r.value]));
+    const want = cli(id, ['summary']);
+    same(shown, Object.fromEntries(SUMMARY_KEYS.map((k) => [k, want[k]])), 'summary figures');
+    await page.click('tr[data-name="final_heap_bytes"] a');
+    await page.waitForSelector('[data-view="types"][data-ready]');
+    assert.match(await page.evaluate(() => location.hash), /kind=final/);
+  });
+
+  for (const kind of ['allocated', 'relocated', 'final', 'finalized', 'critical']) {
+    test(`${tag}: histogram by type (${kind}) and by size match clrprof types --kind ${kind} --buckets`, async () => {
+      await open(`types?log=${id}&kind=${kind}`, kind === 'allocated' ? `${tag}-types` : null);
+      const want = cli(id, ['types', '--kind', kind, '--buckets']);
+      same((await rows('types')).map((r) => [r.name, r.bytes, r.count]), want.types.slice(0, 500).map((t) => [t.type, t.bytes, t.count]), 'types');
+      same((await rows('buckets')).map((r) => [r.min_size, r.max_size, r.bytes, r.count]), want.buckets.map((b) => [b.min_size, b.max_size, b.bytes, b.count]), 'size classes');
+    });
+  }
+
+  for (const by of ['functions', 'modules', 'classes']) {
+    test(`${tag}: allocation by ${by} matches clrprof ${by} (inclusive and exclusive)`, async () => {
+      for (const sort of ['inclusive', 'exclusive']) {
+        await open(`code?log=${id}&by=${by}&sort=${sort}`, by === 'functions' && sort === 'inclusive' ? `${tag}-functions` : null);
+        const want = cli(id, [by, '--sort', sort, '--top', '200']);
+        same((await rows(by)).map((r) => [r.name, r.inclusive_bytes, r.inclusive_count, r.exclusive_bytes, r.exclusive_count]),
+          want.map((r) => [r.name, r.inclusive_bytes, r.inclusive_count, r.exclusive_bytes, r.exclusive_count]), `${by} by ${sort}`);
+      }
+      // Sorting by a column in the page orders by that figure.
+      await page.click(`table[data-table="${by}"] th[data-col="exclusive_count"]`);
+      const counts = (await rows(by)).map((r) => r.exclusive_count);
+      same(counts, counts.slice().sort((a, b) => b - a), 'sorted by exclusive objects');
+    });
+  }
+
+  test(`${tag}: who allocated String matches clrprof who String`, async () => {
+    await open(`code?log=${id}&by=who&sort=inclusive&type=String`);
+    const want = cli(id, ['who', 'String', '@', '--top', '200']);
+    same((await rows('who-types')).map((r) => [r.name, r.bytes, r.count]), want.types.map((t) => [t.name, t.bytes, t.count]), 'who types');
+    same((await rows('who-functions')).map((r) => [r.name, r.inclusive_bytes, r.exclusive_bytes]), want.functions.map((f) => [f.name, f.inclusive_bytes, f.exclusive_bytes]), 'who functions');
+  });
+
+  test(`${tag}: the Allocation Graph matches clrprof graph --min-percent 1`, async () => {
+    await open(`graph?log=${id}&min_percent=1`, `${tag}-graph`);
+    const want = cli(id, ['graph', '--min-percent', '1']);
+    same((await rows('graph-nodes')).map((r) => [r.name, r.kind, r.bytes, r.count, r.exclusive_bytes]),
+      want.nodes.map((n) => [n.name, n.kind, n.bytes, n.count, n.exclusive_bytes]), 'graph nodes');
+    assert.equal(await page.$$eval('svg.graph rect', (r) => r.length), want.nodes.length, 'one box per node');
+    assert.equal(await page.$$eval('svg.graph path.edge', (r) => r.length), want.edges.length, 'one curve per edge');
+  });
+
+  test(`${tag}: the flame graph adds up to clrprof flame's stacks; click zooms, search sums`, async () => {
+    const folded = cli(id, ['flame']);
+    const total = folded.reduce((a, s) => a + s.bytes, 0);
+    const byFirst = new Map();
+    for (const s of folded) { const f = s.stack.split(';')[0]; byFirst.set(f, (byFirst.get(f) || 0) + s.bytes); }
+    await open(`flame?log=${id}`, `${tag}-flame`);
+    assert.equal(Number(await page.getAttribute('[data-total]', 'data-total')), total, 'total bytes');
+    const firsts = await page.$$eval('#flame .fl', (ds) => ds.filter((d) => d.dataset.depth === '1').map((d) => [d.dataset.frame, Number(d.dataset.bytes)]));
+    assert.ok(firsts.length > 0);
+    for (const [f, b] of firsts) assert.equal(b, byFirst.get(f), `bytes under ${f}`);
+    const [first] = firsts.sort((a, b) => b[1] - a[1]);
+    await page.click(`#flame .fl[data-frame="${first[0]}"][data-depth="1"]`);
+    await page.waitForFunction((f) => location.hash.includes('focus=') && document.querySelector('[data-view="flame"][data-ready] [data-focus-bytes]'), first[0]);
+    assert.equal(Number(await page.getAttribute('[data-focus-bytes]', 'data-focus-bytes')), first[1], 'zoomed frame bytes');
+    const term = 'String';
+    const matched = folded.filter((s) => s.stack.split(';').some((f) => f.includes(term))).reduce((a, s) => a + s.bytes, 0);
+    await open(`flame?log=${id}&search=${term}`);
+    assert.equal(Number(await page.getAttribute('[data-matched]', 'data-matched')), matched, 'bytes under matching frames');
+  });
+
+  test(`${tag}: lifetime per type and generation matches clrprof lifetime`, async () => {
+    await open(`lifetime?log=${id}`, `${tag}-lifetime`);
+    const want = cli(id, ['lifetime', '--top', '200']);
+    const cols = ['allocated', 'gen0', 'gen1', 'gen2', 'loh', 'alive_at_end'];
+    same((await rows('lifetime')).map((r) => [r.name, ...cols.map((c) => r[c])]), [...want.rows, want.total].map((r) => [r.name, ...cols.map((c) => r[c].bytes)]), 'lifetime bytes');
+  });
+
+  test(`${tag}: ages match clrprof ages and clrprof ages --at`, async () => {
+    await open(`lifetime?log=${id}&tab=ages`, `${tag}-ages`);
+    const want = cli(id, ['ages']);
+    same((await rows('ages-gcs')).map((r) => [r.gcs_survived, r.died_bytes, r.alive_bytes]), want.by_gcs.map((r) => [r.gcs_survived, r.died.bytes, r.alive_at_end.bytes]), 'ages by GCs');
+    const end = cli(id, ['timeline', '--top', '0']).to_ms;
+    const at = (end / 2).toFixed(1);
+    await open(`lifetime?log=${id}&tab=ages&at=${at}`);
+    const h = cli(id, ['ages', '--at', at, '--bars', '10']);
+    same((await rows('age-bars')).map((r) => [r.objects, r.bytes]), h.bars.map((b) => [b.objects, b.bytes]), 'histogram by age');
+  });
+
+  test(`${tag}: survivors of a window match clrprof survivors`, async () => {
+    const end = cli(id, ['timeline', '--top', '0']).to_ms;
+    const [from, to] = [(end * 0.2).toFixed(1), (end * 0.4).toFixed(1)];
+    await open(`lifetime?log=${id}&tab=survivors&from=${from}&to=${to}`, `${tag}-survivors`);
+    const want = cli(id, ['survivors', '--from', from, '--to', to, '--top', '50']);
+    same((await rows('survivors')).map((r) => [r.name, r.surviving_bytes, r.surviving_objects, r.allocated_objects]),
+      want.by_type.map((t) => [t.name, t.surviving.bytes, t.surviving.objects, t.allocated.objects]), 'survivors by type');
+  });
+
+  test(`${tag}: Time Line: a drag narrows the window and "who allocated" becomes the CLI's answer for it; a click lists what was live`, async () => {
+    await open(`timeline?log=${id}`, `${tag}-timeline`);
+    const whole = cli(id, ['timeline', '--top', '0']);
+    assert.match(await page.textContent('.tl-legend'), new RegExp(`${whole.gcs.length} GCs, ${whole.comments.length} comments`));
+    const [x, y, w, h] = (await page.getAttribute('canvas[data-plot]', 'data-plot')).split(',').map(Number);
+    const box = await page.$eval('canvas[data-plot]', (c) => { const r = c.getBoundingClientRect(); return [r.left, r.top]; });
+    await page.mouse.move(box[0] + x + w * 0.30, box[1] + y + h / 2);
+    await page.mouse.down();
+    await page.mouse.move(box[0] + x + w * 0.45, box[1] + y + h / 2, { steps: 5 });
+    await page.mouse.move(box[0] + x + w * 0.60, box[1] + y + h / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForSelector('[data-view="timeline"][data-ready] [data-who-window]', { timeout: 60000 });
+    const [from, to] = (await page.getAttribute('[data-who-window]', 'data-who-window')).split(',');
+    assert.ok(+from > 0 && +to < whole.to_ms && +from < +to, `window ${from}-${to} within 0-${whole.to_ms}`);
+    const route = await page.evaluate(() => location.hash);
+    assert.match(route, new RegExp(`from=${from}&to=${to}`));
+    const types = cli(id, ['types', '--from', from, '--to', to]);
+    const all = cli(id, ['types']);
+    same((await rows('who-types')).map((r) => [r.name, r.bytes, r.count]), types.slice(0, 15).map((t) => [t.type, t.bytes, t.count]), 'who allocated in the window, by type');
+    assert.notDeepEqual(types.slice(0, 15), all.slice(0, 15), 'the window changes the answer');
+    const fns = cli(id, ['functions', '--from', from, '--to', to, '--sort', 'exclusive', '--top', '15']);
+    same((await rows('who-functions')).map((r) => [r.name, r.exclusive_bytes, r.exclusive_count]), fns.map((f) => [f.name, f.exclusive_bytes, f.exclusive_count]), 'who allocated in the window, by function');
+    const surv = cli(id, ['survivors', '--from', from, '--to', to, '--top', '15']);
+    same((await rows('survivors')).map((r) => [r.name, r.surviving_bytes]), surv.by_type.map((t) => [t.name, t.surviving.bytes]), 'what of it survived');
+    // A click (no drag) lists the live bytes by type at that moment.
+    await page.mouse.click(box[0] + x + w * 0.5, box[1] + y + h / 2);
+    await page.waitForSelector('[data-panel="live"] [data-at]');
+    const at = await page.getAttribute('[data-panel="live"] [data-at]', 'data-at');
+    const live = cli(id, ['types', '--kind', 'final', '--at', at]);
+    same((await rows('live')).map((r) => [r.name, r.bytes, r.count]), live.slice(0, 15).map((t) => [t.type, t.bytes, t.count]), `live at ${at} ms`);
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: join(SHOTS, `${tag}-timeline-window.png`), fullPage: true, clip: { x: 0, y: 0, width: 1400, height: 1250 } });
+  });
+
+  test(`${tag}: heap dumps, the dominator tree, paths to roots and the difference of two dumps match clrprof dump`, async () => {
+    const list = cli(id, ['dumps', '--top', '0']);
+    await open(`dumps?log=${id}`, list.length ? null : `${tag}-dumps`);
+    if (list.length === 0) {
+      assert.match(await page.textContent('main [data-view="dumps"]'), /no heap dumps/);
+      return;
+    }
+    same((await rows('dumps')).map((r) => [r.index, r.objects, r.bytes, r.roots]), list.map((d) => [d.index, d.objects, d.bytes, d.roots]), 'dump list');
+    const n = list[list.length - 1].index;
+    await open(`dumps?log=${id}&dump=${n}&tab=types`, `${tag}-dump-types`);
+    const types = cli(id, ['dump', String(n), '--top', '0']);
+    same((await rows('dump-types')).map((r) => [r.name, r.objects, r.bytes]), types.types.slice(0, 500).map((t) => [t.name, t.objects, t.bytes]), 'dump types');
+    // The dominator tree: the roots' children, then one expanded node's.
+    const ret = cli(id, ['dump', String(n), '--retained', '--top', '0']);
+    await open(`dumps?log=${id}&dump=${n}&tab=tree`);
+    const shownRoots = await page.$$eval('[data-tree] > div > .kids > div > .node', (ns) => ns.map((e) => [Number(e.dataset.address), Number(e.dataset.retained)]));
+    const wantRoots = ret.top_objects.filter((o) => o.dominator === null).slice(0, 50).map((o) => [o.address, o.retained]);
+    same(shownRoots, wantRoots, 'children of the roots and their retained sizes');
+    const parent = ret.top_objects.find((o) => o.dominator === null && ret.top_objects.some((c) => c.dominator === o.address));
+    const node = `[data-tree] .node[data-address="${parent.address}"]`;
+    await page.click(`${node} .toggle`);
+    await page.waitForFunction((sel) => document.querySelector(sel).nextElementSibling.children.length > 0, node);
+    const kids = await page.$eval(node, (e) => [...e.nextElementSibling.querySelectorAll(':scope > div > .node')].map((k) => [Number(k.dataset.address), Number(k.dataset.retained)]));
+    same(kids, ret.top_objects.filter((o) => o.dominator === parent.address).slice(0, 50).map((o) => [o.address, o.retained]), `children of ${parent.address.toString(16)}`);
+    await page.screenshot({ path: join(SHOTS, `${tag}-dominator-tree.png`) });
+    await open(`dumps?log=${id}&dump=${n}&tab=paths&type=System.String`, `${tag}-paths`);
+    const paths = cli(id, ['dump', String(n), '--path-to', 'System.String']);
+    assert.equal(Number(await page.getAttribute('[data-reachable]', 'data-reachable')), paths.reachable, 'reachable objects');
+    assert.equal(await page.$$eval('[data-path]', (p) => p.length), paths.paths.length, 'paths shown');
+    if (list.length > 1) {
+      const [a, b] = [list[0].index, n];
+      await open(`dumps?log=${id}&dump=${n}&tab=diff&a=${a}&b=${b}`, `${tag}-dump-diff`);
+      const d = cli(id, ['dump-diff', String(a), String(b)]);
+      for (const k of ['new_objects', 'new_bytes', 'gone_objects', 'kept_objects']) {
+        assert.equal(Number(await page.getAttribute(`[data-${k.replace('_', '-')}]`, `data-${k.replace('_', '-')}`)), d[k], k);
+      }
+    }
+  });
+}
+
+test('two logs compared match clrprof diff', async () => {
+  const [a, b] = [0, Math.min(1, LOGS.length - 1)];
+  await open(`compare?log=0&a=${a}&b=${b}`, 'compare');
+  const want = JSON.parse(execFileSync(CLI, ['diff', LOGS[a], LOGS[b], '--top', '50', '--quiet', '--json']).toString());
+  for (const key of ['allocated_by_type', 'final_heap_by_type', 'functions_exclusive', 'functions_inclusive']) {
+    const shown = want[key].length ? (await rows(`compare-${key}`)).map((r) => [r.name, r.diff_bytes, r.a_bytes, r.b_bytes, r.diff_count]) : [];
+    same(shown, want[key].map((r) => [r.name, r.diff_bytes, r.a_bytes, r.b_bytes, r.diff_count]), key);
+  }
+});
+
+test('a request without the token is refused', async () => {
+  for (const path of ['/', '/api/logs', '/assets/app.js', '/api/log/0/summary']) {
+    assert.equal((await fetch(ORIGIN + path)).status, 403, path);
+    const wrong = (TOKEN[0] === '0' ? '1' : '0') + TOKEN.slice(1);
+    assert.equal((await fetch(ORIGIN + path + '?token=' + wrong)).status, 403, `${path} with a wrong token`);
+    assert.equal((await fetch(ORIGIN + path, { headers: { 'x-clrprof-token': wrong } })).status, 403, `${path} with a wrong token header`);
+  }
+  assert.equal((await fetch(`${ORIGIN}/api/logs?token=${TOKEN}`)).status, 200, 'with the token');
+});
+
+test('no path outside the served logs can be reached', async () => {
+  const h = { 'x-clrprof-token': TOKEN };
+  for (const path of ['/etc/passwd', '/assets/..%2F..%2F..%2F..%2Fetc%2Fpasswd', '/assets/../../Cargo.toml', '/assets/%2Fetc%2Fpasswd',
+    '/api/log/..%2F..%2Fetc%2Fpasswd/summary', `/api/log/${encodeURIComponent(LOGS[0])}/summary`, '/api/log/99/summary', '/api/log/-1/summary',
+    '/api/log/0/dump/99/types', '/api/compare/0/99', '/' + LOGS[0]]) {
+    const r = await fetch(ORIGIN + path, { headers: h });
+    const body = await r.text();
+    assert.ok(r.status === 404 || r.status === 400, `${path}: status ${r.status}`);
+    assert.ok(!body.includes('root:') && !body.includes('[workspace]') && !body.includes('\n! '), `${path} leaked a file`);
+  }
+});

@@ -1,0 +1,65 @@
+//! The routes. Each `/api/log/{id}/...` route answers with the JSON of the
+//! CLI command it mirrors, from the same library query:
+//!
+//! | route | CLI |
+//! |---|---|
+//! | `summary` | `clrprof summary --json` |
+//! | `types?kind=&at=` | `clrprof types --buckets --kind K [--at MS] --json` |
+//! | `functions`, `modules`, `classes` `?sort=` | `clrprof functions/modules/classes --json` |
+//! | `who?type=&exact=` | `clrprof who TYPE --json` |
+//! | `graph?min_percent=` | `clrprof graph --min-percent P --json` |
+//! | `flame?focus=&search=` | `clrprof flame --json`, merged into a tree |
+//! | `lifetime` | `clrprof lifetime --json` |
+//! | `ages[?at=&bars=]` | `clrprof ages [--at MS --bars N] --json` |
+//! | `survivors?alive_at=` | `clrprof survivors --json` |
+//! | `timeline` | `clrprof timeline --json` (markers and bands) |
+//! | `timeline/grid` | `clrprof timeline --cells --json` (`grid`, cells run-length coded) |
+//! | `dumps` | `clrprof dumps --json` |
+//! | `dump/{n}/types`, `dump/{n}/retained`, `dump/{n}/paths?type=` | `clrprof dump N [--retained / --path-to T] --json` |
+//! | `dump/{n}/tree?node=` | one node of `--retained`'s dominator tree and its children |
+//! | `dump-diff/{a}/{b}` | `clrprof dump-diff A B --json` |
+//!
+//! and `/api/compare/{a}/{b}` is `clrprof diff A B --json`. Every route
+//! taking `from`, `to`, `threads` and `top` maps them as the CLI maps
+//! `--from`, `--to`, `--thread` and `--top`.
+
+mod code;
+mod compare;
+mod dumps;
+mod lifetime;
+mod page;
+mod summary;
+mod timeline;
+mod types;
+
+use crate::App;
+use axum::routing::get;
+use axum::Router;
+
+/// Every route (the token check is added by [`App::router`]).
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/", get(page::index))
+        .route("/assets/{name}", get(page::asset))
+        .route("/api/logs", get(page::logs))
+        .route("/api/log/{id}/summary", get(summary::summary))
+        .route("/api/log/{id}/types", get(types::types))
+        .route("/api/log/{id}/functions", get(code::functions))
+        .route("/api/log/{id}/modules", get(code::modules))
+        .route("/api/log/{id}/classes", get(code::classes))
+        .route("/api/log/{id}/who", get(code::who))
+        .route("/api/log/{id}/graph", get(code::graph))
+        .route("/api/log/{id}/flame", get(code::flame))
+        .route("/api/log/{id}/lifetime", get(lifetime::lifetime))
+        .route("/api/log/{id}/ages", get(lifetime::ages))
+        .route("/api/log/{id}/survivors", get(lifetime::survivors))
+        .route("/api/log/{id}/timeline", get(timeline::markers))
+        .route("/api/log/{id}/timeline/grid", get(timeline::grid))
+        .route("/api/log/{id}/dumps", get(dumps::list))
+        .route("/api/log/{id}/dump/{n}/types", get(dumps::types))
+        .route("/api/log/{id}/dump/{n}/retained", get(dumps::retained))
+        .route("/api/log/{id}/dump/{n}/tree", get(dumps::tree))
+        .route("/api/log/{id}/dump/{n}/paths", get(dumps::paths))
+        .route("/api/log/{id}/dump-diff/{a}/{b}", get(dumps::diff))
+        .route("/api/compare/{a}/{b}", get(compare::compare))
+}

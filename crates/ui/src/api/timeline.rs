@@ -1,0 +1,143 @@
+//! The Time Line: markers and address bands of a window, and the cell grid
+//! the page draws (never per-object data).
+
+use crate::{ApiError, App};
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use clrprof::model::Model;
+use clrprof::query::timeline::{address_axis, comment_marks, end_ms, gc_marks, grid as cell_grid, Band, CommentMark, GcMark, GridSpec, GridType};
+use serde::{Deserialize, Serialize};
+
+/// The window of a Time Line request.
+#[derive(Deserialize)]
+pub struct TimelineParams {
+    /// Start, ms (default 0).
+    #[serde(default, deserialize_with = "crate::params::lenient")]
+    from: Option<f64>,
+    /// End, ms (default: the end of the log).
+    #[serde(default, deserialize_with = "crate::params::lenient")]
+    to: Option<f64>,
+    /// Grid columns (at most 4096).
+    #[serde(default, deserialize_with = "crate::params::lenient")]
+    columns: Option<u32>,
+    /// Grid rows, at most (at most 4096).
+    #[serde(default, deserialize_with = "crate::params::lenient")]
+    rows: Option<u32>,
+    /// Lowest address shown.
+    #[serde(default, deserialize_with = "crate::params::lenient")]
+    addr_from: Option<u64>,
+    /// Highest address shown.
+    #[serde(default, deserialize_with = "crate::params::lenient")]
+    addr_to: Option<u64>,
+}
+
+impl TimelineParams {
+    fn window(&self, model: &Model) -> Result<(f64, f64), ApiError> {
+        let end = end_ms(model);
+        let from = self.from.unwrap_or(0.0);
+        let to = self.to.unwrap_or(end);
+        if !from.is_finite() || !to.is_finite() || to < from {
+            return Err(ApiError::bad_request(format!("the time window ends ({to} ms) before it starts ({from} ms)")));
+        }
+        Ok((from, to))
+    }
+
+    fn address(&self) -> Option<(u64, u64)> {
+        match (self.addr_from, self.addr_to) {
+            (None, None) => None,
+            (a, b) => Some((a.unwrap_or(0), b.unwrap_or(u64::MAX))),
+        }
+    }
+}
+
+/// `clrprof timeline --json` without the live types: the window, the GC
+/// and comment markers in it and the address bands.
+#[derive(Serialize)]
+struct Markers {
+    from_ms: f64,
+    to_ms: f64,
+    end_ms: f64,
+    gcs: Vec<GcMark>,
+    comments: Vec<CommentMark>,
+    bands: Vec<Band>,
+}
+
+/// The window's markers and bands.
+pub async fn markers(State(app): State<App>, Path(id): Path<u32>, Query(p): Query<TimelineParams>) -> Result<Response, ApiError> {
+    app.answer(id, move |log| {
+        let model = &log.model;
+        let (from_ms, to_ms) = p.window(model)?;
+        Ok(Markers {
+            from_ms,
+            to_ms,
+            end_ms: end_ms(model),
+            gcs: gc_marks(model, from_ms, to_ms),
+            comments: comment_marks(model, from_ms, to_ms),
+            bands: address_axis(model, p.address(), usize::MAX).bands,
+        })
+    })
+    .await
+}
+
+/// A grid row as the page gets it.
+#[derive(Serialize)]
+struct Row {
+    low: u64,
+    high: u64,
+    band: u32,
+}
+
+/// `clrprof timeline --cells --json`'s `grid`, with the cells as runs
+/// `[type id, count, type id, count, ...]` over the row-major cells.
+#[derive(Serialize)]
+struct CellGrid {
+    from_ms: f64,
+    to_ms: f64,
+    columns: u32,
+    grains_per_row: u64,
+    column_ticks: Vec<u32>,
+    rows: Vec<Row>,
+    runs: Vec<i64>,
+    types: Vec<GridType>,
+}
+
+/// The cell grid of a window.
+pub async fn grid(State(app): State<App>, Path(id): Path<u32>, Query(p): Query<TimelineParams>) -> Result<Response, ApiError> {
+    let columns = p.columns.unwrap_or(1000);
+    let rows = p.rows.unwrap_or(600);
+    if columns == 0 || rows == 0 || columns > 4096 || rows > 4096 {
+        return Err(ApiError::bad_request("columns and rows must be between 1 and 4096"));
+    }
+    app.answer(id, move |log| {
+        let model = &log.model;
+        let (from_ms, to_ms) = p.window(model)?;
+        let axis = address_axis(model, p.address(), usize::MAX);
+        let g = cell_grid(model, &axis, &GridSpec { columns, rows, from_ms, to_ms });
+        let mut runs: Vec<i64> = Vec::new();
+        let mut cur: Option<(i32, i64)> = None;
+        for &c in &g.cells {
+            cur = match cur {
+                Some((t, n)) if t == c => Some((t, n + 1)),
+                Some((t, n)) => {
+                    runs.extend([t as i64, n]);
+                    Some((c, 1))
+                }
+                None => Some((c, 1)),
+            };
+        }
+        if let Some((t, n)) = cur {
+            runs.extend([t as i64, n]);
+        }
+        Ok(CellGrid {
+            from_ms: g.from_ms,
+            to_ms: g.to_ms,
+            columns: g.columns,
+            grains_per_row: g.grains_per_row,
+            column_ticks: g.column_ticks,
+            rows: g.rows.iter().map(|r| Row { low: r.low, high: r.high, band: r.band }).collect(),
+            runs,
+            types: g.types,
+        })
+    })
+    .await
+}

@@ -1,0 +1,100 @@
+//! The server's state and the token check every request passes through.
+
+use crate::logs::{LoadedLog, LogId, LogSet};
+use crate::token::{self, Token};
+use crate::ApiError;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// The header a request may carry the token in (instead of `?token=`).
+pub const TOKEN_HEADER: &str = "x-clrprof-token";
+
+/// The server's state: the logs and the token.
+#[derive(Clone)]
+pub struct App {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    token: Token,
+    logs: Arc<LogSet>,
+}
+
+impl App {
+    /// A server over these logs, answering requests that carry `token`.
+    pub fn new(token: Token, logs: Arc<LogSet>) -> App {
+        App { inner: Arc::new(Inner { token, logs }) }
+    }
+
+    /// The token.
+    pub fn token(&self) -> &Token {
+        &self.inner.token
+    }
+
+    /// The logs.
+    pub fn logs(&self) -> &Arc<LogSet> {
+        &self.inner.logs
+    }
+
+    /// Every route, behind the token check.
+    pub fn router(&self) -> Router {
+        crate::api::routes()
+            .layer(axum::middleware::from_fn_with_state(self.clone(), require_token))
+            .with_state(self.clone())
+    }
+
+    /// Runs `answer` on the loaded log `id` on a blocking thread (queries
+    /// use every core) and sends its value as JSON.
+    pub(crate) async fn answer<T, F>(&self, id: u32, answer: F) -> Result<Response, ApiError>
+    where
+        T: Serialize,
+        F: FnOnce(&LoadedLog) -> Result<T, ApiError> + Send + 'static,
+    {
+        let log = self.inner.logs.ready(LogId(id))?;
+        tokio::task::spawn_blocking(move || answer(&log).and_then(|v| json(&v)))
+            .await
+            .map_err(|e| ApiError::internal(format!("the query failed: {e}")))?
+    }
+
+    /// Runs `answer` on two loaded logs.
+    pub(crate) async fn answer2<T, F>(&self, a: u32, b: u32, answer: F) -> Result<Response, ApiError>
+    where
+        T: Serialize,
+        F: FnOnce(&LoadedLog, &LoadedLog) -> Result<T, ApiError> + Send + 'static,
+    {
+        let la = self.inner.logs.ready(LogId(a))?;
+        let lb = self.inner.logs.ready(LogId(b))?;
+        tokio::task::spawn_blocking(move || answer(&la, &lb).and_then(|v| json(&v)))
+            .await
+            .map_err(|e| ApiError::internal(format!("the query failed: {e}")))?
+    }
+}
+
+/// A JSON response, not to be cached.
+pub(crate) fn json<T: Serialize>(v: &T) -> Result<Response, ApiError> {
+    let body = serde_json::to_vec(v)?;
+    Ok((
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json")), (header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+        body,
+    )
+        .into_response())
+}
+
+/// Refuses (403) any request without the server's token.
+async fn require_token(State(app): State<App>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| token::from_query(request.uri().query()));
+    match given {
+        Some(t) if app.token().matches(t) => next.run(request).await,
+        _ => (StatusCode::FORBIDDEN, "clrprof ui: this request needs the token printed when the server started\n")
+            .into_response(),
+    }
+}

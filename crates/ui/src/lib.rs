@@ -1,0 +1,41 @@
+//! `clrprof ui`: a local web UI over the same library queries the
+//! command-line tool runs.
+//!
+//! # API structure
+//!
+//! - [`serve`] loads the logs of [`ServeOptions`] in the background (a
+//!   progress bar on the terminal, the same progress in the page), binds
+//!   the address (loopback by default), tells the caller the page's address,
+//!   which carries a random [`Token`], and answers until interrupted.
+//! - [`App`] is the server's state: the [`LogSet`] and the token;
+//!   [`App::router`] gives the axum [`Router`](axum::Router), which a
+//!   benchmark or a test can call without a socket.
+//! - Every request must carry the token (`?token=` or the `x-clrprof-token`
+//!   header) or it is refused with 403. Logs are named by [`LogId`]s (their
+//!   position on the command line), never by paths: no file other than the
+//!   given logs can be reached.
+//! - The JSON of each `/api/...` route is the `--json` output of the CLI
+//!   command it mirrors (the table in `api/mod.rs`), built by the same
+//!   library query.
+//! - The page (`assets/`: plain HTML, CSS and JavaScript, no build step) is
+//!   embedded in the library.
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod api;
+mod app;
+mod assets;
+mod error;
+mod flame_tree;
+mod dominator_tree;
+mod logs;
+mod params;
+mod progress;
+mod serve;
+mod token;
+
+pub use app::App;
+pub use error::{ApiError, UiError};
+pub use logs::{LogId, LogSet, LogStatus};
+pub use serve::{serve, ServeOptions, DEFAULT_LISTEN};
+pub use token::Token;

@@ -1,0 +1,70 @@
+//! Starting the server: bind, print the address with its token, load the
+//! logs in the background, answer until interrupted.
+
+use crate::logs::LogSet;
+use crate::progress::TerminalProgress;
+use crate::{App, Token, UiError};
+use clrprof::format::ChunkOptions;
+use clrprof::model::LoadOptions;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The default address: loopback only, on a fixed port (as notebook
+/// servers use one); `--listen 127.0.0.1:0` lets the system pick a free one.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
+
+/// What [`serve`] does.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The logs to show.
+    pub logs: Vec<PathBuf>,
+    /// The address to listen on (port 0: any free port).
+    pub listen: SocketAddr,
+    /// Threads to parse with (default: all cores).
+    pub threads: Option<usize>,
+    /// No progress bars.
+    pub quiet: bool,
+}
+
+/// Serves the logs until interrupted (Ctrl-C). Once listening, calls
+/// `ready` with the page's address (with its token); the logs load in the
+/// background meanwhile.
+pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiError> {
+    if options.logs.is_empty() {
+        return Err(UiError::NoLogs);
+    }
+    for p in &options.logs {
+        std::fs::File::open(p).map_err(|error| UiError::Open { path: p.clone(), error })?;
+    }
+    let token = Token::random().map_err(UiError::Token)?;
+    let logs = Arc::new(LogSet::from_paths(&options.logs));
+    let app = App::new(token, logs.clone());
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|error| UiError::Bind { addr: options.listen.to_string(), error })?;
+        let addr = listener.local_addr()?;
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "clrprof ui: listening on {addr}, beyond this machine: anyone who can reach it and has the address with its token can read the logs (plain HTTP)"
+            );
+        }
+        ready(&format!("http://{addr}/?token={}", app.token().as_str()));
+        let names: Vec<String> = logs.statuses().into_iter().map(|s| s.name).collect();
+        let quiet = options.quiet;
+        let load_options =
+            LoadOptions { chunks: ChunkOptions { threads: options.threads, ..LoadOptions::default().chunks } };
+        std::thread::Builder::new().name("clrprof-ui-load".into()).spawn(move || {
+            let bars = TerminalProgress::new(&names, quiet);
+            logs.load_all(&load_options, |id, done, total| bars.update(id.0 as usize, done, total));
+        })?;
+        axum::serve(listener, app.router())
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        Ok(())
+    })
+}

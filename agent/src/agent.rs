@@ -30,7 +30,8 @@ use clrprof::format::records::{
     AssemblyLoad, Call, Comment, FinalizerQueued, GcBoundary, GcCounts, GenerationRange as LogRange, HandleCreated,
     HandleDestroyed, Moved, Survived, Tick,
 };
-use crate::sink::Sink;
+use crate::sink::{Destination, Sink};
+use crate::stream::Streamer;
 use clrprof::format::{write_record, Address, HandleId, List, Record, StackId, Style, ThreadId};
 use clrprof::format::records::Alloc;
 use std::ffi::c_void;
@@ -115,9 +116,14 @@ impl Agent {
     /// Creates the agent and its log file. Fails when the file cannot be
     /// created or the agent already exists.
     pub fn install(info: Info, config: Config) -> Result<&'static Agent, String> {
-        let file = File::create(&config.output).map_err(|e| format!("cannot create {}: {e}", config.output.display()))?;
         let style = Style::BITS64;
-        let mut writer = Sink::new(file, style)?;
+        let dest = match &config.stream {
+            None => Destination::File(
+                File::create(&config.output).map_err(|e| format!("cannot create {}: {e}", config.output.display()))?,
+            ),
+            Some(s) => Destination::Stream(Box::new(Streamer::start(s.clone(), crate::identity::current()))),
+        };
+        let mut writer = Sink::to(dest, style)?;
         // CLRProfiler's first line: function 0 stands for native code.
         writer.raw(b"f 0 NATIVE FUNCTION ( UNKNOWN ARGUMENTS ) 0 0\n");
         let mode = match config.stacks {
@@ -493,7 +499,9 @@ impl Agent {
     /// Called at shutdown: a last flush; the timer stops.
     pub fn shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
-        self.flush();
+        let mut out = lock(&self.out);
+        self.drain(&mut out);
+        out.writer.finish();
     }
 
     fn drain(&self, out: &mut Out) {

@@ -163,14 +163,14 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
         }
         let hooks = config.hooks();
         let started = format!(
-            "ok stacks={} calls={} output={}",
+            "ok stacks={} calls={} {}",
             match config.stacks {
                 StackMode::Shadow => "shadow",
                 StackMode::Snapshot => "snapshot",
                 StackMode::None => "none",
             },
             u8::from(config.calls),
-            config.output.display()
+            config.destination()
         );
         let agent = match crate::agent::Agent::install(info, config) {
             Ok(a) => a,

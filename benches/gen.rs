@@ -3,7 +3,7 @@
 //! whole-run figures for the large presets (`seed` takes seconds) are in
 //! the README, measured with the command line.
 
-use clrprof::gen::{generate, Preset};
+use clrprof_gen::{generate, Preset};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn gen(c: &mut Criterion) {
@@ -14,7 +14,7 @@ fn gen(c: &mut Criterion) {
         let (_, truth) = generate(&opts, std::io::sink()).expect("generate");
         g.throughput(Throughput::Bytes(truth.log.bytes));
         g.bench_function(preset.name(), |b| b.iter(|| generate(&opts, std::io::sink()).expect("generate").1.log.bytes));
-        let calls = clrprof::gen::GenOptions { calls: true, ..opts };
+        let calls = clrprof_gen::GenOptions { calls: true, ..opts };
         let (_, truth) = generate(&calls, std::io::sink()).expect("generate");
         g.throughput(Throughput::Bytes(truth.log.bytes));
         g.bench_function(format!("{}_calls", preset.name()), |b| {

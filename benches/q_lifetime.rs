@@ -7,7 +7,7 @@
 #[path = "common/seed.rs"]
 mod seed;
 
-use clrprof::gen::{generate, GenOptions, Preset};
+use clrprof_gen::{generate, GenOptions, Preset};
 use clrprof::model::{load, LoadOptions, TickIndex};
 use clrprof::query::age_histogram::AgeBars;
 use clrprof::query::{age_histogram_at, ages, call_tree, calls, lifetime, survivors, CallTreeOptions, Filter};

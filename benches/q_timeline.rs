@@ -8,7 +8,7 @@ mod seed;
 
 use clrprof::query::timeline::{address_axis, end_ms, grid, tick_at_ms, GridSpec};
 use clrprof::query::{estimated_live_at, live_at, Filter};
-use clrprof::render::{render_timeline, TimelineOptions};
+use clrprof_render::{render_timeline, TimelineOptions};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 

@@ -3,8 +3,10 @@
 //!
 //! The crate has layers whose arrows point one way:
 //! [`mod@format`] (bytes and records) <- [`model`] (tables and the heap
-//! simulation) <- [`query`] (answers) <- [`render`] (pictures) <- the
-//! `clrprof` binary.
+//! simulation) <- [`query`] (answers). Everything else depends on this
+//! crate and lives in its own: the pictures (`clrprof-render`), the
+//! workload generator (`clrprof-gen`), the command-line tool
+//! (`clrprof-cli`) and the capture agent.
 //!
 //! ```
 //! use clrprof::format::{read_all, Record};
@@ -34,7 +36,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod format;
+#[cfg(feature = "model")]
 pub mod model;
+#[cfg(feature = "model")]
 pub mod query;
-pub mod render;
-pub mod gen;

@@ -1,7 +1,7 @@
 //! The project's model (CLRProfiler's reader, reproduced) must find in a
 //! generated log exactly the Summary the generator's truth predicts.
 
-use clrprof::gen::{generate, GenOptions, PointerBits, Preset};
+use clrprof_gen::{generate, GenOptions, PointerBits, Preset};
 use serde_json::Value;
 
 fn check(opts: &GenOptions) {

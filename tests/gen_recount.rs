@@ -4,7 +4,7 @@
 
 mod gen_common;
 
-use clrprof::gen::{generate, GenOptions, PointerBits, Preset, Truth};
+use clrprof_gen::{generate, GenOptions, PointerBits, Preset, Truth};
 use gen_common::{replay, Recount};
 use std::collections::HashMap;
 use std::fs;

@@ -5,7 +5,7 @@
 
 mod common;
 
-use clrprof::gen::{generate, GenOptions, PointerBits, Preset, Truth};
+use clrprof_gen::{generate, GenOptions, PointerBits, Preset, Truth};
 use clrprof::model::{load, Model, TickIndex};
 use clrprof::query::age_histogram::{AgeBars, TIME_SCALES};
 use clrprof::query::{

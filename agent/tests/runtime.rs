@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-#[path = "../../tests/common/dotnet.rs"]
+#[path = "../../crates/cli/tests/common/dotnet.rs"]
 mod dotnet;
 
 use dotnet::{Dotnet, Runtime};
@@ -39,8 +39,7 @@ fn env() -> Option<&'static Env> {
         let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agent-tests-{}", std::process::id()));
         let dotnet = dotnet::dotnet(&work)?;
         let Some(agent) = find_agent() else {
-            eprintln!("SKIPPED: agent runtime tests: libclrprof_agent.so was not built next to the tests");
-            return None;
+            return dotnet::skip("libclrprof_agent.so was not built next to the tests");
         };
         Some(Env { dotnet, agent })
     })

@@ -3,7 +3,7 @@
 //! `/tmp/clrprof-bench-seed.log`) and loaded.
 #![allow(dead_code)] // each benchmark uses a part
 
-use clrprof::gen::{generate, Preset};
+use clrprof_gen::{generate, Preset};
 use clrprof::model::{load, LoadOptions, Model};
 use std::path::PathBuf;
 

@@ -22,6 +22,7 @@ mod error;
 mod fields;
 mod ids;
 mod list;
+#[cfg(feature = "parallel")]
 mod parallel;
 mod reader;
 mod record;
@@ -38,6 +39,7 @@ pub use error::{Error, Result};
 pub use fields::FieldProblem;
 pub use ids::{Address, FunctionId, HandleId, ModuleId, StackId, ThreadId, TypeId};
 pub use list::{List, ListItem, ListIter};
+#[cfg(feature = "parallel")]
 pub use parallel::{cut, parse_chunks, ChunkOptions};
 pub use reader::{read_all, DumpState, RecordReader};
 pub use record::{Kind, Parsed, Record};

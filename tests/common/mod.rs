@@ -1,41 +1,43 @@
-//! Helpers shared by the integration tests: the reference corpus folder,
-//! running the `clrprof` binary, and golden files.
+//! Helpers shared by the integration tests of the whole repository: the
+//! repository root and the reference corpus folder. The command-line tool's
+//! tests (crates/cli/tests) include this file and add their own runner.
 #![allow(dead_code)] // each test binary uses a part
 
-pub mod dotnet;
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+/// The repository's top folder (where `corpus/` and `../shared` are found).
+pub fn repo_root() -> PathBuf {
+    let mut dir = Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf();
+    while !dir.join("corpus").is_dir() {
+        if !dir.pop() {
+            panic!("no folder above {} holds corpus/", env!("CARGO_MANIFEST_DIR"));
+        }
+    }
+    dir
+}
+
+/// True when the tests run in CI (`CI=true`): there, whatever a test needs
+/// must be present, and a missing prerequisite fails the test.
+pub fn in_ci() -> bool {
+    std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false)
+}
+
+/// Says that a test cannot run for want of `what`: a failure under CI, a
+/// visible skip (on standard error) elsewhere.
+pub fn missing(what: &str) {
+    if in_ci() {
+        panic!("CI=true and {what} is missing: this test cannot run");
+    }
+    eprintln!("SKIPPED: {what} is missing");
+}
 
 /// `../shared/corpus/reference/`, or `None` (with a message) when absent.
 pub fn reference_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/reference");
+    let dir = repo_root().join("../shared/corpus/reference");
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("skipping: {} is absent", dir.display());
+        missing(&format!("the reference corpus ({})", dir.display()));
         None
     }
-}
-
-/// Runs `clrprof` from the repository root.
-pub fn clrprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clrprof"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run clrprof")
-}
-
-/// Compares `actual` with `tests/golden/NAME`, or writes it when
-/// `UPDATE_GOLDEN` is set.
-pub fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).expect("write golden");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
-    assert_eq!(actual, expected, "output differs from {}", path.display());
 }

@@ -1,0 +1,227 @@
+//! `clrprof timeline`: CLRProfiler's Time Line, as a picture (`--png`) or as
+//! a table / JSON (live bytes by type at a moment, GC and comment markers,
+//! address bands, and with `--cells` the type of every cell).
+
+use crate::common::{print_json, print_table, thousands, QueryArgs};
+use anyhow::{bail, Context, Result};
+use clrprof::model::Model;
+use clrprof::query::timeline::{
+    address_axis, comment_marks, end_ms, gc_marks, grid, tick_at_ms, tick_ms, GridSpec,
+};
+use clrprof::query::{live_at, Filter, TimeWindow};
+use clrprof_render::{render_timeline, TimelineOptions};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Arguments of `clrprof timeline`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    query: QueryArgs,
+    /// Draw the Time Line into this PNG file.
+    #[arg(long, value_name = "OUT.png")]
+    png: Option<PathBuf>,
+    /// Picture width in pixels (with `--cells`: columns).
+    #[arg(long, default_value_t = 1200)]
+    width: u32,
+    /// Picture height in pixels (with `--cells`: rows at most).
+    #[arg(long, default_value_t = 700)]
+    height: u32,
+    /// The moment for the live bytes by type, ms (default: the window's end).
+    #[arg(long, value_name = "MS")]
+    at: Option<f64>,
+    /// Only addresses at or above this one (hex with 0x, or decimal).
+    #[arg(long, value_name = "ADDR", value_parser = parse_address)]
+    addr_from: Option<u64>,
+    /// Only addresses below this one (hex with 0x, or decimal).
+    #[arg(long, value_name = "ADDR", value_parser = parse_address)]
+    addr_to: Option<u64>,
+    /// Also compute the cell grid (`--width` columns by at most `--height`
+    /// rows): its types in the table, every cell in the JSON.
+    #[arg(long)]
+    cells: bool,
+}
+
+fn parse_address(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let r = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => t.parse::<u64>(),
+    };
+    r.map_err(|e| format!("{s:?} is not an address: {e}"))
+}
+
+/// The window in ms from the flags.
+fn window_ms(model: &Model, q: &QueryArgs) -> Result<(f64, f64)> {
+    let end = end_ms(model);
+    let (from, to) = match q.window() {
+        TimeWindow::All => (0.0, end),
+        TimeWindow::Millis { from, to } => (from.unwrap_or(0.0), to.unwrap_or(end)),
+        w @ TimeWindow::BetweenComments(..) => {
+            let f = Filter::resolve(model, &w, &[])?;
+            (tick_ms(model, f.from), tick_ms(model, f.to))
+        }
+    };
+    if from.is_nan() || to.is_nan() || to < from {
+        bail!("the time window ends ({to} ms) before it starts ({from} ms)");
+    }
+    Ok((from, to))
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let q = &args.query;
+    let loaded = q.load()?;
+    let model = &loaded.model;
+    q.report_warnings(model);
+    let (from_ms, to_ms) = window_ms(model, q)?;
+    let address = match (args.addr_from, args.addr_to) {
+        (None, None) => None,
+        (a, b) => Some((a.unwrap_or(0), b.unwrap_or(u64::MAX))),
+    };
+    if let Some(out) = &args.png {
+        let started = Instant::now();
+        let title = q.load.shown().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let opts = TimelineOptions { width: args.width, height: args.height, from_ms, to_ms, address, title };
+        let pic = render_timeline(model, &opts)?;
+        let file = std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
+        pic.canvas
+            .write_png(std::io::BufWriter::new(file))
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        let seconds = started.elapsed().as_secs_f64();
+        if q.out.json {
+            return print_json(&json!({
+                "png": out.display().to_string(),
+                "width": pic.canvas.width(),
+                "height": pic.canvas.height(),
+                "from_ms": from_ms,
+                "to_ms": to_ms,
+                "plot": pic.plot,
+                "columns": pic.grid.columns,
+                "rows": pic.grid.rows.len(),
+                "max_bands": pic.max_bands,
+                "grains_per_row": pic.grid.grains_per_row,
+                "legend": pic.legend,
+                "other_types": pic.other_types,
+                "render_seconds": seconds,
+            }));
+        }
+        println!(
+            "{}: {}x{} pixels, {:.0}-{:.0} ms, {} row(s) of {} KB, {} type(s) shown ({} in the legend), drawn in {:.3} s",
+            out.display(),
+            pic.canvas.width(),
+            pic.canvas.height(),
+            from_ms,
+            to_ms,
+            pic.grid.rows.len(),
+            pic.grid.grains_per_row,
+            pic.grid.types.len(),
+            pic.legend.len(),
+            seconds
+        );
+        return Ok(());
+    }
+
+    let at_ms = args.at.unwrap_or(to_ms);
+    let at = tick_at_ms(model, at_ms);
+    let threads = Filter::resolve(model, &TimeWindow::All, &q.threads)?;
+    let live = live_at(model, at, &threads);
+    let gcs = gc_marks(model, from_ms, to_ms);
+    let comments = comment_marks(model, from_ms, to_ms);
+    let axis = address_axis(model, address, usize::MAX);
+    let cells = args
+        .cells
+        .then(|| grid(model, &axis, &GridSpec { columns: args.width, rows: args.height, from_ms, to_ms }));
+    let limit = q.limit();
+
+    if q.out.json {
+        let mut v = json!({
+            "from_ms": from_ms,
+            "to_ms": to_ms,
+            "at_ms": at_ms,
+            "at_tick": at.0,
+            "live": live.iter().take(limit).collect::<Vec<_>>(),
+            "gcs": gcs,
+            "comments": comments,
+            "bands": axis.bands,
+        });
+        if let Some(g) = &cells {
+            v["grid"] = serde_json::to_value(g)?;
+        }
+        return print_json(&v);
+    }
+
+    println!(
+        "{}: {:.0}-{:.0} ms, {} GC(s), {} comment(s), {} address band(s)",
+        q.load.shown().display(),
+        from_ms,
+        to_ms,
+        gcs.len(),
+        comments.len(),
+        axis.bands.len()
+    );
+    println!();
+    println!("Live at {:.0} ms (tick {}):", tick_ms(model, at), at.0);
+    let total: u64 = live.iter().map(|r| r.bytes).sum();
+    let mut rows: Vec<Vec<String>> = live
+        .iter()
+        .take(limit)
+        .map(|r| vec![r.name.clone(), thousands(r.bytes), thousands(r.count), thousands(r.estimated_bytes)])
+        .collect();
+    rows.push(vec![
+        "total".into(),
+        thousands(total),
+        thousands(live.iter().map(|r| r.count).sum()),
+        thousands(live.iter().map(|r| r.estimated_bytes).sum()),
+    ]);
+    print_table(&["type", "bytes", "objects", "estimated (1 KB grains)"], &rows);
+    if live.len() > limit {
+        println!("({} more types; --top 0 shows all)", live.len() - limit);
+    }
+    println!();
+    println!("GCs:");
+    let rows: Vec<Vec<String>> = gcs
+        .iter()
+        .take(limit)
+        .map(|g| {
+            vec![format!("#{}", g.number), format!("{:.0}", g.ms), g.generation.to_string(), g.number_in_generation.to_string()]
+        })
+        .collect();
+    print_table(&["gc", "ms", "generation", "# in generation"], &rows);
+    if gcs.len() > limit {
+        println!("({} more GCs; --top 0 shows all)", gcs.len() - limit);
+    }
+    if !comments.is_empty() {
+        println!();
+        println!("Comments:");
+        let rows: Vec<Vec<String>> =
+            comments.iter().take(limit).map(|c| vec![format!("{:.0}", c.ms), c.text.clone()]).collect();
+        print_table(&["ms", "text"], &rows);
+    }
+    println!();
+    println!("Address bands:");
+    let rows: Vec<Vec<String>> = axis
+        .bands
+        .iter()
+        .take(limit)
+        .map(|b| vec![format!("{:#x}", b.low), format!("{:#x}", b.high + 1023), thousands(b.grains), thousands(b.recorded)])
+        .collect();
+    print_table(&["from", "to", "KB", "KB with history"], &rows);
+    if axis.bands.len() > limit {
+        println!("({} more bands; --top 0 shows all)", axis.bands.len() - limit);
+    }
+    if let Some(g) = &cells {
+        println!();
+        println!(
+            "Cells: {} columns x {} rows of {} KB; types by average bytes occupied:",
+            g.columns,
+            g.rows.len(),
+            g.grains_per_row
+        );
+        let rows: Vec<Vec<String>> =
+            g.types.iter().take(limit).map(|t| vec![t.name.clone(), thousands(t.cells), thousands(t.bytes)]).collect();
+        print_table(&["type", "cells", "bytes"], &rows);
+    }
+    Ok(())
+}

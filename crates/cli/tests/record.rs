@@ -1,0 +1,251 @@
+//! `clrprof record` end to end: real .NET programs (agent/testapps/) run
+//! under the capture agent on CoreCLR 3.1 and .NET 8, and the recorded logs
+//! read back with the tool's own queries (`summary`, `types`, `handles`).
+//! The programs print what they did (JSON on their first output line), so
+//! the checks compare the log's figures with the program's own counts.
+//!
+//! The runtime tests need `scripts/setup-dotnet.sh` (else they print
+//! SKIPPED) and the agent built next to `clrprof` (`cargo build --release`
+//! or `cargo test --release` at the workspace root builds both). The
+//! failure cases that need no runtime always run.
+
+mod common;
+
+use common::dotnet::{self, Dotnet, Runtime};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn clrprof_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_clrprof"))
+}
+
+/// The agent the workspace built: beside the binary after `cargo build`,
+/// in `deps/` after `cargo test`; `None` with a message.
+fn agent() -> Option<PathBuf> {
+    let dir = clrprof_exe().parent()?.to_path_buf();
+    let found = [dir.join("libclrprof_agent.so"), dir.join("deps/libclrprof_agent.so")].into_iter().find(|p| p.is_file());
+    if found.is_none() {
+        return common::dotnet::skip(&format!("libclrprof_agent.so is not built in {} (test the whole workspace)", dir.display()));
+    }
+    found
+}
+
+/// A copy of `clrprof` with the agent beside it, as `cargo build` leaves
+/// them, so that `record` finds the agent on its own.
+fn installed() -> Option<PathBuf> {
+    let dir = work().join("bin");
+    std::fs::create_dir_all(&dir).ok()?;
+    let exe = dir.join("clrprof");
+    if !exe.is_file() {
+        std::fs::copy(agent()?, dir.join("libclrprof_agent.so")).ok()?;
+        std::fs::copy(clrprof_exe(), &exe).ok()?;
+    }
+    Some(exe)
+}
+
+fn work() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("record-tests-{}", std::process::id()))
+}
+
+fn setup() -> Option<&'static Dotnet> {
+    agent()?;
+    dotnet::dotnet(&work())
+}
+
+/// Runs `clrprof record` with the agent given by `CLRPROF_AGENT` (unless
+/// the arguments name one).
+fn record(dir: &Path, args: &[&str], program: &[&str]) -> Output {
+    record_with(&clrprof_exe(), agent(), dir, args, program)
+}
+
+fn record_with(exe: &Path, agent: Option<PathBuf>, dir: &Path, args: &[&str], program: &[&str]) -> Output {
+    let mut cmd = Command::new(exe);
+    cmd.arg("record")
+        .args(args)
+        .arg("--")
+        .args(program)
+        .current_dir(dir)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .env_remove("CLRPROF_AGENT");
+    if let Some(a) = agent {
+        cmd.env("CLRPROF_AGENT", a);
+    }
+    cmd.output().expect("run clrprof record")
+}
+
+fn query(args: &[&str]) -> Value {
+    let out = Command::new(clrprof_exe()).args(args).output().expect("run clrprof");
+    assert!(out.status.success(), "clrprof {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("clrprof {args:?}: not JSON: {e}"))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Records `markers` on `rt` and checks the log against the program's own
+/// figures through the CLI's queries.
+fn markers(rt: Runtime, extra: &[&str]) {
+    let Some(dn) = setup() else { return };
+    let dir = dn.app_dir("markers", rt, &work().join(format!("markers-{}-{}", rt.tag(), extra.join(""))));
+    let host = dn.host(rt).to_string_lossy().into_owned();
+    let out = record(&dir, &[&["-o", "m.log"][..], extra].concat(), &[&host, "markers.dll"]);
+    assert!(out.status.success(), "{rt:?}: record failed: {}", stderr(&out));
+    assert!(stderr(&out).contains("wrote"), "{rt:?}: {}", stderr(&out));
+    let program = dotnet::json_line(&out.stdout).expect("the program's JSON line passes through");
+    let log = dir.join("m.log");
+    let log = log.to_str().expect("a UTF-8 path");
+
+    // The log loads without a warning.
+    let stats = query(&["stats", "--json", log]);
+    assert_eq!(stats["warnings"]["total"], 0, "{rt:?}: warnings: {}", stats["warnings"]);
+
+    // GC counts: what GC.CollectionCount said at the end.
+    let summary = query(&["summary", "--json", log]);
+    let gc: Vec<i64> = program["gc"].as_array().expect("gc").iter().filter_map(Value::as_i64).collect();
+    assert_eq!(
+        vec![&summary["gen0_collections"], &summary["gen1_collections"], &summary["gen2_collections"]],
+        gc.iter().map(|v| Value::from(*v)).collect::<Vec<_>>().iter().collect::<Vec<_>>(),
+        "{rt:?}: GC counts"
+    );
+
+    // Marker allocations by type, exactly.
+    let allocated = query(&["types", "--kind", "allocated", "--json", "--top", "0", log]);
+    let count = |rows: &Value, name: &str| {
+        rows.as_array().and_then(|a| a.iter().find(|r| r["type"] == name)).map_or(0, |r| r["count"].as_u64().unwrap_or(0))
+    };
+    for (name, n) in program["types"].as_object().expect("types") {
+        assert_eq!(count(&allocated, name), n.as_u64().unwrap_or(0), "{rt:?}: allocated {name}");
+    }
+    // Finalizer queueing of the finalizable marker.
+    let finalized = query(&["types", "--kind", "finalized", "--json", "--top", "0", log]);
+    assert_eq!(count(&finalized, "FinMarker"), program["finalized"].as_u64().unwrap_or(0), "{rt:?}: finalized");
+    // Stacks: every marker allocation's stack names its allocating method
+    // (`who`'s exclusive figures: the method allocated them itself) under
+    // `Main`.
+    if !extra.contains(&"--no-stacks") {
+        for (ty, method) in [
+            ("MarkerA", "P::AllocMarkers"),
+            ("MarkerStruct []", "P::AllocArrays"),
+            ("MarkerBox<System.Int32>", "P::AllocGenerics"),
+            ("FinMarker", "P::AllocFinalizable"),
+            ("HandleMarker", "P::MakeHandles"),
+        ] {
+            let who = query(&["who", ty, "--exact", "--json", "--top", "0", log]);
+            let expected = program["types"][ty].as_u64().unwrap_or(u64::MAX);
+            let function = |name: &str| {
+                who["functions"].as_array().and_then(|a| a.iter().find(|f| f["name"] == name)).cloned().unwrap_or_default()
+            };
+            assert_eq!(function(method)["exclusive_count"].as_u64(), Some(expected), "{rt:?}: {ty} allocated in {method}");
+            assert_eq!(function("P::Main")["inclusive_count"].as_u64(), Some(expected), "{rt:?}: {ty} under P::Main");
+        }
+    }
+    // Handles: the program made and freed `handles` handles itself (the
+    // runtime makes some of its own).
+    let handles = program["handles"].as_u64().unwrap_or(0);
+    let created = summary["handles_created"].as_u64().unwrap_or(0);
+    let destroyed = summary["handles_destroyed"].as_u64().unwrap_or(0);
+    assert!(created >= handles && destroyed >= handles, "{rt:?}: handles {created}/{destroyed} < {handles}");
+}
+
+#[test]
+fn records_markers_on_core31() {
+    markers(Runtime::Core31, &[]);
+}
+
+#[test]
+fn records_markers_on_net8() {
+    markers(Runtime::Net8, &[]);
+}
+
+#[test]
+fn records_markers_without_stacks() {
+    markers(Runtime::Net8, &["--no-stacks"]);
+}
+
+#[test]
+fn records_markers_with_snapshot_stacks() {
+    markers(Runtime::Core31, &["--stacks", "snapshot"]);
+}
+
+#[test]
+fn passes_the_exit_code_of_a_crash_and_leaves_a_loadable_log() {
+    let Some(dn) = setup() else { return };
+    for rt in Runtime::ALL {
+        let dir = dn.app_dir("crash", rt, &work().join(format!("crash-{}", rt.tag())));
+        let host = dn.host(rt).to_string_lossy().into_owned();
+        let direct = Command::new(&host)
+            .arg("crash.dll")
+            .current_dir(&dir)
+            .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+            .output()
+            .expect("run the program");
+        // The agent found next to the binary, with no variable set.
+        let Some(exe) = installed() else { return };
+        let out = record_with(&exe, None, &dir, &[], &[&host, "crash.dll"]);
+        let code = |o: &Output| {
+            use std::os::unix::process::ExitStatusExt;
+            o.status.code().or(o.status.signal().map(|s| 128 + s))
+        };
+        assert!(code(&direct) != Some(0), "{rt:?}: the program must fail");
+        assert_eq!(out.status.code(), code(&direct), "{rt:?}: the exit code passes through: {}", stderr(&out));
+        // The default name: <program>_<yyyyMMdd>_<HHmmss>.log.
+        let logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("read the run directory")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("crash_") && n.to_string_lossy().ends_with(".log")))
+            .collect();
+        assert_eq!(logs.len(), 1, "{rt:?}: one log named crash_<stamp>.log in {}", dir.display());
+        let stamp = logs[0].file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        assert_eq!(stamp.len(), "crash_yyyyMMdd_HHmmss".len(), "{stamp}");
+        let log = logs[0].to_str().expect("UTF-8");
+        let program = dotnet::json_line(&out.stdout).expect("JSON from the program");
+        let allocated = query(&["types", "--kind", "allocated", "--json", "--top", "0", log]);
+        let crash_markers = allocated
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["type"] == "CrashMarker"))
+            .map_or(0, |r| r["count"].as_u64().unwrap_or(0));
+        assert_eq!(crash_markers, program["types"]["CrashMarker"].as_u64().unwrap_or(u64::MAX), "{rt:?}");
+    }
+}
+
+#[test]
+fn tells_when_the_runtime_refuses_the_agent() {
+    let Some(dn) = setup() else { return };
+    let dir = dn.app_dir("markers", Runtime::Net8, &work().join("refused"));
+    let host = dn.host(Runtime::Net8).to_string_lossy().into_owned();
+    // A file that is no shared library: the runtime cannot load it.
+    let bogus = dir.join("markers.runtimeconfig.json");
+    let out = record(&dir, &["--agent", bogus.to_str().expect("UTF-8"), "-o", "r.log"], &[&host, "markers.dll"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("did not load the profiler"), "{}", stderr(&out));
+    assert!(!dir.join("r.log").exists());
+}
+
+#[test]
+fn tells_when_the_program_is_not_dotnet_and_passes_its_exit_code() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    // Any existing file passes the agent check; the program never loads it.
+    let exe = clrprof_exe();
+    let agent = exe.to_str().expect("UTF-8");
+    let out = record(dir.path(), &["--agent", agent, "-o", "x.log"], &["sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("does not look like a .NET"), "{}", stderr(&out));
+    let out = record(dir.path(), &["--agent", agent, "-o", "x.log"], &["true"]);
+    assert_eq!(out.status.code(), Some(1), "a program that ran but was not recorded is a failure");
+    assert!(!dir.path().join("x.log").exists());
+}
+
+#[test]
+fn errors_clearly_without_an_agent_or_program() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = record(dir.path(), &["--agent", "/nonexistent/libclrprof_agent.so"], &["true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("the capture agent is not at /nonexistent/libclrprof_agent.so (--agent)"), "{}", stderr(&out));
+    let exe = clrprof_exe();
+    let out = record(dir.path(), &["--agent", exe.to_str().expect("UTF-8")], &["/nonexistent/program"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("cannot start /nonexistent/program"), "{}", stderr(&out));
+}

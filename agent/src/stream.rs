@@ -352,11 +352,15 @@ impl Streamer {
     fn spool_note(&self, extra: &str) -> String {
         let s = self.net.lock();
         let path = self.spool.as_ref().map(|(_, p)| p.display().to_string()).unwrap_or_default();
-        format!(
-            "spooling_to={path} spooling_from={}{} {extra}",
-            s.acked,
-            s.session.as_deref().map(|n| format!(" session={n}")).unwrap_or_default()
-        )
+        let mut note = format!("spooling_to={path} spooling_from={}", s.acked);
+        if let Some(n) = &s.session {
+            note.push_str(&format!(" session={n}"));
+        }
+        if !extra.is_empty() {
+            note.push(' ');
+            note.push_str(extra);
+        }
+        note
     }
 
     /// Switches to the spool for good.

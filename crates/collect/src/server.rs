@@ -289,3 +289,29 @@ impl Handshaken {
         read_line(&mut self.reader).await
     }
 }
+
+/// Runs a collector on a runtime of its own (two worker threads) until
+/// SIGINT or SIGTERM; `ready` is called once it listens (to print the
+/// variables agents need).
+pub fn run(opts: Options, ready: impl FnOnce(&Collector)) -> Result<(), CollectError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("clrprof-collect")
+        .enable_all()
+        .build()
+        .map_err(CollectError::io("cannot start the async runtime"))?;
+    rt.block_on(async move {
+        let collector = Collector::bind(opts).await?;
+        ready(&collector);
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(CollectError::io("cannot watch SIGTERM"))?;
+        collector
+            .serve(async move {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            })
+            .await
+    })
+}

@@ -76,7 +76,8 @@ type Shared = Arc<(Mutex<Progress>, Condvar)>;
 pub struct Sink {
     buf: Vec<u8>,
     style: Style,
-    tx: SyncSender<Msg>,
+    /// `None` for a sink that discards what it is given.
+    tx: Option<SyncSender<Msg>>,
     shared: Shared,
     sent: u64,
 }
@@ -100,7 +101,19 @@ impl Sink {
             .name("clrprof-writer".into())
             .spawn(move || crate::guard((), || write_loop(dest, rx, theirs)))
             .map_err(|e| format!("cannot start the writer thread: {e}"))?;
-        Ok(Sink { buf: Vec::with_capacity(HAND_OVER_AT + (64 << 10)), style, tx, shared, sent: 0 })
+        Ok(Sink { buf: Vec::with_capacity(HAND_OVER_AT + (64 << 10)), style, tx: Some(tx), shared, sent: 0 })
+    }
+
+    /// A sink with no file: what it is given is dropped at each flush (an
+    /// agent attached only to take heap dumps into files of their own has
+    /// no log).
+    pub fn discard(style: Style) -> Sink {
+        Sink { buf: Vec::new(), style, tx: None, shared: Arc::default(), sent: 0 }
+    }
+
+    /// True when this sink writes to a file.
+    pub fn has_file(&self) -> bool {
+        self.tx.is_some()
     }
 
     /// Appends formatted lines.
@@ -130,15 +143,19 @@ impl Sink {
     }
 
     fn hand_over(&mut self, sync: bool) {
+        let Some(tx) = &self.tx else {
+            self.buf.clear();
+            return;
+        };
         if self.buf.is_empty() {
-            if sync && self.tx.send(Msg::Lines(Vec::new(), true)).is_ok() {
+            if sync && tx.send(Msg::Lines(Vec::new(), true)).is_ok() {
                 self.sent += 1;
             }
             return;
         }
         let fresh = lock(&self.shared.0).spare.pop().unwrap_or_else(|| Vec::with_capacity(HAND_OVER_AT + (64 << 10)));
         let full = std::mem::replace(&mut self.buf, fresh);
-        if self.tx.send(Msg::Lines(full, sync)).is_ok() {
+        if tx.send(Msg::Lines(full, sync)).is_ok() {
             self.sent += 1;
         }
     }
@@ -155,7 +172,7 @@ impl Sink {
     /// rest goes to the spool otherwise).
     pub fn finish(&mut self) {
         self.hand_over(false);
-        if self.tx.send(Msg::Finish).is_ok() {
+        if self.tx.as_ref().is_some_and(|tx| tx.send(Msg::Finish).is_ok()) {
             self.sent += 1;
         }
         self.wait();

@@ -173,6 +173,9 @@ struct State {
     end: u64,
     /// Log offset up to which bytes were written to the socket.
     sent: u64,
+    /// Log offset up to which bytes are being written (the collector may
+    /// acknowledge them before the write returns).
+    sending: u64,
     /// Log offset up to which the collector has stored the log.
     acked: u64,
     /// Command replies to send.
@@ -502,7 +505,10 @@ fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello) 
                         at += b.len() as u64;
                     }
                     match found {
-                        Some(b) => break Job::Data(b),
+                        Some(b) => {
+                            s.sending = s.sent + b.len() as u64;
+                            break Job::Data(b);
+                        }
                         None => {
                             s.failed = Some("internal: the send position is not at a buffer".into());
                             return;
@@ -568,7 +574,7 @@ fn recv_main(net: &Arc<Net>, mut r: BufReader<Conn>) {
                 b.copy_from_slice(&payload);
                 let stored = u64::from_be_bytes(b);
                 let mut s = net.lock();
-                if stored > s.sent {
+                if stored > s.sent.max(s.sending) {
                     drop(s);
                     net.fail("the collector acknowledged bytes never sent".into());
                     return;

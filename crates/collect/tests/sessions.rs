@@ -58,7 +58,6 @@ fn bad_clients_are_refused_or_cut_and_a_good_session_is_unaffected() {
     let dir = tempfile::tempdir().unwrap();
     let mut o = opts(dir.path());
     o.handshake_timeout = Duration::from_millis(500);
-    o.max_line = 8 << 20;
     let c = Running::start(o);
     let mut good = Fake::connect(&c.target, &c.token, 1, "good").unwrap();
     let good_log = lines(300_000, "good");
@@ -120,16 +119,20 @@ fn bad_clients_are_refused_or_cut_and_a_good_session_is_unaffected() {
     assert_eq!((r.state, r.bytes), (SessionState::Cut, 4));
     assert!(r.reason.unwrap().contains("ended in the middle of a line"));
 
-    // A line longer than the limit (here 8 MB; the default is 64 MB): cut.
+    // A line of 100 MB (the limit is 64 MB): cut, the lines before it kept.
     let mut big = Fake::connect(&c.target, &c.token, 6, "bigline").unwrap();
     big.data(b"z before\n");
     let mb = vec![b'x'; 1 << 20];
-    for _ in 0..9 {
-        big.data(&mb);
+    for _ in 0..100 {
+        if big.r.get_mut().write_all(&clrprof_wire::FrameHeader::encode(clrprof_wire::FrameKind::Data, mb.len() as u32)).is_err()
+            || big.r.get_mut().write_all(&mb).is_err()
+        {
+            break; // the collector closed the connection once over the limit
+        }
     }
     let r = finished(dir.path(), &big.session);
     assert_eq!((r.state, r.bytes), (SessionState::Cut, 9));
-    assert!(r.reason.as_deref().unwrap().contains("a line longer than 8388608 bytes at byte 9"), "{r:?}");
+    assert!(r.reason.as_deref().unwrap().contains("a line longer than 67108864 bytes at byte 9"), "{r:?}");
     assert_eq!(std::fs::read(record::log_path(dir.path(), &big.session)).unwrap(), b"z before\n");
 
     // A frame header announcing more than the protocol allows.

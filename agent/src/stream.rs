@@ -186,7 +186,7 @@ struct State {
     stop: bool,
     /// Send an `E` frame once everything is sent.
     finishing: bool,
-    /// The `E` frame was sent.
+    /// The `E` frame is being sent or was sent.
     end_sent: bool,
     /// The session name the collector gave.
     session: Option<String>,
@@ -516,6 +516,9 @@ fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello) 
                     }
                 }
                 if s.finishing && !s.end_sent {
+                    // Marked before the write: the collector may answer
+                    // (last acknowledgement, close) before it returns.
+                    s.end_sent = true;
                     break Job::End;
                 }
                 s = match net.cv.wait(s) {
@@ -539,8 +542,7 @@ fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello) 
         let mut s = net.lock();
         match job {
             Job::Data(b) => s.sent += b.len() as u64,
-            Job::End => s.end_sent = true,
-            Job::Reply(_) => {}
+            Job::End | Job::Reply(_) => {}
         }
         net.cv.notify_all();
     }

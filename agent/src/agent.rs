@@ -35,7 +35,8 @@ use clrprof::format::{write_record, Address, HandleId, List, Record, StackId, St
 use clrprof::format::records::Alloc;
 use std::ffi::c_void;
 use std::fs::File;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
@@ -49,19 +50,21 @@ pub fn get() -> Option<&'static Agent> {
 /// A thread buffer larger than this is drained by its own thread.
 const DRAIN_AT: usize = 8 << 20;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The log file and what the drain remembers between drains.
 pub struct Out {
-    writer: Sink,
+    pub(crate) writer: Sink,
     /// The last `i` value written.
     last_tick: Option<u32>,
     /// Condemned generations of the GCs in progress.
     gc_stack: Vec<i32>,
     /// GC counts per generation, as `g` lines report them.
-    gc_counts: [i32; 3],
+    pub(crate) gc_counts: [i32; 3],
+    /// The heap dump asked for or being written (see `dump`).
+    pub(crate) dump: Option<crate::dump::Dump>,
 }
 
 impl Out {
@@ -86,6 +89,11 @@ impl Out {
     fn record(&mut self, r: &Record<'_>) {
         self.writer.record(r);
     }
+
+    /// Condemned generations of the GCs in progress.
+    pub(crate) fn gc_depth(&self) -> usize {
+        self.gc_stack.len()
+    }
 }
 
 /// The agent's state.
@@ -94,14 +102,31 @@ pub struct Agent {
     pub info: Info,
     /// Settings.
     pub config: Config,
-    style: Style,
+    pub(crate) style: Style,
     start: libc::timespec,
-    out: Mutex<Out>,
-    defs: Mutex<Vec<u8>>,
+    pub(crate) out: Mutex<Out>,
+    pub(crate) defs: Mutex<Vec<u8>>,
     events: Mutex<Segments>,
     threads: Mutex<Vec<&'static ThreadState>>,
-    tables: Mutex<Tables>,
+    pub(crate) tables: Mutex<Tables>,
     shutdown: AtomicBool,
+    /// The log being written (`None` once `stop`ped, or for an agent
+    /// attached only to take dumps).
+    pub(crate) log: Mutex<Option<PathBuf>>,
+    /// Allocation logging is on.
+    pub(crate) allocations_on: AtomicBool,
+    /// Call logging is on.
+    pub(crate) calls_on: AtomicBool,
+    /// A claimed heap dump is being written: `ObjectReferences` and
+    /// `RootReferences2` write lines.
+    pub(crate) dumping: AtomicBool,
+    /// Heap dumps written into the log so far.
+    pub(crate) dumps_in_log: AtomicU32,
+    /// The event mask the agent runs with.
+    pub(crate) event_mask: AtomicU32,
+    /// GC events are off between dumps (an attached agent that is not
+    /// recording): a dump switches them on for its GC.
+    pub(crate) quiet: AtomicBool,
 }
 
 fn clock() -> libc::timespec {
@@ -115,36 +140,46 @@ impl Agent {
     /// Creates the agent and its log file. Fails when the file cannot be
     /// created or the agent already exists.
     pub fn install(info: Info, config: Config) -> Result<&'static Agent, String> {
-        let file = File::create(&config.output).map_err(|e| format!("cannot create {}: {e}", config.output.display()))?;
         let style = Style::BITS64;
-        let mut writer = Sink::new(file, style)?;
-        // CLRProfiler's first line: function 0 stands for native code.
-        writer.raw(b"f 0 NATIVE FUNCTION ( UNKNOWN ARGUMENTS ) 0 0\n");
-        let mode = match config.stacks {
-            StackMode::Shadow => "shadow",
-            StackMode::Snapshot => "snapshot",
-            StackMode::None => "none",
+        let writer = match &config.output {
+            Some(path) => {
+                let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                let mut writer = Sink::new(file, style)?;
+                // CLRProfiler's first line: function 0 stands for native code.
+                writer.raw(b"f 0 NATIVE FUNCTION ( UNKNOWN ARGUMENTS ) 0 0\n");
+                let header = format!(
+                    "clrprof agent {} pid {} stacks {}{}{}",
+                    env!("CARGO_PKG_VERSION"),
+                    std::process::id(),
+                    config.stack_name(),
+                    if config.calls { " calls" } else { "" },
+                    if config.attached { " attached (no allocations)" } else { "" }
+                );
+                writer.record(&Record::Comment(Comment { text: header.as_bytes() }));
+                writer.flush_sync();
+                writer
+            }
+            None => Sink::discard(style),
         };
-        let header = format!(
-            "clrprof agent {} pid {} stacks {}{}",
-            env!("CARGO_PKG_VERSION"),
-            std::process::id(),
-            mode,
-            if config.calls { " calls" } else { "" }
-        );
-        writer.record(&Record::Comment(Comment { text: header.as_bytes() }));
-        writer.flush_sync();
+        let log = config.output.as_ref().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()));
         let agent = Agent {
             info,
-            config,
             style,
             start: clock(),
-            out: Mutex::new(Out { writer, last_tick: None, gc_stack: Vec::new(), gc_counts: [0; 3] }),
+            out: Mutex::new(Out { writer, last_tick: None, gc_stack: Vec::new(), gc_counts: [0; 3], dump: None }),
             defs: Mutex::new(Vec::new()),
             events: Mutex::new(Segments::default()),
             threads: Mutex::new(Vec::new()),
             tables: Mutex::new(Tables::default()),
             shutdown: AtomicBool::new(false),
+            log: Mutex::new(log),
+            allocations_on: AtomicBool::new(config.allocations),
+            calls_on: AtomicBool::new(config.calls),
+            dumping: AtomicBool::new(false),
+            dumps_in_log: AtomicU32::new(0),
+            event_mask: AtomicU32::new(0),
+            quiet: AtomicBool::new(false),
+            config,
         };
         AGENT.set(agent).map_err(|_| "the agent is already installed".to_string())?;
         let agent = AGENT.get().ok_or("agent missing")?;
@@ -158,7 +193,20 @@ impl Agent {
                 }
             })
             .map_err(|e| format!("cannot start the flush thread: {e}"))?;
+        if agent.config.control {
+            if let Err(e) = crate::control_socket::start(agent) {
+                eprintln!("clrprof agent: no control socket: {e}");
+            }
+        }
+        if let Some(every) = agent.config.heap_dump_every {
+            crate::dump::start_periodic(agent, every)?;
+        }
         Ok(agent)
+    }
+
+    /// True after `shutdown`.
+    pub fn is_shut_down(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
     }
 
     /// Milliseconds since the agent started (32-bit, wrapping like the
@@ -255,7 +303,7 @@ impl Agent {
         }
     }
 
-    fn function_id(&self, func: usize) -> i32 {
+    pub(crate) fn function_id(&self, func: usize) -> i32 {
         if let Some(id) = lock(&self.tables).function(func) {
             return id;
         }
@@ -267,7 +315,7 @@ impl Agent {
         tables.define_function(&mut defs, self.style, func, &name.name, &name.signature, address, size, module)
     }
 
-    fn type_id(&self, class: usize) -> i32 {
+    pub(crate) fn type_id(&self, class: usize) -> i32 {
         if let Some(id) = lock(&self.tables).type_id(class) {
             return id;
         }
@@ -281,6 +329,9 @@ impl Agent {
 
     /// `!`: an allocation on the calling thread.
     pub fn allocated(&self, object: usize, class: usize) {
+        if !self.allocations_on.load(Ordering::Relaxed) {
+            return;
+        }
         let Some(size) = self.info.object_size(object) else { return };
         let Some(ts) = thread::current() else { return };
         if ts.with_local(|l| std::mem::replace(&mut l.busy, true)) {
@@ -341,6 +392,19 @@ impl Agent {
     fn empty_stack(&self, ts: &ThreadState) -> i32 {
         let previous = ts.with_local(|l| l.last_stack);
         self.define_stack(&[], None, previous)
+    }
+
+    /// `z`: a comment, in the calling thread's own time order (after what
+    /// it allocated before, before what it allocates after).
+    pub fn comment(&self, text: &str) {
+        let bytes: Vec<u8> =
+            text.chars().map(|c| if c == '\n' || c == '\r' { b' ' } else if (c as u32) < 0x100 { c as u32 as u8 } else { b'?' }).collect();
+        let record = Record::Comment(Comment { text: &bytes });
+        let tick = self.now_ms();
+        match thread::current() {
+            Some(ts) => write_record(ts.lock_buf().at(tick), &record, self.style),
+            None => self.event(&record),
+        }
     }
 
     fn event(&self, r: &Record<'_>) {
@@ -416,23 +480,30 @@ impl Agent {
         let mut out = lock(&self.out);
         self.drain(&mut out);
         out.gc_stack.push(condemned);
-        out.fresh_tick(now);
-        out.record(&Record::GcBoundary(GcBoundary { is_start: true, induced, condemned, ranges: List::Items(&ranges) }));
+        let tick = out.fresh_tick(now);
+        let start = GcBoundary { is_start: true, induced, condemned, ranges: List::Items(&ranges) };
+        out.record(&Record::GcBoundary(start));
+        self.claim_dump(&mut out, condemned, tick, &start);
     }
 
     /// A GC ends: `i`, `b 0`, `g`, and the file is flushed.
+    /// A GC that started before the agent saw it (attach) is ignored.
     pub fn gc_finished(&self) {
         let ranges = self.ranges();
         let now = self.now_ms();
         let mut out = lock(&self.out);
-        let condemned = out.gc_stack.pop().unwrap_or(0);
-        out.fresh_tick(now);
-        out.record(&Record::GcBoundary(GcBoundary { is_start: false, induced: false, condemned, ranges: List::Items(&ranges) }));
+        let depth = out.gc_stack.len();
+        let Some(condemned) = out.gc_stack.pop() else { return };
+        let tick = out.fresh_tick(now);
+        let end = GcBoundary { is_start: false, induced: false, condemned, ranges: List::Items(&ranges) };
+        out.record(&Record::GcBoundary(end));
         for g in 0..=(condemned.clamp(0, 2) as usize) {
             out.gc_counts[g] += 1;
         }
         let [gen0, gen1, gen2] = out.gc_counts;
-        out.record(&Record::GcCounts(GcCounts { gen0, gen1, gen2 }));
+        let counts = GcCounts { gen0, gen1, gen2 };
+        out.record(&Record::GcCounts(counts));
+        self.end_dump(&mut out, depth, tick, &end, &counts);
         self.drain(&mut out);
         out.writer.flush();
     }
@@ -440,6 +511,9 @@ impl Agent {
     /// `u` lines.
     pub fn moved(&self, old: &[usize], new: &[usize], len: &[usize]) {
         let mut out = lock(&self.out);
+        if out.gc_stack.is_empty() {
+            return;
+        }
         for ((&o, &n), &l) in old.iter().zip(new).zip(len) {
             let mut done = 0usize;
             while done < l {
@@ -457,6 +531,9 @@ impl Agent {
     /// `v` lines.
     pub fn survived(&self, start: &[usize], len: &[usize]) {
         let mut out = lock(&self.out);
+        if out.gc_stack.is_empty() {
+            return;
+        }
         for (&s, &l) in start.iter().zip(len) {
             let mut done = 0usize;
             while done < l {
@@ -470,6 +547,9 @@ impl Agent {
     /// `l`: an object was queued for finalization.
     pub fn finalizer_queued(&self, flags: u32, object: usize) {
         let mut out = lock(&self.out);
+        if out.gc_stack.is_empty() {
+            return;
+        }
         out.record(&Record::Finalizer(FinalizerQueued { critical: flags & 1 != 0, address: Address(object as u64) }));
     }
 
@@ -493,10 +573,26 @@ impl Agent {
     /// Called at shutdown: a last flush; the timer stops.
     pub fn shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
+        crate::control_socket::remove();
         self.flush();
     }
 
-    fn drain(&self, out: &mut Out) {
+    /// Flushes the log and stops writing it (what comes later is dropped).
+    pub(crate) fn close_log(&self) {
+        let mut out = lock(&self.out);
+        self.drain(&mut out);
+        out.writer.flush_sync();
+        out.writer = Sink::discard(self.style);
+        *lock(&self.log) = None;
+    }
+
+    /// Takes the definitions written since the last drain (they go into
+    /// the log ahead of the lines that use them).
+    pub(crate) fn take_defs(&self) -> Vec<u8> {
+        std::mem::take(&mut *lock(&self.defs))
+    }
+
+    pub(crate) fn drain(&self, out: &mut Out) {
         let mut sources = Vec::new();
         let mut owners: Vec<Option<&'static ThreadState>> = Vec::new();
         let mut freed: Vec<&'static ThreadState> = Vec::new();

@@ -37,6 +37,7 @@ mod slot {
     pub const JIT_CACHED_FUNCTION_SEARCH_FINISHED: usize = 26;
     pub const OBJECT_ALLOCATED: usize = 50;
     pub const OBJECT_REFERENCES: usize = 52;
+    pub const ROOT_REFERENCES2: usize = 77;
     pub const EXCEPTION_THROWN: usize = 54;
     pub const EXCEPTION_UNWIND_FUNCTION_ENTER: usize = 62;
     pub const EXCEPTION_UNWIND_FUNCTION_LEAVE: usize = 63;
@@ -88,6 +89,7 @@ const fn build_vtable() -> [*const c_void; slot::COUNT] {
     v[slot::HANDLE_CREATED] = handle_created as *const c_void;
     v[slot::HANDLE_DESTROYED] = handle_destroyed as *const c_void;
     v[slot::INITIALIZE_FOR_ATTACH] = initialize_for_attach as *const c_void;
+    v[slot::ROOT_REFERENCES2] = root_references2 as *const c_void;
     v[slot::MOVED_REFERENCES2] = moved_references2 as *const c_void;
     v[slot::SURVIVING_REFERENCES2] = surviving_references2 as *const c_void;
     v[slot::LOAD_AS_NOTIFICATION_ONLY] = load_as_notification_only as *const c_void;
@@ -164,13 +166,9 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
         let hooks = config.hooks();
         let started = format!(
             "ok stacks={} calls={} output={}",
-            match config.stacks {
-                StackMode::Shadow => "shadow",
-                StackMode::Snapshot => "snapshot",
-                StackMode::None => "none",
-            },
+            config.stack_name(),
             u8::from(config.calls),
-            config.output.display()
+            config.output.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
         );
         let agent = match crate::agent::Agent::install(info, config) {
             Ok(a) => a,
@@ -181,6 +179,7 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
             }
         };
         let hr = agent.info.set_event_mask(low, 0);
+        agent.event_mask.store(low, std::sync::atomic::Ordering::Release);
         if !com::succeeded(hr) {
             eprintln!("clrprof agent: SetEventMask failed (0x{:08x}); not profiling", hr as u32);
             crate::status::report(&format!("error SetEventMask failed (0x{:08x})", hr as u32));
@@ -199,9 +198,50 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
     })
 }
 
-extern "system" fn initialize_for_attach(_this: *mut c_void) -> HRESULT {
-    // Allocation events cannot be enabled after startup.
-    E_FAIL
+/// Loaded into a running process (the diagnostics IPC's AttachProfiler).
+/// Settings come as `KEY=VALUE` lines in the client data. Only what the
+/// runtime allows after start-up is enabled: GC events (moves,
+/// survivals, finalization, handles, heap walks) and module loads; never
+/// allocations or enter/leave hooks. Without `CLRPROF_OUTPUT` the agent
+/// keeps no log and its GC events stay off except during a dump.
+extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mut c_void, data: *const u8, len: u32) -> HRESULT {
+    crate::guard(E_FAIL, || {
+        if unknown.is_null() {
+            return E_FAIL;
+        }
+        if crate::agent::get().is_some() {
+            return E_FAIL;
+        }
+        // Safety: the runtime passes its info object.
+        let Some(info) = (unsafe { Info::from_unknown(unknown) }) else {
+            eprintln!("clrprof agent: the runtime offers no ICorProfilerInfo3; not attaching");
+            return E_FAIL;
+        };
+        let data: &[u8] = if data.is_null() || len == 0 {
+            &[]
+        } else {
+            // Safety: the runtime passes `len` bytes of client data.
+            unsafe { std::slice::from_raw_parts(data, len as usize) }
+        };
+        let config = Config::from_client_data(data, std::process::id());
+        let recording = config.output.is_some();
+        let agent = match crate::agent::Agent::install(info, config) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("clrprof agent: {e}; not attaching");
+                return E_FAIL;
+            }
+        };
+        let mask = if recording { mask::GC | mask::MODULE_LOADS | mask::ASSEMBLY_LOADS } else { 0 };
+        agent.quiet.store(!recording, std::sync::atomic::Ordering::Release);
+        agent.event_mask.store(mask, std::sync::atomic::Ordering::Release);
+        let hr = agent.info.set_event_mask(mask, 0);
+        if !com::succeeded(hr) {
+            eprintln!("clrprof agent: SetEventMask after attach failed (0x{:08x})", hr as u32);
+            return hr;
+        }
+        S_OK
+    })
 }
 
 extern "system" fn load_as_notification_only(_this: *mut c_void, only: *mut i32) -> HRESULT {
@@ -271,10 +311,35 @@ extern "system" fn object_allocated(_this: *mut c_void, object: usize, class: us
     })
 }
 
-extern "system" fn object_references(_this: *mut c_void) -> HRESULT {
-    // Failing stops the runtime's per-object reports for this GC: the
-    // agent writes no heap dumps.
-    E_FAIL
+extern "system" fn object_references(_this: *mut c_void, object: usize, class: usize, count: u32, refs: *const usize) -> HRESULT {
+    // Failing stops the runtime's per-object reports for this GC: outside
+    // a heap dump the walk costs nothing more.
+    crate::guard(E_FAIL, || {
+        let Some(a) = crate::agent::get() else { return E_FAIL };
+        // Safety: the runtime passes `count` object ids.
+        if a.object_references(object, class, unsafe { slice(refs, count) }) {
+            S_OK
+        } else {
+            E_FAIL
+        }
+    })
+}
+
+extern "system" fn root_references2(
+    _this: *mut c_void,
+    count: u32,
+    refs: *const usize,
+    kinds: *const u32,
+    flags: *const u32,
+    ids: *const usize,
+) -> HRESULT {
+    crate::guard(S_OK, || {
+        if let Some(a) = crate::agent::get() {
+            // Safety: parallel arrays of `count` entries.
+            unsafe { a.root_references(slice(refs, count), slice(kinds, count), slice(flags, count), slice(ids, count)) };
+        }
+        S_OK
+    })
 }
 
 extern "system" fn exception_thrown(_this: *mut c_void, _object: usize) -> HRESULT {

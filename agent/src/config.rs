@@ -1,6 +1,9 @@
-//! The agent's settings, read once from the environment at `Initialize`.
+//! The agent's settings: read once from the environment at `Initialize`,
+//! or from the client data of an attach request (`KEY=VALUE` lines with
+//! the same names) at `InitializeForAttach`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Where stacks come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,8 +20,9 @@ pub enum StackMode {
 #[derive(Clone, Debug)]
 pub struct Config {
     /// The log file (`CLRPROF_OUTPUT`; `%p` becomes the process id;
-    /// default `clrprof_<pid>.log`).
-    pub output: PathBuf,
+    /// default `clrprof_<pid>.log`). `None` only for an agent attached to
+    /// take heap dumps into files of their own.
+    pub output: Option<PathBuf>,
     /// `CLRPROF_STACKS=shadow|snapshot|none`.
     pub stacks: StackMode,
     /// `CLRPROF_CALLS=1`: a `c` line at every call (needs shadow stacks).
@@ -28,12 +32,44 @@ pub struct Config {
     /// `CLRPROF_NO_INLINING=1`: ask the JIT not to inline, so that every
     /// call shows in stacks.
     pub no_inlining: bool,
+    /// `CLRPROF_ALLOCATIONS=0`: start with allocation logging off (the
+    /// program switches it on around the part of interest).
+    pub allocations: bool,
+    /// `CLRPROF_HEAP_DUMP_EVERY=SECONDS`: a heap dump into the log every
+    /// so many seconds (fractions allowed).
+    pub heap_dump_every: Option<Duration>,
+    /// `CLRPROF_CONTROL=0`: no control socket.
+    pub control: bool,
+    /// Loaded into a running process (`InitializeForAttach`).
+    pub attached: bool,
 }
 
 impl Config {
     /// Reads the environment.
     pub fn from_env() -> Config {
         Self::from_lookup(|k| std::env::var(k).ok(), std::process::id())
+    }
+
+    /// Reads an attach request's client data: `KEY=VALUE` lines. Without
+    /// `CLRPROF_OUTPUT` the agent has no log (it only takes dumps into
+    /// files named by each request).
+    pub fn from_client_data(data: &[u8], pid: u32) -> Config {
+        let text = String::from_utf8_lossy(data);
+        let get = |k: &str| {
+            text.lines().find_map(|l| l.split_once('=').filter(|(key, _)| key.trim() == k).map(|(_, v)| v.to_string()))
+        };
+        let has_log = get("CLRPROF_OUTPUT").is_some_and(|v| !v.is_empty());
+        let mut c = Self::from_lookup(get, pid);
+        if !has_log {
+            c.output = None;
+        }
+        // Neither hooks nor allocation events can be enabled after start.
+        c.stacks = StackMode::None;
+        c.calls = false;
+        c.allocations = false;
+        c.no_inlining = false;
+        c.attached = true;
+        c
     }
 
     /// Reads settings through `get` (for tests).
@@ -48,14 +84,38 @@ impl Config {
             _ => StackMode::Shadow,
         };
         let flag = |k: &str| matches!(get(k).as_deref().map(str::trim), Some("1") | Some("true") | Some("yes"));
+        let off = |k: &str| matches!(get(k).as_deref().map(str::trim), Some("0") | Some("false") | Some("no") | Some("off"));
         let calls = flag("CLRPROF_CALLS");
         let flush_ms = get("CLRPROF_FLUSH_MS").and_then(|s| s.trim().parse().ok()).filter(|&v| v > 0).unwrap_or(200);
-        Config { output, stacks, calls, flush_ms, no_inlining: flag("CLRPROF_NO_INLINING") }
+        let heap_dump_every = get("CLRPROF_HEAP_DUMP_EVERY")
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|&s| s.is_finite() && s > 0.0)
+            .map(|s| Duration::from_secs_f64(s.max(0.01)));
+        Config {
+            output: Some(output),
+            stacks,
+            calls,
+            flush_ms,
+            no_inlining: flag("CLRPROF_NO_INLINING"),
+            allocations: !off("CLRPROF_ALLOCATIONS"),
+            heap_dump_every,
+            control: !off("CLRPROF_CONTROL"),
+            attached: false,
+        }
     }
 
     /// True when enter/leave hooks are installed.
     pub fn hooks(&self) -> bool {
         cfg!(target_arch = "x86_64") && (self.stacks == StackMode::Shadow || self.calls)
+    }
+
+    /// The stack mode's name.
+    pub fn stack_name(&self) -> &'static str {
+        match self.stacks {
+            StackMode::Shadow => "shadow",
+            StackMode::Snapshot => "snapshot",
+            StackMode::None => "none",
+        }
     }
 }
 
@@ -66,20 +126,37 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let c = Config::from_lookup(|_| None, 42);
-        assert_eq!(c.output, PathBuf::from("clrprof_42.log"));
+        assert_eq!(c.output, Some(PathBuf::from("clrprof_42.log")));
         assert_eq!(c.stacks, StackMode::Shadow);
-        assert!(!c.calls);
+        assert!(!c.calls && c.allocations && c.control && !c.attached);
+        assert_eq!(c.heap_dump_every, None);
         let c = Config::from_lookup(
             |k| match k {
                 "CLRPROF_OUTPUT" => Some("/tmp/x_%p.log".into()),
                 "CLRPROF_STACKS" => Some("none".into()),
                 "CLRPROF_CALLS" => Some("1".into()),
+                "CLRPROF_ALLOCATIONS" => Some("0".into()),
+                "CLRPROF_HEAP_DUMP_EVERY" => Some("2.5".into()),
+                "CLRPROF_CONTROL" => Some("off".into()),
                 _ => None,
             },
             7,
         );
-        assert_eq!(c.output, PathBuf::from("/tmp/x_7.log"));
+        assert_eq!(c.output, Some(PathBuf::from("/tmp/x_7.log")));
         assert_eq!(c.stacks, StackMode::None);
-        assert!(c.calls);
+        assert!(c.calls && !c.allocations && !c.control);
+        assert_eq!(c.heap_dump_every, Some(Duration::from_millis(2500)));
+        assert_eq!(Config::from_lookup(|k| (k == "CLRPROF_HEAP_DUMP_EVERY").then(|| "-1".into()), 1).heap_dump_every, None);
+    }
+
+    #[test]
+    fn client_data() {
+        let c = Config::from_client_data(b"CLRPROF_OUTPUT=/tmp/r.log\nCLRPROF_STACKS=shadow\nCLRPROF_HEAP_DUMP_EVERY=3\n", 9);
+        assert_eq!(c.output, Some(PathBuf::from("/tmp/r.log")));
+        assert!(c.attached && !c.allocations && !c.calls);
+        assert_eq!(c.stacks, StackMode::None);
+        assert_eq!(c.heap_dump_every, Some(Duration::from_secs(3)));
+        let c = Config::from_client_data(b"", 9);
+        assert_eq!(c.output, None);
     }
 }

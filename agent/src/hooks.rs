@@ -16,7 +16,7 @@ extern "C" fn enter(func: usize) {
         let Some(ts) = thread::current() else { return };
         ts.with_local(|l| l.frames.push(Frame { func, node: NO_NODE }));
         if let Some(agent) = crate::agent::get() {
-            if agent.config.calls {
+            if agent.config.calls && agent.calls_on.load(std::sync::atomic::Ordering::Relaxed) {
                 agent.called(ts);
             }
         }

@@ -132,6 +132,16 @@ impl Info {
         }
     }
 
+    /// `ForceGC` (slot 28): a full blocking GC, now. Must be called from a
+    /// thread that has never run managed code, outside any callback.
+    pub fn force_gc(&self) -> HRESULT {
+        // Safety: slot from corprof.idl; takes no arguments.
+        unsafe {
+            let f: extern "system" fn(*mut c_void) -> HRESULT = method(self.ptr, 28);
+            f(self.ptr)
+        }
+    }
+
     /// `SetEnterLeaveFunctionHooks3` (slot 61).
     pub fn set_enter_leave_hooks3(&self, enter: usize, leave: usize, tailcall: usize) -> HRESULT {
         // Safety: slot from corprof.idl.

@@ -24,6 +24,12 @@
 //! - [`names`]: type and function names as CLRProfiler spells them.
 //! - [`hooks`]: the enter/leave stubs and the shadow stack.
 //! - [`status`]: the start-up report `clrprof record` reads.
+//! - [`dump`]: heap dumps (an induced GC writing `o` and `e` lines).
+//! - [`control`]: what can be asked of a running agent (dump, comment,
+//!   allocations/calls on|off, flush): the API the control socket, the
+//!   program's P/Invoke calls and a collector share.
+//! - [`control_socket`]: the per-process Unix socket in front of it.
+//! - [`api`]: the C functions a program reaches by P/Invoke.
 //!
 //! No panic crosses the FFI boundary: every callback runs inside
 //! [`guard`].
@@ -31,9 +37,13 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod agent;
+pub mod api;
 pub mod callback;
 pub mod com;
 pub mod config;
+pub mod control;
+pub mod control_socket;
+pub mod dump;
 pub mod hooks;
 pub mod info;
 pub mod names;

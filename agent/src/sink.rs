@@ -47,7 +47,8 @@ type Shared = Arc<(Mutex<Progress>, Condvar)>;
 pub struct Sink {
     buf: Vec<u8>,
     style: Style,
-    tx: SyncSender<Vec<u8>>,
+    /// `None` for a sink that discards what it is given.
+    tx: Option<SyncSender<Vec<u8>>>,
     shared: Shared,
     sent: u64,
 }
@@ -66,7 +67,19 @@ impl Sink {
             .name("clrprof-writer".into())
             .spawn(move || crate::guard((), || write_loop(file, rx, theirs)))
             .map_err(|e| format!("cannot start the writer thread: {e}"))?;
-        Ok(Sink { buf: Vec::with_capacity(HAND_OVER_AT + (64 << 10)), style, tx, shared, sent: 0 })
+        Ok(Sink { buf: Vec::with_capacity(HAND_OVER_AT + (64 << 10)), style, tx: Some(tx), shared, sent: 0 })
+    }
+
+    /// A sink with no file: what it is given is dropped at each flush (an
+    /// agent attached only to take heap dumps into files of their own has
+    /// no log).
+    pub fn discard(style: Style) -> Sink {
+        Sink { buf: Vec::new(), style, tx: None, shared: Arc::default(), sent: 0 }
+    }
+
+    /// True when this sink writes to a file.
+    pub fn has_file(&self) -> bool {
+        self.tx.is_some()
     }
 
     /// Appends formatted lines.
@@ -95,9 +108,13 @@ impl Sink {
         if self.buf.is_empty() {
             return;
         }
+        let Some(tx) = &self.tx else {
+            self.buf.clear();
+            return;
+        };
         let fresh = lock(&self.shared.0).spare.pop().unwrap_or_else(|| Vec::with_capacity(HAND_OVER_AT + (64 << 10)));
         let full = std::mem::replace(&mut self.buf, fresh);
-        if self.tx.send(full).is_ok() {
+        if tx.send(full).is_ok() {
             self.sent += 1;
         }
     }

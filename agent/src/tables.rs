@@ -27,6 +27,24 @@ pub struct Tables {
     modules: FxMap<usize, i32>,
     stacks: FxMap<StackKey, i32>,
     stack_list: Vec<StackKey>,
+    /// The `t` line of each type id (index id - 1), for dump files that
+    /// must define what they use.
+    type_lines: Vec<Box<[u8]>>,
+    /// The `f` line and module id of each function id (index id - 1).
+    function_lines: Vec<(Box<[u8]>, i32)>,
+    /// The `m` line of each module id (index id - 1).
+    module_lines: Vec<Box<[u8]>>,
+}
+
+/// Appends `r` to `defs` and returns the bytes written.
+fn define(defs: &mut Vec<u8>, r: &Record<'_>, style: Style) -> Box<[u8]> {
+    let at = defs.len();
+    write_record(defs, r, style);
+    defs[at..].into()
+}
+
+fn line(lines: &[Box<[u8]>], id: i32) -> Option<&[u8]> {
+    lines.get(usize::try_from(id).ok()?.checked_sub(1)?).map(|l| &l[..])
 }
 
 impl Tables {
@@ -65,7 +83,7 @@ impl Tables {
         self.functions.insert(func, id);
         let name = escape_name(name, Some(' '));
         let signature = escape_name(signature, None);
-        write_record(
+        let line = define(
             defs,
             &Record::Function(FunctionDef {
                 id: FunctionId(id),
@@ -78,6 +96,7 @@ impl Tables {
             }),
             style,
         );
+        self.function_lines.push((line, module));
         id
     }
 
@@ -89,7 +108,8 @@ impl Tables {
         let id = self.types.len() as i32 + 1;
         self.types.insert(class, id);
         let name = escape_name(name, None);
-        write_record(defs, &Record::Type(TypeDef { id: TypeId(id), finalizable: Some(finalizable), name: &name }), style);
+        let line = define(defs, &Record::Type(TypeDef { id: TypeId(id), finalizable: Some(finalizable), name: &name }), style);
+        self.type_lines.push(line);
         id
     }
 
@@ -101,12 +121,29 @@ impl Tables {
         let id = self.modules.len() as i32 + 1;
         self.modules.insert(module, id);
         let path: Vec<u8> = path.chars().map(|c| if (c as u32) < 0x100 && c >= ' ' { c as u32 as u8 } else { b'?' }).collect();
-        write_record(
+        let line = define(
             defs,
             &Record::Module(ModuleLoad { id: ModuleId(id), path: &path, address: Some(Address(base as u64)), stack: StackId(stack) }),
             style,
         );
+        self.module_lines.push(line);
         id
+    }
+
+    /// The `t` line of a type id.
+    pub fn type_line(&self, id: i32) -> Option<&[u8]> {
+        line(&self.type_lines, id)
+    }
+
+    /// The `f` line of a function id and its module id.
+    pub fn function_line(&self, id: i32) -> Option<(&[u8], i32)> {
+        let (l, m) = self.function_lines.get(usize::try_from(id).ok()?.checked_sub(1)?)?;
+        Some((&l[..], *m))
+    }
+
+    /// The `m` line of a module id.
+    pub fn module_line(&self, id: i32) -> Option<&[u8]> {
+        line(&self.module_lines, id)
     }
 
     /// The id of a stack, defining it (`n` line, prefix-compressed against

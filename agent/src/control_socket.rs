@@ -1,0 +1,97 @@
+//! The control socket: `$TMPDIR/clrprof-agent-PID.sock`, a Unix socket
+//! that only the process's user may use (mode 0600, and each peer's
+//! credentials are checked), speaking [`clrprof_control::protocol`]: one
+//! JSON request per line, one JSON reply per line, handled by
+//! [`crate::control::handle`].
+//!
+//! A thread accepts connections; each connection gets a thread of its
+//! own, so a slow client cannot hold the others up. A line longer than
+//! `MAX_LINE`, or one that is not a request, gets an error reply naming
+//! what was expected; the connection stays usable.
+
+use crate::agent::Agent;
+use clrprof_control::paths;
+use clrprof_control::protocol::{parse_request, to_line, Reply, MAX_LINE};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+static PATH: OnceLock<PathBuf> = OnceLock::new();
+
+/// Binds the socket and starts accepting.
+pub fn start(_agent: &'static Agent) -> Result<(), String> {
+    let pid = std::process::id();
+    let path = paths::control_socket(&paths::own_temp_dir(), pid);
+    // A socket left by an earlier process with our pid is stale.
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("cannot restrict {} to its owner: {e}", path.display()))?;
+    let _ = PATH.set(path);
+    std::thread::Builder::new()
+        .name("clrprof-control".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(stream) = conn else { continue };
+                let _ = std::thread::Builder::new()
+                    .name("clrprof-control-conn".into())
+                    .spawn(move || crate::guard((), || serve(stream)));
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| format!("cannot start the control thread: {e}"))
+}
+
+/// Removes the socket file (at shutdown).
+pub fn remove() {
+    if let Some(p) = PATH.get() {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// The peer's user id (`SO_PEERCRED`).
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // Safety: getsockopt writes at most `len` bytes into `cred`.
+    let rc = unsafe {
+        libc::getsockopt(stream.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred as *mut libc::ucred as *mut libc::c_void, &mut len)
+    };
+    (rc == 0).then_some(cred.uid)
+}
+
+fn serve(stream: UnixStream) {
+    // Safety: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let Ok(mut writer) = stream.try_clone() else { return };
+    if peer_uid(&stream) != Some(me) {
+        let _ = writer.write_all(&to_line(&Reply::error("permission denied: the control socket answers only its process's user")));
+        return;
+    }
+    let mut reader = BufReader::new(stream);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let reply = if line.len() > MAX_LINE && line.last() != Some(&b'\n') {
+            // Skip the rest of the long line.
+            let mut rest = Vec::new();
+            let _ = reader.read_until(b'\n', &mut rest);
+            Reply::error(format!("request longer than {MAX_LINE} bytes"))
+        } else {
+            match parse_request(line.trim_ascii()) {
+                Ok(req) => crate::control::handle(&req),
+                Err(e) => Reply::error(e),
+            }
+        };
+        if writer.write_all(&to_line(&reply)).is_err() {
+            return;
+        }
+    }
+}

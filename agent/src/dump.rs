@@ -306,14 +306,7 @@ fn run(agent: &'static Agent, label: Option<&str>, output: Option<&Path>) -> Res
         }
         out.dump = Some(Dump::new(target));
     }
-    let quiet = agent.quiet.load(Ordering::Acquire);
-    if quiet {
-        agent.info.set_event_mask(crate::info::mask::GC, 0);
-    }
     let hr = agent.info.force_gc();
-    if quiet {
-        agent.info.set_event_mask(0, 0);
-    }
     let dump = lock(&agent.out).dump.take();
     agent.dumping.store(false, Ordering::Release);
     let Some(dump) = dump else { return Err("the dump vanished".into()) };

@@ -19,7 +19,7 @@ use std::time::Duration;
 /// The agent's file name.
 const AGENT_FILE: &str = "libclrprof_agent.so";
 /// `CORECLR_PROFILER`: the agent's class id.
-const PROFILER_GUID: &str = "{BC620A3A-B286-4C9C-8138-256EE44F802D}";
+pub(crate) const PROFILER_GUID: &str = "{BC620A3A-B286-4C9C-8138-256EE44F802D}";
 
 /// Arguments of `clrprof record`.
 #[derive(clap::Args)]
@@ -149,7 +149,7 @@ impl Drop for StatusFile {
 }
 
 /// The agent: `--agent`, `$CLRPROF_AGENT`, or next to this program.
-fn find_agent(given: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn find_agent(given: Option<&Path>) -> Result<PathBuf> {
     let (path, from) = match given {
         Some(p) => (p.to_path_buf(), "--agent"),
         None => match std::env::var_os("CLRPROF_AGENT").filter(|v| !v.is_empty()) {
@@ -171,7 +171,7 @@ fn find_agent(given: Option<&Path>) -> Result<PathBuf> {
     absolute(&path)
 }
 
-fn absolute(p: &Path) -> Result<PathBuf> {
+pub(crate) fn absolute(p: &Path) -> Result<PathBuf> {
     if p.is_absolute() {
         return Ok(p.to_path_buf());
     }
@@ -197,7 +197,7 @@ fn default_name(command: &[OsString], stamp: &str) -> String {
 }
 
 /// Local time as `yyyyMMdd_HHmmss`.
-fn local_timestamp() -> String {
+pub(crate) fn local_timestamp() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs()) as libc::time_t;

@@ -6,6 +6,7 @@ mod cmd_calls;
 mod cmd_dump;
 mod cmd_dump_diff;
 mod cmd_dumps;
+mod cmd_heap_dump;
 mod cmd_lifetime;
 mod cmd_record;
 mod cmd_footprint;
@@ -23,6 +24,7 @@ mod cmd_survivors;
 mod cmd_types;
 mod cmd_timeline;
 mod common;
+mod live;
 mod load;
 
 use clap::{Parser, Subcommand};
@@ -82,8 +84,12 @@ enum Command {
     Footprint(cmd_footprint::Args),
     /// Write a synthetic, heap-consistent log and its ground truth.
     Gen(cmd_gen::Args),
-    /// Run a .NET program under the capture agent and write its log.
+    /// Run a .NET program under the capture agent and write its log, or
+    /// attach to a running one (-p PID).
     Record(cmd_record::Args),
+    /// Take a heap dump of a running .NET process (attaching the agent if
+    /// it has none).
+    HeapDump(cmd_heap_dump::Args),
 }
 
 fn main() -> ExitCode {
@@ -111,6 +117,7 @@ fn main() -> ExitCode {
         Command::Calls(a) => cmd_calls::run(a),
         Command::Timeline(a) => cmd_timeline::run(a),
         Command::Record(a) => return finish(cmd_record::run(a)),
+        Command::HeapDump(a) => cmd_heap_dump::run(a),
         Command::Functions(a) => cmd_functions::run(a),
         Command::Modules(a) => cmd_groups::run(a, cmd_groups::Grouping::Module),
         Command::Classes(a) => cmd_groups::run(a, cmd_groups::Grouping::Class),

@@ -9,6 +9,7 @@ mod cmd_dumps;
 mod cmd_heap_dump;
 mod cmd_lifetime;
 mod cmd_record;
+mod cmd_record_attached;
 mod cmd_footprint;
 mod cmd_gen;
 mod cmd_handles;

@@ -15,6 +15,7 @@ static class P
     static Item[][] Heap;
     static long MaxGapTicks;
     static volatile bool Stop;
+    static long Sink;
 
     static void Watch()
     {
@@ -26,7 +27,9 @@ static class P
             long gap = now - last;
             if (gap > Interlocked.Read(ref MaxGapTicks)) Interlocked.Exchange(ref MaxGapTicks, gap);
             last = now;
-            Thread.SpinWait(50);
+            // Managed work only: a thread in native code (SpinWait, Sleep)
+            // keeps running during a GC and would not see the pause.
+            for (int k = 0; k < 200; k++) Sink += k;
         }
     }
 

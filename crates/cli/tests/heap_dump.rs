@@ -376,15 +376,14 @@ fn attached(rt: Runtime) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start record -p");
-    // The recording's agent answers on the control socket once attached.
-    let first = loop {
-        let out = clrprof(&dir, &["heap-dump", &pid, "--json", "--label", "first dump"]);
-        if out.status.success() {
-            break serde_json::from_slice::<Value>(&out.stdout).expect("JSON");
-        }
+    // Wait until the recording's agent answers on its control socket (a
+    // heap-dump before that would attach an agent of its own).
+    let socket = clrprof_control::paths::control_socket(&clrprof_control::paths::temp_dir_of(p.pid), p.pid);
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
         assert!(record.try_wait().expect("record").is_none(), "{rt:?}: record -p ended early");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let first = heap_dump(&dir, p.pid, &["--label", "first dump"]);
     assert_eq!(first["attached"], false, "{rt:?}: heap-dump reused the recording's agent: {first}");
     assert_eq!(first["dump"]["log"].as_str().map(PathBuf::from), Some(dir.join("rec.log")));
     // A second attach is refused with a clear message.

@@ -322,6 +322,26 @@ fn under_agent(rt: Runtime) {
     assert_eq!(first["attached"], false, "{rt:?}: the agent was there: {first}");
     assert_eq!(first["dump"]["index"], 0);
     assert_eq!(first["dump"]["log"].as_str(), Some(log.to_str().expect("UTF-8")));
+    // The control socket itself: bad requests and refused switches get
+    // error replies, and the connection stays usable.
+    let socket = clrprof_control::paths::control_socket(&clrprof_control::paths::temp_dir_of(p.pid), p.pid);
+    let mut conn = std::os::unix::net::UnixStream::connect(&socket).expect("the control socket");
+    let mut replies = BufReader::new(conn.try_clone().expect("clone"));
+    let mut ask = |line: &str| {
+        writeln!(conn, "{line}").expect("write a request");
+        read_json(&mut replies)
+    };
+    let bad = ask("dump now");
+    assert_eq!(bad["ok"], false);
+    assert!(bad["error"].as_str().is_some_and(|e| e.contains("expected one JSON object")), "{bad}");
+    let calls = ask(r#"{"op":"calls","on":true}"#);
+    assert!(calls["error"].as_str().is_some_and(|e| e.contains("not enabled at start")), "{calls}");
+    assert_eq!(ask(r#"{"op":"allocations","on":false}"#)["previous"], true);
+    assert_eq!(ask(r#"{"op":"allocations","on":true}"#)["previous"], false);
+    let status = ask(r#"{"op":"status"}"#);
+    assert_eq!(status["status"]["pid"].as_u64(), Some(p.pid as u64), "{status}");
+    assert_eq!(status["status"]["dumps"], 1);
+    drop(ask);
     let alone = heap_dump(&dir, p.pid, &["-o", "alone.log"]);
     assert_eq!(alone["dump"]["log"].as_str().map(PathBuf::from), Some(dir.join("alone.log")));
     assert_eq!(p.send("drop")["dropped"].as_u64(), Some(N / 2));

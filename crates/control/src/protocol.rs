@@ -4,9 +4,9 @@
 //!
 //! ```text
 //! -> {"op":"dump","label":"after warm-up"}
-//! <- {"ok":true,"dump":{"index":0,"log":"/tmp/app.log","objects":52113,"roots":310,"bytes":2315608,"millis":41}}
-//! -> {"op":"dump","output":"/tmp/snap.log"}
-//! <- {"ok":true,"dump":{"index":1,"log":"/tmp/snap.log",...}}
+//! <- {"ok":true,"dump":{"index":0,"log":"/tmp/hd/app.log","objects":2103,"roots":145,"bytes":186181,"millis":0}}
+//! -> {"op":"dump","output":"/tmp/hd/snap.log"}
+//! <- {"ok":true,"dump":{"index":0,"log":"/tmp/hd/snap.log","objects":2103,"roots":145,"bytes":186181,"millis":3}}
 //! -> {"op":"comment","text":"phase 2"}
 //! <- {"ok":true}
 //! -> {"op":"allocations","on":false}

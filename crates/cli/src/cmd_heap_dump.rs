@@ -66,7 +66,10 @@ pub fn run(args: Args) -> Result<()> {
     let reply = client.request(&Request::Dump { label: args.label.clone(), output }, timeout)?;
     let Some(d) = reply.dump else { anyhow::bail!("the agent in process {pid} answered without the dump's figures") };
     if args.json {
-        println!("{}", serde_json::to_string(&serde_json::json!({ "pid": pid, "attached": attached, "dump": d }))?);
+        let dump = serde_json::json!({
+            "index": d.index, "log": d.log, "objects": d.objects, "roots": d.roots, "bytes": d.bytes, "millis": d.millis,
+        });
+        println!("{}", serde_json::to_string(&serde_json::json!({ "pid": pid, "attached": attached, "dump": dump }))?);
     } else {
         println!(
             "heap dump {} of process {pid}{}: {} objects, {} bytes, {} roots, {} ms; written to {}",

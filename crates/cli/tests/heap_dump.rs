@@ -329,18 +329,18 @@ fn under_agent(rt: Runtime) {
     let mut replies = BufReader::new(conn.try_clone().expect("clone"));
     let mut ask = |line: &str| {
         writeln!(conn, "{line}").expect("write a request");
-        read_json(&mut replies)
+        let mut reply = String::new();
+        replies.read_line(&mut reply).expect("read a reply");
+        reply.trim_end().to_string()
     };
     let bad = ask("dump now");
-    assert_eq!(bad["ok"], false);
-    assert!(bad["error"].as_str().is_some_and(|e| e.contains("expected one JSON object")), "{bad}");
-    let calls = ask(r#"{"op":"calls","on":true}"#);
-    assert!(calls["error"].as_str().is_some_and(|e| e.contains("not enabled at start")), "{calls}");
-    assert_eq!(ask(r#"{"op":"allocations","on":false}"#)["previous"], true);
-    assert_eq!(ask(r#"{"op":"allocations","on":true}"#)["previous"], false);
-    let status = ask(r#"{"op":"status"}"#);
-    assert_eq!(status["status"]["pid"].as_u64(), Some(p.pid as u64), "{status}");
-    assert_eq!(status["status"]["dumps"], 1);
+    assert!(bad.starts_with("error\tmessage=unknown request \"dump now\""), "{bad}");
+    let calls = ask("calls\ton=1");
+    assert!(calls.starts_with("error\t") && calls.contains("not enabled at start"), "{calls}");
+    assert_eq!(ask("allocations\ton=0"), "ok\tprevious=1");
+    assert_eq!(ask("allocations\ton=1"), "ok\tprevious=0");
+    let status = ask("status");
+    assert!(status.starts_with(&format!("ok\tpid={}\tlog=", p.pid)) && status.contains("\tdumps=1\t"), "{status}");
     drop(ask);
     let alone = heap_dump(&dir, p.pid, &["-o", "alone.log"]);
     assert_eq!(alone["dump"]["log"].as_str().map(PathBuf::from), Some(dir.join("alone.log")));

@@ -30,7 +30,8 @@ use clrprof::format::records::{
     AssemblyLoad, Call, Comment, FinalizerQueued, GcBoundary, GcCounts, GenerationRange as LogRange, HandleCreated,
     HandleDestroyed, Moved, Survived, Tick,
 };
-use crate::sink::Sink;
+use crate::sink::{Destination, Sink};
+use crate::stream::Streamer;
 use clrprof::format::{write_record, Address, HandleId, List, Record, StackId, Style, ThreadId};
 use clrprof::format::records::Alloc;
 use std::ffi::c_void;
@@ -138,10 +139,16 @@ impl Agent {
     /// created or the agent already exists.
     pub fn install(info: Info, config: Config) -> Result<&'static Agent, String> {
         let style = Style::BITS64;
-        let writer = match &config.output {
-            Some(path) => {
-                let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-                let mut writer = Sink::new(file, style)?;
+        let dest = match (&config.stream, &config.output) {
+            (Some(s), _) => Some(Destination::Stream(Box::new(Streamer::start(s.clone(), crate::identity::current())))),
+            (None, Some(path)) => {
+                Some(Destination::File(File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?))
+            }
+            (None, None) => None,
+        };
+        let writer = match dest {
+            Some(dest) => {
+                let mut writer = Sink::to(dest, style)?;
                 // CLRProfiler's first line: function 0 stands for native code.
                 writer.raw(b"f 0 NATIVE FUNCTION ( UNKNOWN ARGUMENTS ) 0 0\n");
                 let header = format!(
@@ -158,7 +165,12 @@ impl Agent {
             }
             None => Sink::discard(style),
         };
-        let log = config.output.as_ref().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()));
+        // Where the log is, for the control status (a streamed log is at
+        // the collector).
+        let log = match &config.stream {
+            Some(s) => Some(std::path::PathBuf::from(format!("collector:{}", s.target))),
+            None => config.output.as_ref().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+        };
         let agent = Agent {
             info,
             style,
@@ -570,14 +582,16 @@ impl Agent {
     pub fn shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
         crate::control_socket::remove();
-        self.flush();
+        let mut out = lock(&self.out);
+        self.drain(&mut out);
+        out.writer.finish();
     }
 
     /// Flushes the log and stops writing it (what comes later is dropped).
     pub(crate) fn close_log(&self) {
         let mut out = lock(&self.out);
         self.drain(&mut out);
-        out.writer.flush_sync();
+        out.writer.finish();
         out.writer = Sink::discard(self.style);
         *lock(&self.log) = None;
     }

@@ -165,10 +165,10 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
         }
         let hooks = config.hooks();
         let started = format!(
-            "ok stacks={} calls={} output={}",
+            "ok stacks={} calls={} {}",
             config.stack_name(),
             u8::from(config.calls),
-            config.output.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+            config.destination()
         );
         let agent = match crate::agent::Agent::install(info, config) {
             Ok(a) => a,

@@ -16,6 +16,30 @@ pub enum StackMode {
     None,
 }
 
+/// Streaming to a collector (`CLRPROF_TARGET`).
+#[derive(Clone, Debug)]
+pub struct StreamConfig {
+    /// `CLRPROF_TARGET`: `HOST:PORT` or `unix:/path`.
+    pub target: String,
+    /// `CLRPROF_TOKEN` (64 hex digits); `None` when missing or malformed
+    /// (the agent then writes its spool and says why in its status).
+    pub token: Option<clrprof_wire::Token>,
+    /// `CLRPROF_SPOOL` (`%p` becomes the process id; default
+    /// `$TMPDIR/clrprof_<pid>.spool.log`): where the log goes on when the
+    /// collector cannot be reached or goes away.
+    pub spool: PathBuf,
+    /// `CLRPROF_STREAM_BUFFER_MB` (default 64): log bytes kept in memory
+    /// until the collector has stored them; more than this goes to the
+    /// spool.
+    pub buffer_bytes: usize,
+    /// `CLRPROF_STREAM_LINGER_MS` (default 5000): at shutdown, how long to
+    /// wait for the collector to confirm the end before spooling the rest.
+    pub linger_ms: u64,
+    /// `CLRPROF_RECONNECT_MS` (default 500): how often a spooling agent
+    /// tries to tell the collector where its spool is.
+    pub reconnect_ms: u64,
+}
+
 /// Settings.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -32,6 +56,9 @@ pub struct Config {
     /// `CLRPROF_NO_INLINING=1`: ask the JIT not to inline, so that every
     /// call shows in stacks.
     pub no_inlining: bool,
+    /// Set when `CLRPROF_TARGET` is: stream to a collector instead of
+    /// writing `output`.
+    pub stream: Option<StreamConfig>,
     /// `CLRPROF_ALLOCATIONS=0`: start with allocation logging off (the
     /// program switches it on around the part of interest).
     pub allocations: bool,
@@ -87,6 +114,18 @@ impl Config {
         let off = |k: &str| matches!(get(k).as_deref().map(str::trim), Some("0") | Some("false") | Some("no") | Some("off"));
         let calls = flag("CLRPROF_CALLS");
         let flush_ms = get("CLRPROF_FLUSH_MS").and_then(|s| s.trim().parse().ok()).filter(|&v| v > 0).unwrap_or(200);
+        let number = |k: &str, default: u64| get(k).and_then(|s| s.trim().parse().ok()).filter(|&v: &u64| v > 0).unwrap_or(default);
+        let stream = get("CLRPROF_TARGET").map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).map(|target| StreamConfig {
+            target,
+            token: get("CLRPROF_TOKEN").and_then(|t| clrprof_wire::Token::from_hex(&t).ok()),
+            spool: match get("CLRPROF_SPOOL").filter(|s| !s.is_empty()) {
+                Some(p) => PathBuf::from(p.replace("%p", &pid.to_string())),
+                None => std::env::temp_dir().join(format!("clrprof_{pid}.spool.log")),
+            },
+            buffer_bytes: (number("CLRPROF_STREAM_BUFFER_MB", 64) as usize).saturating_mul(1 << 20),
+            linger_ms: number("CLRPROF_STREAM_LINGER_MS", 5000),
+            reconnect_ms: number("CLRPROF_RECONNECT_MS", 500),
+        });
         let heap_dump_every = get("CLRPROF_HEAP_DUMP_EVERY")
             .and_then(|s| s.trim().parse::<f64>().ok())
             .filter(|&s| s.is_finite() && s > 0.0)
@@ -101,6 +140,17 @@ impl Config {
             heap_dump_every,
             control: !off("CLRPROF_CONTROL"),
             attached: false,
+            stream,
+        }
+    }
+
+    /// Where the log goes, for the status line: `output=PATH` or
+    /// `target=ADDR spool=PATH`.
+    pub fn destination(&self) -> String {
+        match (&self.stream, &self.output) {
+            (Some(s), _) => format!("target={} spool={}", s.target, s.spool.display()),
+            (None, Some(p)) => format!("output={}", p.display()),
+            (None, None) => "output=".to_string(),
         }
     }
 
@@ -147,6 +197,24 @@ mod tests {
         assert!(c.calls && !c.allocations && !c.control);
         assert_eq!(c.heap_dump_every, Some(Duration::from_millis(2500)));
         assert_eq!(Config::from_lookup(|k| (k == "CLRPROF_HEAP_DUMP_EVERY").then(|| "-1".into()), 1).heap_dump_every, None);
+        assert!(c.stream.is_none());
+        let token = "ab".repeat(32);
+        let c = Config::from_lookup(
+            |k| match k {
+                "CLRPROF_TARGET" => Some("127.0.0.1:7420".into()),
+                "CLRPROF_TOKEN" => Some(token.clone()),
+                "CLRPROF_SPOOL" => Some("/tmp/s_%p.log".into()),
+                "CLRPROF_STREAM_BUFFER_MB" => Some("2".into()),
+                _ => None,
+            },
+            7,
+        );
+        let s = c.stream.as_ref().unwrap();
+        assert_eq!((s.target.as_str(), s.spool.as_path(), s.buffer_bytes), ("127.0.0.1:7420", std::path::Path::new("/tmp/s_7.log"), 2 << 20));
+        assert_eq!(s.token.as_ref().map(|t| t.to_hex()), Some(token));
+        assert_eq!(c.destination(), "target=127.0.0.1:7420 spool=/tmp/s_7.log");
+        let c = Config::from_lookup(|k| (k == "CLRPROF_TARGET").then(|| "unix:/x".to_string()), 7);
+        assert!(c.stream.unwrap().token.is_none());
     }
 
     #[test]

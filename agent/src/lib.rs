@@ -12,7 +12,10 @@
 //! queueing and handle to `CLRPROF_OUTPUT` (default `clrprof_<pid>.log`)
 //! through `clrprof::format`'s writer. `CLRPROF_STACKS` picks the stack
 //! source (`shadow`, the default: enter/leave hooks; `snapshot`:
-//! `DoStackSnapshot`; `none`), `CLRPROF_CALLS=1` adds `c` lines.
+//! `DoStackSnapshot`; `none`), `CLRPROF_CALLS=1` adds `c` lines. With
+//! `CLRPROF_TARGET` and `CLRPROF_TOKEN` (printed by `clrprof collect`) it
+//! streams the log to a collector instead, with a spool file for when the
+//! collector cannot be reached (`CLRPROF_SPOOL`).
 //!
 //! # API structure
 //!
@@ -21,6 +24,10 @@
 //! - [`info`]: the `ICorProfilerInfo` and `IMetaDataImport` calls.
 //! - [`agent`]: buffers, tables, drains and the log file.
 //! - [`sink`]: the log file behind its writer thread.
+//! - [`stream`]: the log streamed to a collector (`CLRPROF_TARGET`), and
+//!   the spool when the collector is away; [`identity`] says who we are.
+//! - [`commands`]: what the collector can ask for (comment, heap dump,
+//!   allocations and calls on/off, flush).
 //! - [`names`]: type and function names as CLRProfiler spells them.
 //! - [`hooks`]: the enter/leave stubs and the shadow stack.
 //! - [`status`]: the start-up report `clrprof record` reads.
@@ -40,16 +47,19 @@ pub mod agent;
 pub mod api;
 pub mod callback;
 pub mod com;
+pub mod commands;
 pub mod config;
 pub mod control;
 pub mod control_socket;
 pub mod dump;
 pub mod hooks;
+pub mod identity;
 pub mod info;
 pub mod names;
 pub mod segments;
 pub mod sink;
 pub mod status;
+pub mod stream;
 pub mod tables;
 pub mod thread;
 

@@ -1,4 +1,4 @@
-//! The log file behind a writer thread.
+//! The log file (or the stream to a collector) behind a writer thread.
 //!
 //! Drains format and merge lines into a [`Sink`]'s buffer; a full buffer,
 //! or a flush, hands it to the `clrprof-writer` thread, which writes it to
@@ -19,12 +19,41 @@
 //! it is used where the process may end without warning (an exception is
 //! thrown; shutdown). The channel is bounded: a writer that falls behind
 //! makes the drain wait instead of growing memory.
+//!
+//! With `CLRPROF_TARGET` set the writer thread hands buffers to a
+//! [`Streamer`] instead of a file: that never waits on the network (see
+//! [`crate::stream`]), so the drains never wait on it either. A
+//! synchronous flush then waits until the buffers are written to the
+//! socket, for at most [`SYNC_NET_WAIT`]; [`Sink::finish`] ends the log.
 
+use crate::stream::Streamer;
 use clrprof::format::{write_record, Record, Style};
 use std::fs::File;
 use std::io::Write;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// How long a synchronous flush waits for the network (streaming only).
+pub const SYNC_NET_WAIT: Duration = Duration::from_millis(100);
+/// How often an idle writer thread looks at the stream's health.
+const POLL: Duration = Duration::from_millis(250);
+
+/// Where the writer thread puts the log.
+pub enum Destination {
+    /// A local file.
+    File(File),
+    /// A collector, with a spool file for when it is away.
+    Stream(Box<Streamer>),
+}
+
+/// What the writer thread is handed.
+enum Msg {
+    /// Whole lines; `true` for a synchronous flush.
+    Lines(Vec<u8>, bool),
+    /// The end of the log.
+    Finish,
+}
 
 /// Hand the buffer over once it holds this much.
 const HAND_OVER_AT: usize = 1 << 20;
@@ -48,7 +77,7 @@ pub struct Sink {
     buf: Vec<u8>,
     style: Style,
     /// `None` for a sink that discards what it is given.
-    tx: Option<SyncSender<Vec<u8>>>,
+    tx: Option<SyncSender<Msg>>,
     shared: Shared,
     sent: u64,
 }
@@ -60,12 +89,17 @@ fn lock(m: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {
 impl Sink {
     /// Starts the writer thread for `file`.
     pub fn new(file: File, style: Style) -> Result<Sink, String> {
-        let (tx, rx) = sync_channel::<Vec<u8>>(IN_FLIGHT);
+        Sink::to(Destination::File(file), style)
+    }
+
+    /// Starts the writer thread for `dest`.
+    pub fn to(dest: Destination, style: Style) -> Result<Sink, String> {
+        let (tx, rx) = sync_channel::<Msg>(IN_FLIGHT);
         let shared: Shared = Arc::default();
         let theirs = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("clrprof-writer".into())
-            .spawn(move || crate::guard((), || write_loop(file, rx, theirs)))
+            .spawn(move || crate::guard((), || write_loop(dest, rx, theirs)))
             .map_err(|e| format!("cannot start the writer thread: {e}"))?;
         Ok(Sink { buf: Vec::with_capacity(HAND_OVER_AT + (64 << 10)), style, tx: Some(tx), shared, sent: 0 })
     }
@@ -105,7 +139,18 @@ impl Sink {
 
     /// Hands what is buffered to the writer thread.
     pub fn flush(&mut self) {
+        self.hand_over(false);
+    }
+
+    fn hand_over(&mut self, sync: bool) {
+        let Some(tx) = &self.tx else {
+            self.buf.clear();
+            return;
+        };
         if self.buf.is_empty() {
+            if sync && tx.send(Msg::Lines(Vec::new(), true)).is_ok() {
+                self.sent += 1;
+            }
             return;
         }
         let Some(tx) = &self.tx else {
@@ -114,7 +159,7 @@ impl Sink {
         };
         let fresh = lock(&self.shared.0).spare.pop().unwrap_or_else(|| Vec::with_capacity(HAND_OVER_AT + (64 << 10)));
         let full = std::mem::replace(&mut self.buf, fresh);
-        if tx.send(full).is_ok() {
+        if tx.send(Msg::Lines(full, sync)).is_ok() {
             self.sent += 1;
         }
     }
@@ -122,7 +167,22 @@ impl Sink {
     /// Hands over what is buffered and waits until the writer has written
     /// everything handed over so far.
     pub fn flush_sync(&mut self) {
-        self.flush();
+        self.hand_over(true);
+        self.wait();
+    }
+
+    /// Ends the log: hands over what is buffered, then (streaming) sends
+    /// the end and waits for the collector to confirm it (bounded; the
+    /// rest goes to the spool otherwise).
+    pub fn finish(&mut self) {
+        self.hand_over(false);
+        if self.tx.as_ref().is_some_and(|tx| tx.send(Msg::Finish).is_ok()) {
+            self.sent += 1;
+        }
+        self.wait();
+    }
+
+    fn wait(&mut self) {
         let (m, cv) = &*self.shared;
         let mut p = lock(m);
         while p.written < self.sent {
@@ -134,17 +194,48 @@ impl Sink {
     }
 }
 
-fn write_loop(mut file: File, rx: Receiver<Vec<u8>>, shared: Shared) {
+fn write_loop(mut dest: Destination, rx: Receiver<Msg>, shared: Shared) {
     let (m, cv) = &*shared;
-    while let Ok(mut buf) = rx.recv() {
-        // A failed write loses this buffer only; the log stays whole
-        // lines because buffers hold whole lines.
-        let _ = file.write_all(&buf);
-        buf.clear();
+    loop {
+        let msg = match rx.recv_timeout(POLL) {
+            Ok(msg) => msg,
+            Err(RecvTimeoutError::Timeout) => {
+                if let Destination::Stream(s) = &mut dest {
+                    s.poll();
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        let spare = match (msg, &mut dest) {
+            (Msg::Lines(mut buf, _), Destination::File(file)) => {
+                // A failed write loses this buffer only; the log stays
+                // whole lines because buffers hold whole lines.
+                let _ = file.write_all(&buf);
+                buf.clear();
+                Some(buf)
+            }
+            (Msg::Lines(buf, sync), Destination::Stream(s)) => {
+                if !buf.is_empty() {
+                    s.write(buf);
+                }
+                if sync {
+                    s.wait_sent(SYNC_NET_WAIT);
+                }
+                None
+            }
+            (Msg::Finish, Destination::File(_)) => None,
+            (Msg::Finish, Destination::Stream(s)) => {
+                s.finish();
+                None
+            }
+        };
         let mut p = lock(m);
         p.written += 1;
-        if p.spare.len() < 2 {
-            p.spare.push(buf);
+        if let Some(buf) = spare {
+            if p.spare.len() < 2 {
+                p.spare.push(buf);
+            }
         }
         cv.notify_all();
     }

@@ -7,15 +7,49 @@
 //!
 //! ```text
 //! ok stacks=shadow calls=0 output=/abs/app_20261121_101500.log
+//! ok stacks=shadow calls=0 target=127.0.0.1:7420 spool=/tmp/clrprof_42.spool.log
+//! ok stacks=shadow calls=0 target=127.0.0.1:7420 spool=/tmp/clrprof_42.spool.log spooling_from=1048576 because=...
 //! error cannot create /ro/x.log: Permission denied (os error 13)
 //! ```
+//!
+//! A streaming agent that starts writing its spool rewrites the line with
+//! `spooling_from=` (the log offset at which the spool starts) and the
+//! reason last, so the spool is named in the status.
 //!
 //! No file at all means the runtime never called `Initialize` (the program
 //! is not a .NET program, or the runtime refused to load the library).
 
+use std::sync::Mutex;
+
+/// The reported line and what was amended to it (either may come first:
+/// the spool can start before `Initialize` reports).
+static LINE: Mutex<(String, String)> = Mutex::new((String::new(), String::new()));
+
+fn lock() -> std::sync::MutexGuard<'static, (String, String)> {
+    LINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Writes `line` to the file named by `CLRPROF_STATUS`, if set. Errors are
 /// ignored: the report must never disturb the host.
 pub fn report(line: &str) {
+    let mut l = lock();
+    l.0 = line.to_string();
+    write(&l);
+}
+
+fn write(l: &(String, String)) {
+    if l.0.is_empty() {
+        return;
+    }
     let Some(path) = std::env::var_os("CLRPROF_STATUS").filter(|p| !p.is_empty()) else { return };
-    let _ = std::fs::write(path, format!("{line}\n"));
+    let text = if l.1.is_empty() { format!("{}\n", l.0) } else { format!("{} {}\n", l.0, l.1) };
+    let _ = std::fs::write(path, text);
+}
+
+/// Appends `extra` to the reported line (the spool's start and why),
+/// keeping it one line.
+pub fn amend(extra: &str) {
+    let mut l = lock();
+    l.1 = extra.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }).collect();
+    write(&l);
 }

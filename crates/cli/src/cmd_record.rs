@@ -51,6 +51,14 @@ pub struct Args {
     /// How often the agent flushes the log while the program runs (ms).
     #[arg(long, value_name = "MS")]
     flush_ms: Option<u64>,
+    /// Stream the log to a collector at ADDR (`clrprof collect` prints it)
+    /// instead of writing it here; the log goes to a spool file beside
+    /// `--output`'s place when the collector cannot be reached.
+    #[arg(long, value_name = "ADDR", requires = "token_file")]
+    target: Option<String>,
+    /// The collector's token file (with --target).
+    #[arg(long, value_name = "FILE", requires = "target")]
+    token_file: Option<PathBuf>,
     /// Print nothing of its own (the program's output is untouched).
     #[arg(long, short)]
     pub(crate) quiet: bool,
@@ -109,6 +117,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(s) = args.heap_dump_every {
         cmd.env("CLRPROF_HEAP_DUMP_EVERY", s.to_string());
     }
+    if let (Some(target), Some(token_file)) = (&args.target, &args.token_file) {
+        let token = clrprof_collect::token_file::read(token_file)?;
+        let spool = output.with_extension("spool.log");
+        cmd.env("CLRPROF_TARGET", target).env("CLRPROF_TOKEN", token.to_hex()).env("CLRPROF_SPOOL", &spool);
+    }
     let shown = args.command[0].to_string_lossy().into_owned();
     let child = cmd.spawn().with_context(|| format!("cannot start {shown}"))?;
     let (status, saw_runtime) = wait_watching(child)?;
@@ -117,6 +130,28 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let log_bytes = std::fs::metadata(&output).map(|m| m.len()).ok();
 
     match report.as_deref().map(str::trim) {
+        Some(line) if line.starts_with("ok") && args.target.is_some() => {
+            if !args.quiet {
+                let field = |k: &str| line.split(' ').find_map(|w| w.strip_prefix(k)).map(str::to_string);
+                match field("spooling_to=") {
+                    Some(spool) => eprintln!(
+                        "clrprof record: {} exited with {}; streamed to {} until byte {}, then to the spool {spool}{}",
+                        shown,
+                        describe(&status),
+                        args.target.as_deref().unwrap_or(""),
+                        field("spooling_from=").unwrap_or_default(),
+                        line.split_once(" because=").map(|(_, why)| format!(" ({why})")).unwrap_or_default()
+                    ),
+                    None => eprintln!(
+                        "clrprof record: {} exited with {}; streamed the log to {}; `clrprof sessions --dir DIR` lists it",
+                        shown,
+                        describe(&status),
+                        args.target.as_deref().unwrap_or("")
+                    ),
+                }
+            }
+            Ok(ExitCode::from(code))
+        }
         Some(line) if line.starts_with("ok") => {
             if !args.quiet {
                 eprintln!(

@@ -2,6 +2,7 @@
 
 use crate::common::{print_json, thousands, LoadArgs};
 use crate::load::load;
+
 use anyhow::Result;
 use clrprof::query::{summary, Summary};
 
@@ -10,6 +11,10 @@ use clrprof::query::{summary, Summary};
 pub struct Args {
     #[command(flatten)]
     load: LoadArgs,
+    /// Files that continue LOG, loaded with it as one log: a collector's
+    /// part followed by the agent's spool (`clrprof summary PART SPOOL`).
+    #[arg(value_name = "MORE")]
+    more: Vec<std::path::PathBuf>,
     /// Print JSON (the keys of CLRProfiler's Summary; null for "Unknown").
     #[arg(long)]
     json: bool,
@@ -20,7 +25,14 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let loaded = load(&args.load, args.quiet)?;
+    let loaded = if args.more.is_empty() {
+        load(&args.load, args.quiet)?
+    } else {
+        let mut pieces = vec![args.load.log.clone()];
+        pieces.extend(args.more.iter().cloned());
+        let source = clrprof::format::LogSource::from_bytes(crate::cmd_join::concatenate(&pieces)?);
+        crate::load::load_source(&args.load, &source, args.quiet)?
+    };
     let s = summary(&loaded.model);
     if args.json {
         return print_json(&serde_json::to_value(s)?);

@@ -3,6 +3,8 @@
 
 mod cmd_ages;
 mod cmd_calls;
+mod cmd_collect;
+mod cmd_ctl;
 mod cmd_dump;
 mod cmd_dump_diff;
 mod cmd_dumps;
@@ -13,6 +15,7 @@ mod cmd_record;
 mod cmd_record_attached;
 mod cmd_footprint;
 mod cmd_gen;
+mod cmd_join;
 mod cmd_handles;
 mod cmd_diff;
 mod cmd_flame;
@@ -22,6 +25,7 @@ mod cmd_groups;
 mod cmd_who;
 mod cmd_stats;
 mod cmd_summary;
+mod cmd_sessions;
 mod cmd_survivors;
 mod cmd_threads;
 mod cmd_types;
@@ -103,6 +107,17 @@ enum Command {
     /// Every view in the browser: a local web server over the logs (the
     /// address it prints carries the token every request needs).
     Ui(cmd_ui::Args),
+    /// Receive logs streamed by capture agents (prints CLRPROF_TARGET and
+    /// CLRPROF_TOKEN for them).
+    Collect(cmd_collect::Args),
+    /// A collector's sessions, live and finished.
+    Sessions(cmd_sessions::Args),
+    /// Send a command to a live session: dump, comment TEXT,
+    /// allocations on|off, calls on|off, flush.
+    Ctl(cmd_ctl::Args),
+    /// Write pieces of one log (a collector's part, then the agent's
+    /// spool) as one file.
+    Join(cmd_join::Args),
 }
 
 fn main() -> ExitCode {
@@ -141,6 +156,10 @@ fn main() -> ExitCode {
         Command::Flame(a) => cmd_flame::run(a),
         Command::Diff(a) => cmd_diff::run(a),
         Command::Export(a) => cmd_export::run(a),
+        Command::Collect(a) => cmd_collect::run(a),
+        Command::Sessions(a) => cmd_sessions::run(a),
+        Command::Ctl(a) => cmd_ctl::run(a),
+        Command::Join(a) => cmd_join::run(a),
     };
     finish(result.map(|()| ExitCode::SUCCESS))
 }

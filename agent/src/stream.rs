@@ -1,0 +1,624 @@
+//! Streaming the log to a collector (`CLRPROF_TARGET`), with a local spool
+//! when the collector is away.
+//!
+//! ```text
+//!  writer thread --buffers--> [retained: acked? | unacked | unsent]  (bounded)
+//!        |                          |            ^
+//!        |                    clrprof-net    clrprof-net-recv <-- A (stored), C (commands)
+//!        |                     D frames -->  collector           R (replies) -->
+//!        +--(collector away, or retained > CLRPROF_STREAM_BUFFER_MB)--> spool file
+//! ```
+//!
+//! The writer thread never touches the network: it appends buffers to the
+//! retained queue and returns. `clrprof-net` connects, does the handshake
+//! and sends; `clrprof-net-recv` reads the collector's acknowledgements
+//! (bytes stored) and commands. A buffer is dropped only once the
+//! collector has said it is stored.
+//!
+//! When the connection fails (cannot connect, closed, a write error) or
+//! the retained bytes would exceed the bound, the writer thread switches
+//! to the spool for good: the spool starts with every byte the collector
+//! has not acknowledged (from offset `acked`), then takes everything
+//! after. A thread then tries to reach the collector again and tells it
+//! the spool's path and start; the collector cuts its stored part back to
+//! that offset. So the stored part followed by the spool is the log, byte
+//! for byte.
+
+use clrprof_wire::frame::{small_frame, HEADER, MAX_FRAME};
+use clrprof_wire::{handshake, Command, FrameHeader, FrameKind, Hello, Nonce, Role, Token};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::config::StreamConfig;
+
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the collector may take to answer the handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connection to the collector.
+enum Conn {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Conn {
+    fn connect(target: &str) -> std::io::Result<Conn> {
+        if let Some(path) = target.strip_prefix("unix:") {
+            return UnixStream::connect(path).map(Conn::Unix);
+        }
+        let mut last = std::io::Error::new(std::io::ErrorKind::InvalidInput, "expected HOST:PORT or unix:/path");
+        for addr in target.to_socket_addrs()? {
+            match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    return Ok(Conn::Tcp(s));
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    fn try_clone(&self) -> std::io::Result<Conn> {
+        match self {
+            Conn::Tcp(s) => s.try_clone().map(Conn::Tcp),
+            Conn::Unix(s) => s.try_clone().map(Conn::Unix),
+        }
+    }
+
+    fn shutdown(&self) {
+        let _ = match self {
+            Conn::Tcp(s) => s.shutdown(Shutdown::Both),
+            Conn::Unix(s) => s.shutdown(Shutdown::Both),
+        };
+    }
+
+    fn set_read_timeout(&self, t: Option<Duration>) {
+        let _ = match self {
+            Conn::Tcp(s) => s.set_read_timeout(t),
+            Conn::Unix(s) => s.set_read_timeout(t),
+        };
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Tcp(s) => s.read(buf),
+            Conn::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Tcp(s) => s.write(buf),
+            Conn::Unix(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Who this process is, for the handshake.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    /// The process id.
+    pub pid: u32,
+    /// The program's name.
+    pub program: String,
+    /// The runtime's version.
+    pub runtime: String,
+}
+
+fn client_nonce() -> Nonce {
+    // Fresh per handshake; uniqueness, not secrecy, is what the
+    // collector's proof needs from it.
+    let mut n = [0u8; 32];
+    let mut f = File::open("/dev/urandom").ok();
+    if f.as_mut().is_none_or(|f| f.read_exact(&mut n).is_err()) {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        n[..16].copy_from_slice(&t.to_le_bytes());
+        n[16..20].copy_from_slice(&std::process::id().to_le_bytes());
+    }
+    Nonce(n)
+}
+
+/// Connects and does the handshake; gives the session name and the
+/// connection's reader (which may hold bytes after the `OK` line).
+fn open(target: &str, token: &Token, mut hello: Hello) -> Result<(String, Conn, BufReader<Conn>), String> {
+    let conn = Conn::connect(target).map_err(|e| format!("cannot connect to {target}: {e}"))?;
+    conn.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    let mut reader = BufReader::new(conn.try_clone().map_err(|e| format!("socket: {e}"))?);
+    let mut w = conn;
+    let mut line = Vec::new();
+    let read_line = |r: &mut BufReader<Conn>, line: &mut Vec<u8>| {
+        line.clear();
+        match r.by_ref().take(handshake::MAX_LINE as u64).read_until(b'\n', line) {
+            Ok(0) => Err("the collector closed the connection (wrong token?)".to_string()),
+            Ok(_) => Ok(()),
+            Err(e) => Err(format!("no answer from the collector: {e}")),
+        }
+    };
+    read_line(&mut reader, &mut line)?;
+    let server = handshake::parse_challenge(&line).map_err(|e| format!("{target} is not a clrprof collector: {e}"))?;
+    let client = client_nonce();
+    hello.nonce = clrprof_wire::token::to_hex(&client.0);
+    let h = handshake::hello_line(token, &server, &hello).map_err(|e| e.to_string())?;
+    w.write_all(h.as_bytes()).map_err(|e| format!("cannot send the handshake: {e}"))?;
+    read_line(&mut reader, &mut line)?;
+    let session = handshake::parse_ok(&line, token, &client, &server)
+        .map_err(|e| format!("the collector at {target} did not prove it knows the token: {e}"))?;
+    reader.get_ref().set_read_timeout(None);
+    Ok((session, w, reader))
+}
+
+/// What the writer thread and the two network threads share.
+#[derive(Default)]
+struct State {
+    /// Log bytes not yet known to be stored, oldest first.
+    queue: VecDeque<Arc<Vec<u8>>>,
+    /// Log offset of the first byte of `queue[0]`.
+    base: u64,
+    /// Log offset after the last byte handed to the stream.
+    end: u64,
+    /// Log offset up to which bytes were written to the socket.
+    sent: u64,
+    /// Log offset up to which bytes are being written (the collector may
+    /// acknowledge them before the write returns).
+    sending: u64,
+    /// Log offset up to which the collector has stored the log.
+    acked: u64,
+    /// Command replies to send.
+    replies: VecDeque<Vec<u8>>,
+    /// Why the stream cannot go on.
+    failed: Option<String>,
+    /// The writer thread gave up the stream (spool or done).
+    stop: bool,
+    /// Send an `E` frame once everything is sent.
+    finishing: bool,
+    /// The `E` frame is being sent or was sent.
+    end_sent: bool,
+    /// The session name the collector gave.
+    session: Option<String>,
+    /// A handle to shut the connection down.
+    conn: Option<Conn>,
+}
+
+struct Net {
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+impl Net {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn fail(&self, why: String) {
+        let mut s = self.lock();
+        if s.failed.is_none() && !s.stop {
+            s.failed = Some(why);
+        }
+        self.cv.notify_all();
+    }
+}
+
+/// The streaming destination, owned by the writer thread.
+pub struct Streamer {
+    net: Arc<Net>,
+    config: StreamConfig,
+    identity: Identity,
+    spool: Option<(File, PathBuf)>,
+    /// The stream was given up (for the spool, or for nothing when the
+    /// spool could not be created).
+    switched: bool,
+    /// Bytes lost because the spool could not be created or written
+    /// (reported on standard error and in the status).
+    lost: u64,
+}
+
+impl Streamer {
+    /// Starts connecting (on the `clrprof-net` thread; this returns at
+    /// once). Buffers handed over meanwhile are kept, within the bound.
+    pub fn start(config: StreamConfig, identity: Identity) -> Streamer {
+        let net = Arc::new(Net { state: Mutex::new(State::default()), cv: Condvar::new() });
+        let theirs = Arc::clone(&net);
+        let hello = Hello {
+            role: Role::Stream,
+            nonce: String::new(),
+            pid: identity.pid,
+            program: identity.program.clone(),
+            runtime: identity.runtime.clone(),
+            session: None,
+            spool: None,
+            spool_from: None,
+        };
+        let target = config.target.clone();
+        let token = config.token.clone();
+        let spawned = std::thread::Builder::new()
+            .name("clrprof-net".into())
+            .spawn(move || crate::guard((), || send_main(&theirs, &target, token.as_ref(), hello)));
+        if let Err(e) = spawned {
+            net.fail(format!("cannot start the network thread: {e}"));
+        }
+        Streamer { net, config, identity, spool: None, switched: false, lost: 0 }
+    }
+
+    /// Takes a buffer of whole lines.
+    pub fn write(&mut self, buf: Vec<u8>) {
+        if !self.switched {
+            let mut s = self.net.lock();
+            let over = (s.end - s.base) as usize + buf.len() > self.config.buffer_bytes;
+            if s.failed.is_none() && !s.stop && !over {
+                s.end += buf.len() as u64;
+                s.queue.push_back(Arc::new(buf));
+                self.net.cv.notify_all();
+                return;
+            }
+            let why = s.failed.clone().or_else(|| s.stop.then(|| "log lines after the end of the log".to_string())).unwrap_or_else(|| {
+                format!("the collector is behind by more than {} MB (CLRPROF_STREAM_BUFFER_MB)", self.config.buffer_bytes >> 20)
+            });
+            drop(s);
+            self.switch_to_spool(&why);
+        }
+        self.spool_write(&buf);
+    }
+
+    /// Called when the writer thread is idle: notices a broken stream.
+    pub fn poll(&mut self) {
+        if !self.switched {
+            let failed = self.net.lock().failed.clone();
+            if let Some(why) = failed {
+                self.switch_to_spool(&why);
+            }
+        }
+    }
+
+    /// Waits (at most `limit`) until what was handed over is written to the
+    /// socket: the process may end right after (an exception is thrown).
+    pub fn wait_sent(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let mut s = self.net.lock();
+        while !self.switched && s.sent < s.end && s.failed.is_none() && !s.stop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            s = match self.net.cv.wait_timeout(s, left) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+    }
+
+    /// The end of the log (shutdown): sends the end and waits up to
+    /// `CLRPROF_STREAM_LINGER_MS` for the collector to confirm it has
+    /// stored everything; otherwise the unconfirmed rest goes to the spool
+    /// and the collector is told (one attempt).
+    pub fn finish(&mut self) {
+        if self.switched {
+            if let Some((f, _)) = &mut self.spool {
+                let _ = f.flush();
+            }
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_millis(self.config.linger_ms);
+        let mut s = self.net.lock();
+        s.finishing = true;
+        self.net.cv.notify_all();
+        while !(s.end_sent && s.acked >= s.end) && s.failed.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            s = match self.net.cv.wait_timeout(s, left) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        if s.end_sent && s.acked >= s.end {
+            s.stop = true;
+            if let Some(c) = s.conn.take() {
+                c.shutdown();
+            }
+            return;
+        }
+        let why = s.failed.clone().unwrap_or_else(|| format!("the collector did not confirm the end within {} ms", self.config.linger_ms));
+        drop(s);
+        self.switch_to_spool(&why);
+        if let Some((f, _)) = &mut self.spool {
+            let _ = f.flush();
+        }
+        let (hello, target, token) = self.resume_hello();
+        if let (Some(hello), Some(token)) = (hello, token) {
+            if open(&target, &token, hello).is_ok() {
+                crate::status::amend(&self.spool_note("told_collector=yes"));
+            }
+        }
+    }
+
+    fn spool_write(&mut self, bytes: &[u8]) {
+        match &mut self.spool {
+            Some((f, p)) if self.lost == 0 => {
+                if let Err(e) = f.write_all(bytes) {
+                    eprintln!("clrprof agent: cannot write the spool {}: {e}; the rest of the log is lost", p.display());
+                    self.lost += bytes.len() as u64;
+                }
+            }
+            _ => self.lost += bytes.len() as u64,
+        }
+    }
+
+    fn spool_note(&self, extra: &str) -> String {
+        let s = self.net.lock();
+        let path = self.spool.as_ref().map(|(_, p)| p.display().to_string()).unwrap_or_default();
+        let mut note = format!("spooling_to={path} spooling_from={}", s.acked);
+        if let Some(n) = &s.session {
+            note.push_str(&format!(" session={n}"));
+        }
+        if !extra.is_empty() {
+            note.push(' ');
+            note.push_str(extra);
+        }
+        note
+    }
+
+    /// Switches to the spool for good.
+    fn switch_to_spool(&mut self, why: &str) {
+        self.switched = true;
+        let (tail, from, conn) = {
+            let mut s = self.net.lock();
+            s.stop = true;
+            self.net.cv.notify_all();
+            let skip = (s.acked - s.base) as usize;
+            let queue = std::mem::take(&mut s.queue);
+            (queue, (s.acked, skip), s.conn.take())
+        };
+        if let Some(c) = conn {
+            c.shutdown();
+        }
+        let (acked, mut skip) = from;
+        match create_spool(&self.config.spool) {
+            Ok((f, p)) => self.spool = Some((f, p)),
+            Err(e) => {
+                eprintln!("clrprof agent: cannot create the spool {}: {e}; the rest of the log is lost", self.config.spool.display());
+                crate::status::amend(&format!("spool_failed={e}"));
+            }
+        }
+        for b in tail {
+            let part = &b[skip.min(b.len())..];
+            skip = skip.saturating_sub(b.len());
+            self.spool_write(part);
+        }
+        let path = self.spool.as_ref().map(|(_, p)| p.display().to_string()).unwrap_or_default();
+        eprintln!(
+            "clrprof agent: streaming to {} stopped ({why}); the log goes on in {path} from byte {acked}",
+            self.config.target
+        );
+        crate::status::amend(&format!("{} because={why}", self.spool_note("")));
+        let (hello, target, token) = self.resume_hello();
+        if let (Some(hello), Some(token)) = (hello, token) {
+            let period = Duration::from_millis(self.config.reconnect_ms);
+            let note = self.spool_note("told_collector=yes");
+            let _ = std::thread::Builder::new().name("clrprof-reconnect".into()).spawn(move || {
+                crate::guard((), || loop {
+                    std::thread::sleep(period);
+                    if open(&target, &token, hello.clone()).is_ok() {
+                        crate::status::amend(&note);
+                        return;
+                    }
+                })
+            });
+        }
+    }
+
+    /// The hello that tells the collector about the spool.
+    fn resume_hello(&self) -> (Option<Hello>, String, Option<Token>) {
+        let s = self.net.lock();
+        let Some((_, path)) = &self.spool else { return (None, String::new(), None) };
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        let hello = Hello {
+            role: if s.session.is_some() { Role::Resume } else { Role::Spooled },
+            nonce: String::new(),
+            pid: self.identity.pid,
+            program: self.identity.program.clone(),
+            runtime: self.identity.runtime.clone(),
+            session: s.session.clone(),
+            spool: Some(path.display().to_string()),
+            spool_from: Some(s.acked),
+        };
+        (Some(hello), self.config.target.clone(), self.config.token.clone())
+    }
+}
+
+/// Creates the spool file, never over an existing file (`.1`, `.2`, ...
+/// are tried after the name itself).
+fn create_spool(path: &Path) -> std::io::Result<(File, PathBuf)> {
+    let mut candidate = path.to_path_buf();
+    for n in 1..1000 {
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&candidate) {
+            Ok(f) => return Ok((f, candidate)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                candidate = PathBuf::from(format!("{}.{n}", path.display()));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "1000 spool files of that name exist"))
+}
+
+/// `clrprof-net`: connect, then send what the writer hands over.
+fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello) {
+    let Some(token) = token else {
+        net.fail("CLRPROF_TOKEN is missing or is not 64 hex digits".into());
+        return;
+    };
+    let (session, mut w, reader) = match open(target, token, hello) {
+        Ok(x) => x,
+        Err(e) => {
+            net.fail(e);
+            return;
+        }
+    };
+    {
+        let mut s = net.lock();
+        if s.stop {
+            w.shutdown();
+            return;
+        }
+        s.session = Some(session);
+        s.conn = w.try_clone().ok();
+    }
+    let theirs = Arc::clone(net);
+    if let Err(e) =
+        std::thread::Builder::new().name("clrprof-net-recv".into()).spawn(move || crate::guard((), || recv_main(&theirs, reader)))
+    {
+        net.fail(format!("cannot start the network thread: {e}"));
+        return;
+    }
+    loop {
+        enum Job {
+            Reply(Vec<u8>),
+            Data(Arc<Vec<u8>>),
+            End,
+        }
+        let job = {
+            let mut s = net.lock();
+            loop {
+                if s.stop || s.failed.is_some() {
+                    return;
+                }
+                if let Some(r) = s.replies.pop_front() {
+                    break Job::Reply(r);
+                }
+                if s.sent < s.end {
+                    // `sent` is always at a buffer's start.
+                    let mut at = s.base;
+                    let mut found = None;
+                    for b in &s.queue {
+                        if at == s.sent {
+                            found = Some(Arc::clone(b));
+                            break;
+                        }
+                        at += b.len() as u64;
+                    }
+                    match found {
+                        Some(b) => {
+                            s.sending = s.sent + b.len() as u64;
+                            break Job::Data(b);
+                        }
+                        None => {
+                            s.failed = Some("internal: the send position is not at a buffer".into());
+                            return;
+                        }
+                    }
+                }
+                if s.finishing && !s.end_sent {
+                    // Marked before the write: the collector may answer
+                    // (last acknowledgement, close) before it returns.
+                    s.end_sent = true;
+                    break Job::End;
+                }
+                s = match net.cv.wait(s) {
+                    Ok(g) => g,
+                    Err(e) => e.into_inner(),
+                };
+            }
+        };
+        let result = match &job {
+            Job::Reply(r) => w.write_all(r),
+            Job::End => w.write_all(&small_frame(FrameKind::End, b"")),
+            Job::Data(b) => b.chunks(MAX_FRAME as usize).try_for_each(|part| {
+                w.write_all(&FrameHeader::encode(FrameKind::Data, part.len() as u32))?;
+                w.write_all(part)
+            }),
+        };
+        if let Err(e) = result {
+            net.fail(format!("the connection broke: {e}"));
+            return;
+        }
+        let mut s = net.lock();
+        match job {
+            Job::Data(b) => s.sent += b.len() as u64,
+            Job::End | Job::Reply(_) => {}
+        }
+        net.cv.notify_all();
+    }
+}
+
+/// `clrprof-net-recv`: acknowledgements and commands from the collector.
+fn recv_main(net: &Arc<Net>, mut r: BufReader<Conn>) {
+    loop {
+        let mut h = [0u8; HEADER];
+        let header = r.read_exact(&mut h).map_err(|e| e.to_string()).and_then(|_| FrameHeader::parse(h).map_err(|e| e.to_string()));
+        let header = match header {
+            Ok(h) => h,
+            Err(e) => {
+                let s = net.lock();
+                let clean = s.end_sent && s.acked >= s.end;
+                drop(s);
+                if !clean {
+                    net.fail(format!("the collector closed the connection ({e})"));
+                }
+                return;
+            }
+        };
+        let mut payload = vec![0u8; header.len as usize];
+        if let Err(e) = r.read_exact(&mut payload) {
+            net.fail(format!("the collector closed the connection ({e})"));
+            return;
+        }
+        match header.kind {
+            FrameKind::Ack if payload.len() == 8 => {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&payload);
+                let stored = u64::from_be_bytes(b);
+                let mut s = net.lock();
+                if stored > s.sent.max(s.sending) {
+                    drop(s);
+                    net.fail("the collector acknowledged bytes never sent".into());
+                    return;
+                }
+                s.acked = s.acked.max(stored);
+                while let Some(front) = s.queue.front() {
+                    let len = front.len() as u64;
+                    if s.base + len > s.acked {
+                        break;
+                    }
+                    s.base += len;
+                    s.queue.pop_front();
+                }
+                net.cv.notify_all();
+            }
+            FrameKind::Command => {
+                let text = String::from_utf8_lossy(&payload).into_owned();
+                let (seq, cmd) = text.split_once(' ').unwrap_or((&text, ""));
+                let answer = match Command::parse(cmd) {
+                    Ok(c) => crate::commands::run(&c),
+                    Err(e) => Err(e.to_string()),
+                };
+                let reply = match answer {
+                    Ok(t) => format!("{seq} {t}"),
+                    Err(e) => format!("{seq} error {e}"),
+                };
+                let mut s = net.lock();
+                s.replies.push_back(small_frame(FrameKind::Reply, reply.as_bytes()));
+                net.cv.notify_all();
+            }
+            _ => {
+                net.fail(format!("protocol error: the collector sent a {:?} frame", header.kind));
+                return;
+            }
+        }
+    }
+}

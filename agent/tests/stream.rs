@@ -1,0 +1,201 @@
+//! The agent's streaming destination against scripted collectors (plain
+//! sockets and the wire crate): what the collector acknowledged followed by
+//! the spool is always every byte handed over, whether the collector goes
+//! away, stops reading, or was never there; a clean end waits for the last
+//! acknowledgement. No .NET runtime needed.
+
+use clrprof_agent::config::StreamConfig;
+use clrprof_agent::stream::{Identity, Streamer};
+use clrprof_wire::frame::{small_frame, HEADER};
+use clrprof_wire::{handshake, FrameHeader, FrameKind, Nonce, Token};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn token() -> Token {
+    Token::from_bytes([0x42; 32])
+}
+
+/// What a scripted collector does after the handshake.
+#[derive(Clone, Copy)]
+enum Script {
+    /// Stores and acknowledges everything, answers the end.
+    Good,
+    /// Acknowledges the first `n` bytes' whole frames, then closes.
+    CloseAfter(u64),
+    /// Never reads after the handshake.
+    Stall,
+}
+
+/// Runs one scripted collector connection; sends back the bytes it
+/// acknowledged (as stored) and whether it saw the end.
+fn collector(script: Script) -> (String, mpsc::Receiver<(Vec<u8>, bool)>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let (s, _) = l.accept().unwrap();
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        let server = Nonce([7; 32]);
+        w.write_all(handshake::challenge_line(&server).as_bytes()).unwrap();
+        let mut line = Vec::new();
+        r.read_until(b'\n', &mut line).unwrap();
+        let hello = handshake::parse_hello(&line, &token(), &server).unwrap();
+        let client = handshake::client_nonce(&hello).unwrap();
+        w.write_all(handshake::ok_line(&token(), &client, &server, "s1").as_bytes()).unwrap();
+        let mut stored = Vec::new();
+        let mut ended = false;
+        if let Script::Stall = script {
+            std::thread::sleep(Duration::from_secs(30));
+        }
+        loop {
+            let mut h = [0u8; HEADER];
+            if r.read_exact(&mut h).is_err() {
+                break;
+            }
+            let h = FrameHeader::parse(h).unwrap();
+            let mut p = vec![0u8; h.len as usize];
+            r.read_exact(&mut p).unwrap();
+            match h.kind {
+                FrameKind::Data => {
+                    if let Script::CloseAfter(n) = script {
+                        if stored.len() as u64 + p.len() as u64 > n {
+                            break;
+                        }
+                    }
+                    stored.extend_from_slice(&p);
+                    w.write_all(&small_frame(FrameKind::Ack, &(stored.len() as u64).to_be_bytes())).unwrap();
+                }
+                FrameKind::End => {
+                    ended = true;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        tx.send((stored, ended)).unwrap();
+    });
+    (addr, rx)
+}
+
+fn config(target: &str, name: &str, buffer: usize) -> StreamConfig {
+    let dir = std::env::temp_dir().join(format!("clrprof-stream-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    StreamConfig {
+        target: target.to_string(),
+        token: Some(token()),
+        spool: dir.join("spool.log"),
+        buffer_bytes: buffer,
+        linger_ms: 5000,
+        reconnect_ms: 60_000,
+    }
+}
+
+fn identity() -> Identity {
+    Identity { pid: std::process::id(), program: "stream-test".into(), runtime: "none".into() }
+}
+
+fn buffers(n: usize) -> Vec<Vec<u8>> {
+    (0..n).map(|i| (0..200).map(|j| format!("z buffer {i} line {j}\n")).collect::<String>().into_bytes()).collect()
+}
+
+fn spool_of(c: &StreamConfig) -> Vec<u8> {
+    std::fs::read(&c.spool).unwrap_or_default()
+}
+
+fn all(b: &[Vec<u8>]) -> Vec<u8> {
+    b.concat()
+}
+
+#[test]
+fn a_clean_stream_ends_with_everything_acknowledged_and_no_spool() {
+    let (addr, done) = collector(Script::Good);
+    let c = config(&addr, "good", 64 << 20);
+    let mut s = Streamer::start(c.clone(), identity());
+    let b = buffers(300);
+    for x in &b {
+        s.write(x.clone());
+    }
+    s.finish();
+    let (stored, ended) = done.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(ended);
+    assert_eq!(stored, all(&b));
+    assert!(!PathBuf::from(&c.spool).exists(), "no spool for a clean stream");
+}
+
+#[test]
+fn a_collector_going_away_leaves_part_plus_spool_equal_to_the_log() {
+    let (addr, done) = collector(Script::CloseAfter(200_000));
+    let c = config(&addr, "away", 64 << 20);
+    let mut s = Streamer::start(c.clone(), identity());
+    let b = buffers(300);
+    for (i, x) in b.iter().enumerate() {
+        s.write(x.clone());
+        if i % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+            s.poll();
+        }
+    }
+    s.finish();
+    let (stored, ended) = done.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(!ended);
+    assert!(!stored.is_empty() && stored.len() <= 200_000);
+    // The spool starts where the agent's acknowledgements ended; the
+    // collector may have stored more (acknowledgements still in flight)
+    // and cuts its part back to that offset when the agent tells it.
+    let spool = spool_of(&c);
+    let whole = all(&b);
+    let from = whole.len() - spool.len();
+    assert!(from > 0 && from <= stored.len(), "spool from {from}, stored {}", stored.len());
+    let mut joined = stored[..from].to_vec();
+    joined.extend(spool);
+    assert_eq!(joined, whole, "stored part (cut back) + spool = every byte, once");
+}
+
+#[test]
+fn a_collector_that_stops_reading_sends_the_rest_to_the_spool_without_blocking() {
+    let (addr, _done) = collector(Script::Stall);
+    // 1 MB of retention: the socket buffers fill, then the spool takes over.
+    let c = config(&addr, "stall", 1 << 20);
+    let mut s = Streamer::start(c.clone(), identity());
+    let b = buffers(2000);
+    let start = std::time::Instant::now();
+    for x in &b {
+        s.write(x.clone());
+    }
+    let took = start.elapsed();
+    // Nothing was acknowledged: the spool holds the whole log.
+    s.poll();
+    let spool = spool_of(&c);
+    assert_eq!(spool, all(&b), "the spool starts at byte 0 (nothing acknowledged) and holds everything");
+    assert!(took < Duration::from_secs(20), "writes never waited on the stalled collector ({took:?})");
+}
+
+#[test]
+fn no_collector_at_start_spools_everything() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let c = config(&format!("127.0.0.1:{port}"), "none", 64 << 20);
+    let mut s = Streamer::start(c.clone(), identity());
+    std::thread::sleep(Duration::from_millis(200));
+    let b = buffers(50);
+    for x in &b {
+        s.write(x.clone());
+    }
+    s.finish();
+    assert_eq!(spool_of(&c), all(&b));
+    // A token-less agent never connects: everything to the spool too.
+    let mut c2 = config(&format!("127.0.0.1:{port}"), "notoken", 64 << 20);
+    c2.token = None;
+    let mut s = Streamer::start(c2.clone(), identity());
+    std::thread::sleep(Duration::from_millis(100));
+    for x in &b {
+        s.write(x.clone());
+    }
+    s.finish();
+    assert_eq!(spool_of(&c2), all(&b));
+    let _ = TcpStream::connect(format!("127.0.0.1:{port}"));
+}

@@ -1,0 +1,68 @@
+//! `clrprof join`: writes a collector's part of a log followed by the
+//! agent's spool (or any logs that continue each other) as one file.
+
+use anyhow::{bail, Context, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `clrprof join`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The pieces in order: the collector's part, then the spool.
+    #[arg(required = true, num_args = 2.., value_name = "PIECE")]
+    pieces: Vec<PathBuf>,
+    /// The file to write (never an existing one).
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Use only the first N bytes of the first piece: the `spooling_from=`
+    /// of the agent's status, for a collector's part that was never cut
+    /// back (the collector was down until the program ended, so the agent
+    /// could not tell it where its spool starts).
+    #[arg(long, value_name = "N")]
+    spool_from: Option<u64>,
+}
+
+/// Reads pieces of one log and gives their concatenation; every piece but
+/// the last must end at a line end (a collector stores whole lines only).
+pub fn concatenate(pieces: &[PathBuf]) -> Result<Vec<u8>> {
+    let mut all = Vec::new();
+    for (i, p) in pieces.iter().enumerate() {
+        let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
+        check_piece(p, &bytes, i + 1 == pieces.len())?;
+        all.extend_from_slice(&bytes);
+    }
+    Ok(all)
+}
+
+fn check_piece(p: &Path, bytes: &[u8], last: bool) -> Result<()> {
+    if !last && !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        bail!("{} does not end at a line end: the next piece cannot continue it", p.display());
+    }
+    Ok(())
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let all = match args.spool_from {
+        None => concatenate(&args.pieces)?,
+        Some(n) => {
+            let first = &args.pieces[0];
+            let mut part = std::fs::read(first).with_context(|| format!("cannot read {}", first.display()))?;
+            if (part.len() as u64) < n {
+                bail!("{} has {} bytes, fewer than --spool-from {n}: bytes are missing", first.display(), part.len());
+            }
+            part.truncate(n as usize);
+            check_piece(first, &part, false)?;
+            part.extend(concatenate(&args.pieces[1..])?);
+            part
+        }
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&args.output)
+        .with_context(|| format!("cannot create {} (an existing file is never replaced)", args.output.display()))?;
+    f.write_all(&all).with_context(|| format!("cannot write {}", args.output.display()))?;
+    eprintln!("clrprof join: wrote {} ({} bytes from {} pieces)", args.output.display(), all.len(), args.pieces.len());
+    Ok(())
+}

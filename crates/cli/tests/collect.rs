@@ -1,0 +1,454 @@
+//! `clrprof collect` end to end: real .NET programs (agent/testapps/)
+//! stream their logs to a collector through `clrprof record --target`,
+//! take commands through `clrprof ctl`, and survive the collector being
+//! killed. The stored logs are read back with the library and the CLI.
+//!
+//! The runtime tests need `scripts/setup-dotnet.sh` and the agent built
+//! next to `clrprof` (as in tests/record.rs); under `CI=true` they fail
+//! without them. The refusal test needs no runtime.
+
+mod common;
+
+use clrprof::format::{read_all, Record};
+use clrprof_wire::{handshake, Hello, Role, Token};
+use common::dotnet::{self, Dotnet, Runtime};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn clrprof_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_clrprof"))
+}
+
+fn agent() -> Option<PathBuf> {
+    let dir = clrprof_exe().parent()?.to_path_buf();
+    let found = [dir.join("libclrprof_agent.so"), dir.join("deps/libclrprof_agent.so")].into_iter().find(|p| p.is_file());
+    if found.is_none() {
+        return dotnet::skip(&format!("libclrprof_agent.so is not built in {} (test the whole workspace)", dir.display()));
+    }
+    found
+}
+
+fn work() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("collect-tests-{}", std::process::id()))
+}
+
+fn setup() -> Option<(&'static Dotnet, PathBuf)> {
+    let a = agent()?;
+    Some((dotnet::dotnet(&work())?, a))
+}
+
+fn clrprof(args: &[&str]) -> std::process::Output {
+    Command::new(clrprof_exe()).args(args).output().expect("run clrprof")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = clrprof(args);
+    assert!(out.status.success(), "clrprof {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("clrprof {args:?}: not JSON: {e}"))
+}
+
+fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        if let Some(t) = f() {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// A `clrprof collect` process, SIGKILLed when dropped.
+struct Collector {
+    child: Child,
+    target: String,
+    stderr: PathBuf,
+}
+
+impl Collector {
+    fn start(dir: &Path, listen: &str) -> Collector {
+        std::fs::create_dir_all(dir).unwrap();
+        let stderr = dir.join(format!("collector-{}.err", rand_tag()));
+        let mut child = Command::new(clrprof_exe())
+            .args(["collect", "--listen", listen, "--dir"])
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("start clrprof collect");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut vars = HashMap::new();
+        for _ in 0..2 {
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+            let (k, v) = line.trim().split_once('=').unwrap_or_else(|| panic!("collector printed {line:?}"));
+            vars.insert(k.to_string(), v.to_string());
+        }
+        let token_file = dir.join("collector.token");
+        assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), vars["CLRPROF_TOKEN"], "the printed token is the kept one");
+        Collector { child, target: vars["CLRPROF_TARGET"].clone(), stderr }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn rand_tag() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+}
+
+/// A program run by `clrprof record --target`, talked to through its
+/// standard input and output.
+struct Program {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    lines: Vec<String>,
+}
+
+impl Program {
+    fn start(dn: &Dotnet, agent: &Path, app: &str, rt: Runtime, tag: &str, target: &str, token_file: &Path) -> Program {
+        let dir = dn.app_dir(app, rt, &work().join(format!("{app}-{}-{tag}", rt.tag())));
+        let host = dn.host(rt).to_string_lossy().into_owned();
+        let mut child = Command::new(clrprof_exe())
+            .args(["record", "-o", "local.log", "--target", target, "--token-file"])
+            .arg(token_file)
+            .args(["--", &host, &format!("{app}.dll")])
+            .current_dir(&dir)
+            .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+            .env("CLRPROF_AGENT", agent)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start clrprof record");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Program { child, stdin, stdout, lines: Vec::new() }
+    }
+
+    fn wait_for(&mut self, what: &str) {
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).unwrap();
+            assert!(n > 0, "the program ended before printing {what:?}; it printed {:?}", self.lines);
+            self.lines.push(line.trim().to_string());
+            if line.trim() == what {
+                return;
+            }
+        }
+    }
+
+    fn go(&mut self) {
+        self.stdin.write_all(b"go\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Waits for the end; gives the program's JSON line and record's
+    /// standard error.
+    fn finish(mut self) -> (Value, String) {
+        let mut rest = String::new();
+        self.stdout.read_to_string(&mut rest).unwrap();
+        let mut err = String::new();
+        self.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "the program failed: {err}");
+        let all = format!("{}\n{rest}", self.lines.join("\n"));
+        (dotnet::json_line(all.as_bytes()).unwrap_or_else(|| panic!("no JSON line in {all:?}; stderr {err}")), err)
+    }
+}
+
+fn sessions(dir: &Path) -> Vec<Value> {
+    json(&["sessions", "--json", "--dir", dir.to_str().unwrap()]).as_array().cloned().unwrap_or_default()
+}
+
+fn ctl(dir: &Path, session: &str, command: &[&str]) -> String {
+    let out = clrprof(&[&["ctl", "--dir", dir.to_str().unwrap(), session][..], command].concat());
+    assert!(out.status.success(), "ctl {session} {command:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What the checks need from a stored log, in log order.
+#[derive(Default, Debug)]
+struct Facts {
+    allocs: HashMap<String, u64>,
+    /// Per type name: line index of the first and last allocation.
+    alloc_span: HashMap<String, (usize, usize)>,
+    /// Comments with their line index.
+    comments: Vec<(usize, String)>,
+    /// Line indexes of heap dump object lines, per type name.
+    dump_objects: HashMap<String, Vec<usize>>,
+}
+
+fn facts(log: &[u8]) -> Facts {
+    let (records, diags) = read_all(log);
+    assert_eq!(diags.total(), 0, "the stored log has warnings: {:?}", diags.warnings().iter().take(3).collect::<Vec<_>>());
+    let mut types: HashMap<i32, String> = HashMap::new();
+    let mut stack_type: HashMap<i32, i32> = HashMap::new();
+    let mut f = Facts::default();
+    for (i, p) in records.iter().enumerate() {
+        match &p.record {
+            Record::Type(t) => {
+                types.insert(t.id.0, t.decoded_name());
+            }
+            Record::Stack(s) => {
+                if let Some(a) = s.alloc {
+                    stack_type.insert(s.id.0, a.0 .0);
+                }
+            }
+            Record::Alloc(a) => {
+                let ty = stack_type.get(&a.stack.0).and_then(|t| types.get(t)).cloned().unwrap_or_default();
+                *f.allocs.entry(ty.clone()).or_default() += 1;
+                let span = f.alloc_span.entry(ty).or_insert((i, i));
+                span.1 = i;
+            }
+            Record::Comment(c) => f.comments.push((i, String::from_utf8_lossy(c.text).into_owned())),
+            Record::HeapObject(o) => {
+                f.dump_objects.entry(types.get(&o.type_id.0).cloned().unwrap_or_default()).or_default().push(i);
+            }
+            _ => {}
+        }
+    }
+    f
+}
+
+fn counts_match(what: &str, f: &Facts, program: &Value, skip: &[&str]) {
+    for (name, n) in program["types"].as_object().expect("types") {
+        let want = if skip.contains(&name.as_str()) { 0 } else { n.as_u64().unwrap() };
+        assert_eq!(f.allocs.get(name).copied().unwrap_or(0), want, "{what}: allocations of {name}");
+    }
+}
+
+fn stored(dir: &Path, session: &Value) -> Vec<u8> {
+    std::fs::read(dir.join(session["log"].as_str().unwrap())).unwrap()
+}
+
+#[test]
+fn three_programs_stream_and_take_commands_on_both_runtimes() {
+    let Some((dn, agent)) = setup() else { return };
+    let dir = work().join("three");
+    let collector = Collector::start(&dir, "127.0.0.1:0");
+    let token_file = dir.join("collector.token");
+    let mut phases: Vec<(Runtime, Program)> = Runtime::ALL
+        .iter()
+        .map(|&rt| (rt, Program::start(dn, &agent, "phases", rt, "three", &collector.target, &token_file)))
+        .collect();
+    let markers = Program::start(dn, &agent, "markers", Runtime::Core31, "three", &collector.target, &token_file);
+    for (_, p) in &mut phases {
+        p.wait_for("phase A done");
+    }
+    // Both phase programs are live sessions; tell them apart by runtime.
+    let live = eventually("two live phases sessions", || {
+        let s: Vec<Value> = sessions(&dir).into_iter().filter(|s| s["program"] == "phases" && s["state"] == "live").collect();
+        (s.len() == 2).then_some(s)
+    });
+    let session_of = |rt: Runtime| -> String {
+        let prefix = if rt == Runtime::Core31 { "3." } else { "8." };
+        live.iter().find(|s| s["runtime"].as_str().unwrap().starts_with(prefix)).unwrap()["session"].as_str().unwrap().to_string()
+    };
+    // Between A and B: a comment, then allocations off for phase B.
+    for (rt, p) in &mut phases {
+        let s = session_of(*rt);
+        assert!(ctl(&dir, &s, &["comment", "after", "phase", "A"]).contains("ok"));
+        assert!(ctl(&dir, &s, &["allocations", "off"]).contains("ok (was on)"));
+        p.go();
+    }
+    // Between B and C: allocations on again, and a heap dump.
+    for (rt, p) in &mut phases {
+        p.wait_for("phase B done");
+        let s = session_of(*rt);
+        assert!(ctl(&dir, &s, &["allocations", "on"]).contains("ok (was off)"));
+        let dumped = ctl(&dir, &s, &["dump"]);
+        assert!(dumped.contains("ok heap dump"), "{dumped}");
+        p.go();
+    }
+    let (markers_json, markers_err) = markers.finish();
+    assert!(markers_err.contains("streamed the log to"), "{markers_err}");
+    let results: Vec<(Runtime, Value)> = phases
+        .into_iter()
+        .map(|(rt, p)| {
+            let (program, err) = p.finish();
+            assert!(err.contains("streamed the log to") && !err.contains("spool"), "{rt:?}: {err}");
+            (rt, program)
+        })
+        .collect();
+
+    // Three sessions, all ended cleanly.
+    let all = eventually("three ended sessions", || {
+        let s = sessions(&dir);
+        (s.len() == 3 && s.iter().all(|s| s["state"] == "ended")).then_some(s)
+    });
+    for s in &all {
+        assert_eq!(s["bytes"].as_u64().unwrap(), stored(&dir, s).len() as u64);
+    }
+    let markers_session = all.iter().find(|s| s["program"] == "markers").expect("the markers session");
+    let f = facts(&stored(&dir, markers_session));
+    counts_match("markers", &f, &markers_json, &[]);
+
+    for (rt, program) in &results {
+        let s = all.iter().find(|s| s["session"] == session_of(*rt).as_str()).unwrap();
+        let what = format!("phases on {rt:?}");
+        let f = facts(&stored(&dir, s));
+        // Phase B ran with allocations off: none of its objects, and all
+        // of A's and C's.
+        counts_match(&what, &f, program, &["PhaseB"]);
+        let (_, last_a) = f.alloc_span["PhaseA"];
+        let (first_c, _) = f.alloc_span["PhaseC"];
+        let comment = f.comments.iter().find(|c| c.1 == "after phase A").unwrap_or_else(|| panic!("{what}: no comment"));
+        assert!(last_a < comment.0 && comment.0 < first_c, "{what}: the comment is between phases A and C");
+        // The dump: after the comment, before phase C, holding every
+        // PhaseA object and the PhaseB objects kept (allocated while
+        // allocation logging was off, so known only from the dump).
+        let dump_a = &f.dump_objects["PhaseA"];
+        assert_eq!(dump_a.len(), 1000, "{what}: PhaseA objects in the dump");
+        assert_eq!(f.dump_objects["PhaseB"].len(), 1000, "{what}: PhaseB objects kept, in the dump");
+        assert!(dump_a.iter().all(|&i| comment.0 < i && i < first_c), "{what}: the dump is between the comment and phase C");
+        // The CLI agrees on the counts.
+        let log = dir.join(s["log"].as_str().unwrap());
+        let types = json(&["types", "--kind", "allocated", "--json", "--top", "0", log.to_str().unwrap()]);
+        let count = |name: &str| types["types"].as_array().unwrap().iter().find(|r| r["type"] == name).map_or(0, |r| r["count"].as_u64().unwrap());
+        assert_eq!((count("PhaseA"), count("PhaseB"), count("PhaseC")), (1000, 0, 3000), "{what}");
+    }
+    drop(collector);
+}
+
+#[test]
+fn collector_killed_mid_run_part_plus_spool_is_the_whole_log() {
+    let Some((dn, agent)) = setup() else { return };
+    for rt in Runtime::ALL {
+        let dir = work().join(format!("killed-{}", rt.tag()));
+        let mut collector = Collector::start(&dir, "127.0.0.1:0");
+        let target = collector.target.clone();
+        let token_file = dir.join("collector.token");
+        let mut p = Program::start(dn, &agent, "phases", rt, "killed", &target, &token_file);
+        p.wait_for("phase A done");
+        let session = eventually("the live session", || sessions(&dir).into_iter().find(|s| s["state"] == "live"));
+        let name = session["session"].as_str().unwrap().to_string();
+        collector.kill();
+        // The program goes on without the collector.
+        p.go();
+        p.wait_for("phase B done");
+        let _again = Collector::start(&dir, &target);
+        // The agent tells the restarted collector where its spool is.
+        let rec = eventually("the spool named in the session record", || {
+            sessions(&dir).into_iter().find(|s| s["session"] == name.as_str() && !s["spool"].is_null())
+        });
+        p.go();
+        let (program, err) = p.finish();
+        assert!(err.contains("then to the spool"), "{err}");
+        assert_eq!(rec["state"], "cut");
+        let part = dir.join(rec["log"].as_str().unwrap());
+        let spool = PathBuf::from(rec["spool"].as_str().unwrap());
+        assert_eq!(std::fs::metadata(&part).unwrap().len(), rec["spool_from"].as_u64().unwrap(), "the part ends where the spool starts");
+        // Part + spool: the whole log, every marker counted, no warning.
+        let mut whole = std::fs::read(&part).unwrap();
+        whole.extend(std::fs::read(&spool).unwrap());
+        let f = facts(&whole);
+        counts_match(&format!("killed collector, {rt:?}"), &f, &program, &[]);
+        // The CLI loads the pair as one log, and `join` writes it.
+        let summary = json(&["summary", "--json", part.to_str().unwrap(), spool.to_str().unwrap()]);
+        let single = json(&["summary", "--json", part.to_str().unwrap()]);
+        assert!(summary["allocated_bytes"].as_u64() > single["allocated_bytes"].as_u64());
+        let joined = dir.join("joined.log");
+        let out = clrprof(&["join", part.to_str().unwrap(), spool.to_str().unwrap(), "-o", joined.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(std::fs::read(&joined).unwrap(), whole);
+        // `join` never replaces a file.
+        assert!(!clrprof(&["join", part.to_str().unwrap(), spool.to_str().unwrap(), "-o", joined.to_str().unwrap()]).status.success());
+    }
+}
+
+#[test]
+fn unreachable_collector_at_start_spools_the_whole_log() {
+    let Some((dn, agent)) = setup() else { return };
+    let dir = work().join("unreachable");
+    std::fs::create_dir_all(&dir).unwrap();
+    let token_file = dir.join("t.token");
+    std::fs::write(&token_file, format!("{}\n", "5a".repeat(32))).unwrap();
+    // A port nobody listens on: bind one and let it go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let p = Program::start(dn, &agent, "markers", Runtime::Net8, "unreachable", &format!("127.0.0.1:{port}"), &token_file);
+    let (program, err) = p.finish();
+    assert!(err.contains("then to the spool") && err.contains("cannot connect"), "{err}");
+    let spool = err.split("to the spool ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap();
+    let f = facts(&std::fs::read(spool).unwrap());
+    counts_match("spooled from the start", &f, &program, &[]);
+}
+
+/// Connects, reads the challenge, sends `hello_line(token)`; gives what
+/// the collector answered (None: it closed without a word).
+fn try_hello(target: &str, token: &Token) -> Option<String> {
+    let s = std::net::TcpStream::connect(target).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line).unwrap();
+    let server = handshake::parse_challenge(&line).unwrap();
+    let hello = Hello {
+        role: Role::Stream,
+        nonce: clrprof_wire::token::to_hex(&[1; 32]),
+        pid: 1,
+        program: "probe".into(),
+        runtime: "x".into(),
+        session: None,
+        spool: None,
+        spool_from: None,
+    };
+    (&s).write_all(handshake::hello_line(token, &server, &hello).unwrap().as_bytes()).unwrap();
+    let mut answer = String::new();
+    match r.read_line(&mut answer) {
+        Ok(n) if n > 0 => Some(answer),
+        _ => None,
+    }
+}
+
+#[test]
+fn refusals_are_logged_with_the_peer_and_never_the_token() {
+    let dir = work().join("refusals");
+    let collector = Collector::start(&dir, "127.0.0.1:0");
+    let token = Token::from_hex(&std::fs::read_to_string(dir.join("collector.token")).unwrap()).unwrap();
+    assert_eq!(try_hello(&collector.target, &Token::from_bytes([3; 32])), None, "a wrong token gets no answer");
+    let mut s = std::net::TcpStream::connect(&collector.target).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let mut rest = Vec::new();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let _ = s.read_to_end(&mut rest);
+    assert!(rest.starts_with(b"CLRPROF-COLLECT 1 ") && rest.iter().filter(|&&b| b == b'\n').count() == 1, "only the challenge");
+    assert!(try_hello(&collector.target, &token).unwrap().starts_with("OK "), "the right token is accepted");
+    // `clrprof ctl` with a wrong token file is refused too.
+    let bad = dir.join("bad.token");
+    std::fs::write(&bad, "77".repeat(32)).unwrap();
+    let out = clrprof(&["ctl", "--dir", dir.to_str().unwrap(), "--token-file", bad.to_str().unwrap(), "x", "flush"]);
+    assert!(!out.status.success());
+    let log = eventually("three refusals in the collector's log", || {
+        let l = collector.log();
+        (l.matches("refused").count() >= 3).then_some(l)
+    });
+    assert!(log.contains("refused 127.0.0.1:") && log.contains("wrong token"), "{log}");
+    assert!(log.contains("not HELLO"), "{log}");
+    assert!(log.contains("refused admin socket"), "{log}");
+    assert!(!log.contains(&token.to_hex()), "the token is never logged");
+    // Sessions list: only the accepted probe (cut: it closed without an end).
+    let listed = eventually("the probe session cut", || {
+        let s = sessions(&dir);
+        (s.len() == 1 && s[0]["state"] == "cut").then_some(s)
+    });
+    assert_eq!(listed[0]["program"], "probe");
+    assert!(listed[0]["reason"].as_str().unwrap().contains("closed before the end"));
+}

@@ -1,0 +1,49 @@
+//! `clrprof collect`: a collector for logs streamed by clrprof capture
+//! agents.
+//!
+//! Agents started with `CLRPROF_TARGET` and `CLRPROF_TOKEN` connect, prove
+//! that they know the token (see [`clrprof_wire`]: the token itself never
+//! crosses the connection), and stream their log. Each session is stored
+//! as it arrives in `DIR/<program>_<pid>_<yyyyMMdd>_<HHmmss>.log` (whole
+//! lines only, never over an existing file) with a session record beside
+//! it (`.json`: pid, program, runtime, start, end, bytes, how it ended).
+//! While a session is connected, `clrprof ctl` sends it commands through
+//! the admin endpoint (a Unix socket in `DIR`, same token).
+//!
+//! # API structure
+//!
+//! - [`Options`], [`Collector::bind`], [`Collector::serve`]: the service.
+//! - [`address`]: where it listens (`HOST:PORT` or `unix:/path`).
+//! - [`token_file`]: the token, made and kept in a file only its user reads.
+//! - [`record`]: session records and file names.
+//! - [`session`]: one agent connection, frame by frame.
+//! - [`admin`]: the admin endpoint and its client (`ctl`, `sessions`).
+//! - [`refusals`]: the rate-limited log of refused connections.
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), clrprof_collect::CollectError> {
+//! let opts = clrprof_collect::Options { dir: "sessions".into(), ..Default::default() };
+//! let collector = clrprof_collect::Collector::bind(opts).await?;
+//! println!("CLRPROF_TARGET={}", collector.target());
+//! collector.serve(std::future::pending()).await
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod address;
+pub mod admin;
+mod conn;
+mod error;
+pub mod record;
+pub mod refusals;
+mod registry;
+mod server;
+pub mod session;
+pub mod token_file;
+
+pub use address::ListenAddr;
+pub use error::CollectError;
+pub use record::{SessionRecord, SessionState};
+pub use server::{run, Collector, Options, ADMIN_SOCKET, TOKEN_FILE};

@@ -1,0 +1,246 @@
+//! Session files: `DIR/<program>_<pid>_<yyyyMMdd>_<HHmmss>.log` and the
+//! session record beside it (`.json`).
+//!
+//! A log file is created with `create_new`: an existing file is never
+//! opened for writing; a second session in the same second gets `_2`,
+//! `_3`, ... A record is replaced whole (written to a temporary file,
+//! then renamed), so a reader never sees half a record.
+
+use crate::CollectError;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// How a session stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionState {
+    /// Connected and streaming.
+    Live,
+    /// The agent sent the end of its log: the stored log is complete.
+    Ended,
+    /// The stream stopped before the end; `reason` says why.
+    Cut,
+}
+
+/// A session record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The session's name (the log's file stem).
+    pub session: String,
+    /// The log's file name in the collector's directory.
+    pub log: String,
+    /// The profiled process's id.
+    pub pid: u32,
+    /// The program's name as the agent gave it.
+    pub program: String,
+    /// The runtime's version as the agent gave it.
+    pub runtime: String,
+    /// The agent's address.
+    pub peer: String,
+    /// When the session started (UTC, RFC 3339).
+    pub start: String,
+    /// When it ended or was cut (UTC, RFC 3339).
+    pub end: Option<String>,
+    /// Bytes of the log stored (whole lines).
+    pub bytes: u64,
+    /// Live, ended or cut.
+    pub state: SessionState,
+    /// Why it was cut (or other facts about its end).
+    pub reason: Option<String>,
+    /// The agent's spool file (on the agent's machine), where the log goes
+    /// on after the stored part.
+    pub spool: Option<String>,
+    /// The log offset at which the spool starts (equal to `bytes`).
+    pub spool_from: Option<u64>,
+}
+
+/// Now, UTC, RFC 3339 with seconds.
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A program name made safe for a file name: letters, digits, `.`, `-`
+/// and `_`; anything else becomes `_`; at most 64 characters; never
+/// empty or starting with `.`.
+pub fn safe_name(program: &str) -> String {
+    let mut s: String = program
+        .chars()
+        .take(64)
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+        .collect();
+    if s.is_empty() || s.starts_with('.') {
+        s.insert(0, 'p');
+    }
+    s
+}
+
+/// True for a name this module could have made (used to refuse paths in
+/// session names that come from a network peer or a command line).
+pub fn is_session_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+}
+
+/// The record's path for a session.
+pub fn record_path(dir: &Path, session: &str) -> PathBuf {
+    dir.join(format!("{session}.json"))
+}
+
+/// The log's path for a session.
+pub fn log_path(dir: &Path, session: &str) -> PathBuf {
+    dir.join(format!("{session}.log"))
+}
+
+/// Creates a new, empty log file for `program`/`pid` at the present time
+/// and gives its session name and the open file.
+pub fn create_log(dir: &Path, program: &str, pid: u32) -> Result<(String, std::fs::File), CollectError> {
+    let stamp = chrono::Utc::now().format("%Y%m%d_%H%M%S");
+    let base = format!("{}_{pid}_{stamp}", safe_name(program));
+    for n in 1..10_000u32 {
+        let name = if n == 1 { base.clone() } else { format!("{base}_{n}") };
+        if record_path(dir, &name).exists() {
+            continue;
+        }
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(log_path(dir, &name)) {
+            Ok(f) => return Ok((name, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(CollectError::Io { what: format!("cannot create a log in {}", dir.display()), source: e }),
+        }
+    }
+    Err(CollectError::Invalid(format!("{}: 10,000 logs named {base} already exist", dir.display())))
+}
+
+/// Writes `rec` (replacing the previous version).
+pub fn write(dir: &Path, rec: &SessionRecord) -> Result<(), CollectError> {
+    let path = record_path(dir, &rec.session);
+    let tmp = dir.join(format!(".{}.json.tmp", rec.session));
+    let text = serde_json::to_string_pretty(rec).map_err(|e| CollectError::Invalid(e.to_string()))?;
+    std::fs::write(&tmp, text + "\n").map_err(CollectError::io(format!("cannot write {}", tmp.display())))?;
+    std::fs::rename(&tmp, &path).map_err(CollectError::io(format!("cannot rename to {}", path.display())))
+}
+
+/// Reads a session's record.
+pub fn read(dir: &Path, session: &str) -> Result<SessionRecord, CollectError> {
+    let path = record_path(dir, session);
+    let text = std::fs::read_to_string(&path).map_err(CollectError::io(format!("cannot read {}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| CollectError::Invalid(format!("{}: {e}", path.display())))
+}
+
+/// Every session record in `dir`, oldest first (by start, then name), a
+/// live session with the bytes stored so far. Files that are not records
+/// are skipped.
+pub fn list(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(CollectError::io(format!("cannot list {}", dir.display())))?;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(stem) = name.strip_suffix(".json") else { continue };
+        if !is_session_name(stem) {
+            continue;
+        }
+        if let Ok(mut r) = read(dir, stem) {
+            if r.state == SessionState::Live {
+                // The record is rewritten at the end; meanwhile the log
+                // (whole lines, written as they arrive) says how far it is.
+                if let Ok(m) = std::fs::metadata(log_path(dir, stem)) {
+                    r.bytes = m.len();
+                }
+            }
+            out.push(r);
+        }
+    }
+    out.sort_by(|a, b| (&a.start, &a.session).cmp(&(&b.start, &b.session)));
+    Ok(out)
+}
+
+/// At start-up: records still `live` belong to a collector that stopped
+/// without closing them (killed). They are marked cut, and their logs are
+/// cut back to whole lines. Gives the names of the sessions marked.
+pub fn close_stale(dir: &Path) -> Result<Vec<String>, CollectError> {
+    let mut marked = Vec::new();
+    for mut r in list(dir)? {
+        if r.state != SessionState::Live {
+            continue;
+        }
+        let path = log_path(dir, &r.session);
+        let len = whole_lines_len(&path).unwrap_or(0);
+        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&path) {
+            let _ = f.set_len(len);
+        }
+        r.bytes = len;
+        r.state = SessionState::Cut;
+        r.end = Some(now());
+        r.reason = Some("the collector stopped while the session was live (the log holds what was stored until then)".into());
+        write(dir, &r)?;
+        marked.push(r.session);
+    }
+    Ok(marked)
+}
+
+/// The length of the file up to and including its last newline.
+fn whole_lines_len(path: &Path) -> std::io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let mut end = f.metadata()?.len();
+    let mut buf = vec![0u8; 64 << 10];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        f.seek(SeekFrom::Start(start))?;
+        let n = (end - start) as usize;
+        f.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_never_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, _) = create_log(dir.path(), "my app/../x", 7).unwrap();
+        let (b, _) = create_log(dir.path(), "my app/../x", 7).unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with("my_app_.._x_7_"), "{a}");
+        assert!(is_session_name(&a) && is_session_name(&b));
+        assert!(!is_session_name("../etc/passwd") && !is_session_name(".hidden") && !is_session_name(""));
+        assert_eq!(safe_name(".x"), "p.x");
+    }
+
+    #[test]
+    fn stale_live_records_are_cut_to_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = create_log(dir.path(), "p", 1).unwrap();
+        std::fs::write(log_path(dir.path(), &s), "a 1\nb 2\nc hal").unwrap();
+        let rec = SessionRecord {
+            session: s.clone(),
+            log: format!("{s}.log"),
+            pid: 1,
+            program: "p".into(),
+            runtime: "8.0.4".into(),
+            peer: "x".into(),
+            start: now(),
+            end: None,
+            bytes: 0,
+            state: SessionState::Live,
+            reason: None,
+            spool: None,
+            spool_from: None,
+        };
+        write(dir.path(), &rec).unwrap();
+        assert_eq!(close_stale(dir.path()).unwrap(), vec![s.clone()]);
+        let r = read(dir.path(), &s).unwrap();
+        assert_eq!(r.state, SessionState::Cut);
+        assert_eq!(r.bytes, 8);
+        assert_eq!(std::fs::read(log_path(dir.path(), &s)).unwrap(), b"a 1\nb 2\n");
+        assert_eq!(list(dir.path()).unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,315 @@
+//! One agent connection after the handshake.
+//!
+//! `stream`: frames are read one after the other; the log bytes of `D`
+//! frames are written to the session's log up to the last newline received
+//! (a line is never split across what is on disk), and each write is
+//! acknowledged with the number of bytes stored, so that an agent whose
+//! stream breaks knows where its spool must start. A line longer than
+//! [`Options::max_line`](crate::Options::max_line), a protocol error, or a
+//! connection that closes without an `E` frame cuts the session: the
+//! record says which, and how many bytes of an unfinished line were
+//! dropped.
+//!
+//! `resume`: an agent whose stream broke names its session and the offset
+//! at which its spool starts; the stored log is cut back to that offset
+//! (bytes stored but not acknowledged are in the spool too) and the
+//! record names the spool.
+//!
+//! `spooled`: an agent that could not connect at start; a session with an
+//! empty stored part and the spool named.
+
+use crate::record::{self, SessionRecord, SessionState};
+use crate::registry::{Live, ReplyTo};
+use crate::server::{Handshaken, Reader, Writer};
+use clrprof_wire::frame::{small_frame, HEADER};
+use clrprof_wire::{Command, FrameHeader, FrameKind, WireError};
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, watch, Notify};
+
+/// How a stream ended.
+enum Outcome {
+    Ended,
+    Cut(String),
+}
+
+fn new_record(c: &Handshaken, session: &str) -> SessionRecord {
+    SessionRecord {
+        session: session.to_string(),
+        log: format!("{session}.log"),
+        pid: c.hello.pid,
+        program: c.hello.program.chars().take(256).collect(),
+        runtime: c.hello.runtime.chars().take(64).collect(),
+        peer: c.peer.clone(),
+        start: record::now(),
+        end: None,
+        bytes: 0,
+        state: SessionState::Live,
+        reason: None,
+        spool: None,
+        spool_from: None,
+    }
+}
+
+type Pending = Arc<Mutex<HashMap<u64, ReplyTo>>>;
+
+fn pending_lock(p: &Pending) -> std::sync::MutexGuard<'_, HashMap<u64, ReplyTo>> {
+    p.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sends acknowledgements and commands to the agent.
+async fn write_loop(mut w: Writer, mut acks: watch::Receiver<u64>, mut cmds: mpsc::Receiver<(Command, ReplyTo)>, pending: Pending) {
+    let mut seq = 0u64;
+    loop {
+        let frame = tokio::select! {
+            r = acks.changed() => {
+                if r.is_err() { return; }
+                let stored = *acks.borrow_and_update();
+                small_frame(FrameKind::Ack, &stored.to_be_bytes())
+            }
+            Some((cmd, reply)) = cmds.recv() => {
+                seq += 1;
+                pending_lock(&pending).insert(seq, reply);
+                small_frame(FrameKind::Command, format!("{seq} {}", cmd.text()).as_bytes())
+            }
+        };
+        if w.write_all(&frame).await.is_err() || w.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn read_header(r: &mut Reader) -> Result<Option<FrameHeader>, String> {
+    let mut h = [0u8; HEADER];
+    match r.read_exact(&mut h[..1]).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(format!("read error: {e}")),
+    }
+    r.read_exact(&mut h[1..]).await.map_err(|e| format!("closed in the middle of a frame header ({e})"))?;
+    FrameHeader::parse(h).map(Some).map_err(|e: WireError| format!("protocol error: {e}"))
+}
+
+/// Reads frames until the stream ends; writes whole lines to `file`.
+async fn read_loop(
+    r: &mut Reader,
+    file: &mut std::fs::File,
+    stored: &mut u64,
+    max_line: usize,
+    acks: &watch::Sender<u64>,
+    pending: &Pending,
+) -> Outcome {
+    let mut buf: Vec<u8> = Vec::new();
+    let unfinished = |n: usize| if n == 0 { String::new() } else { format!("; an unfinished line of {n} bytes was dropped") };
+    loop {
+        let h = match read_header(r).await {
+            Ok(Some(h)) => h,
+            Ok(None) => return Outcome::Cut(format!("the connection closed before the end of the log{}", unfinished(buf.len()))),
+            Err(e) => return Outcome::Cut(format!("{e}{}", unfinished(buf.len()))),
+        };
+        match h.kind {
+            FrameKind::Data => {
+                let old = buf.len();
+                buf.resize(old + h.len as usize, 0);
+                if let Err(e) = r.read_exact(&mut buf[old..]).await {
+                    buf.truncate(old);
+                    return Outcome::Cut(format!("closed in the middle of a data frame ({e}){}", unfinished(buf.len())));
+                }
+                if let Some(nl) = buf[old..].iter().rposition(|&b| b == b'\n') {
+                    let end = old + nl + 1;
+                    if let Err(e) = file.write_all(&buf[..end]) {
+                        return Outcome::Cut(format!("cannot write the log: {e}"));
+                    }
+                    *stored += end as u64;
+                    buf.drain(..end);
+                    let _ = acks.send(*stored);
+                }
+                if buf.len() > max_line {
+                    return Outcome::Cut(format!(
+                        "a line longer than {max_line} bytes at byte {} of the log (refused; {} bytes of it dropped)",
+                        *stored,
+                        buf.len()
+                    ));
+                }
+            }
+            FrameKind::End => {
+                if buf.is_empty() {
+                    return Outcome::Ended;
+                }
+                return Outcome::Cut(format!("the log ended in the middle of a line{}", unfinished(buf.len())));
+            }
+            FrameKind::Reply => {
+                let mut p = vec![0u8; h.len as usize];
+                if r.read_exact(&mut p).await.is_err() {
+                    return Outcome::Cut(format!("closed in the middle of a reply frame{}", unfinished(buf.len())));
+                }
+                let text = String::from_utf8_lossy(&p);
+                let (seq, rest) = text.split_once(' ').unwrap_or((&text, ""));
+                if let Some(to) = seq.parse::<u64>().ok().and_then(|s| pending_lock(pending).remove(&s)) {
+                    let _ = to.send(match rest.strip_prefix("error ") {
+                        Some(e) => Err(e.to_string()),
+                        None => Ok(rest.to_string()),
+                    });
+                }
+            }
+            FrameKind::Ack | FrameKind::Command => {
+                return Outcome::Cut(format!("protocol error: the agent sent a {:?} frame{}", h.kind, unfinished(buf.len())));
+            }
+        }
+    }
+}
+
+/// A new streamed session.
+pub(crate) async fn stream(mut c: Handshaken) {
+    let dir = c.ctx.opts.dir.clone();
+    let (name, mut file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("clrprof collect: session from {}: {e}", c.peer);
+            return;
+        }
+    };
+    let mut rec = new_record(&c, &name);
+    if let Err(e) = record::write(&dir, &rec) {
+        eprintln!("clrprof collect: {e}");
+        return;
+    }
+    let files = c.ctx.registry.files_lock(&name);
+    let _held = files.lock().await;
+    let (cmd_tx, cmd_rx) = mpsc::channel(16);
+    let cancel = Arc::new(Notify::new());
+    let ctx = Arc::clone(&c.ctx);
+    ctx.registry.insert(&name, Live { commands: cmd_tx, cancel: Arc::clone(&cancel) });
+    eprintln!("clrprof collect: session {name} from {} (pid {}, runtime {})", c.peer, rec.pid, rec.runtime);
+    let outcome = match c.accept(&name).await {
+        Err(e) => Outcome::Cut(format!("the agent went away during the handshake ({e})")),
+        Ok(()) => {
+            let Handshaken { mut reader, writer, .. } = c;
+            let (ack_tx, ack_rx) = watch::channel(0u64);
+            let pending: Pending = Arc::default();
+            let w = tokio::spawn(write_loop(writer, ack_rx, cmd_rx, Arc::clone(&pending)));
+            let outcome = tokio::select! {
+                o = read_loop(&mut reader, &mut file, &mut rec.bytes, ctx.opts.max_line, &ack_tx, &pending) => o,
+                _ = cancel.notified() => Outcome::Cut("the agent reconnected to say its stream broke".into()),
+            };
+            // On a clean end the agent gets its last acknowledgement
+            // (the whole log is stored) before the connection closes.
+            ctx.registry.remove(&name);
+            drop(ack_tx);
+            if matches!(outcome, Outcome::Ended) {
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(2), w).await;
+            } else {
+                w.abort();
+            }
+            for (_, to) in pending_lock(&pending).drain() {
+                let _ = to.send(Err("the session ended before the agent replied".into()));
+            }
+            outcome
+        }
+    };
+    ctx.registry.remove(&name);
+    let _ = file.flush();
+    rec.end = Some(record::now());
+    match outcome {
+        Outcome::Ended => rec.state = SessionState::Ended,
+        Outcome::Cut(why) => {
+            rec.state = SessionState::Cut;
+            rec.reason = Some(why);
+        }
+    }
+    eprintln!(
+        "clrprof collect: session {name} {} ({} bytes){}",
+        if rec.state == SessionState::Ended { "ended" } else { "cut" },
+        rec.bytes,
+        rec.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+    );
+    if let Err(e) = record::write(&dir, &rec) {
+        eprintln!("clrprof collect: {e}");
+    }
+}
+
+/// An agent whose stream broke: its log goes on in a spool file from
+/// `spool_from`.
+pub(crate) async fn resume(mut c: Handshaken) {
+    let dir = c.ctx.opts.dir.clone();
+    let (Some(name), Some(spool), Some(from)) = (c.hello.session.clone(), c.hello.spool.clone(), c.hello.spool_from) else {
+        c.ctx.refusals.log(&c.peer, "resume without session, spool and spool_from");
+        return;
+    };
+    if !record::is_session_name(&name) {
+        c.ctx.refusals.log(&c.peer, "resume names an invalid session");
+        return;
+    }
+    // A live task for the session (the old connection, still open) stops
+    // first; the files lock is held until it has written its record.
+    c.ctx.registry.cancel(&name);
+    let files = c.ctx.registry.files_lock(&name);
+    let _held = files.lock().await;
+    let mut rec = match record::read(&dir, &name) {
+        Ok(r) if r.pid == c.hello.pid => r,
+        Ok(_) => {
+            c.ctx.refusals.log(&c.peer, &format!("resume of session {name} from another process"));
+            return;
+        }
+        Err(e) => {
+            c.ctx.refusals.log(&c.peer, &format!("resume of an unknown session: {e}"));
+            return;
+        }
+    };
+    let path = record::log_path(&dir, &name);
+    let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let broke = rec.reason.clone().unwrap_or_else(|| "the collector stopped".into());
+    let mut reason = format!("the stream broke ({broke}); the log goes on from byte {from} in the agent's spool file");
+    if len >= from {
+        if let Err(e) = std::fs::OpenOptions::new().write(true).open(&path).and_then(|f| f.set_len(from)) {
+            eprintln!("clrprof collect: cannot cut {} back to {from} bytes: {e}", path.display());
+        }
+        rec.bytes = from;
+    } else {
+        rec.bytes = len;
+        reason.push_str(&format!("; LOST: only {len} bytes were stored, {} bytes are missing", from - len));
+    }
+    rec.state = SessionState::Cut;
+    rec.reason = Some(reason);
+    rec.spool = Some(spool);
+    rec.spool_from = Some(from);
+    if rec.end.is_none() {
+        rec.end = Some(record::now());
+    }
+    if let Err(e) = record::write(&dir, &rec) {
+        eprintln!("clrprof collect: {e}");
+        return;
+    }
+    eprintln!("clrprof collect: session {name}: the agent goes on in its spool {} from byte {from}", rec.spool.as_deref().unwrap_or(""));
+    let _ = c.accept(&name).await;
+}
+
+/// An agent that could not reach the collector at start.
+pub(crate) async fn spooled(mut c: Handshaken) {
+    let dir = c.ctx.opts.dir.clone();
+    let Some(spool) = c.hello.spool.clone() else {
+        c.ctx.refusals.log(&c.peer, "spooled without a spool path");
+        return;
+    };
+    let (name, _file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("clrprof collect: {e}");
+            return;
+        }
+    };
+    let mut rec = new_record(&c, &name);
+    rec.state = SessionState::Cut;
+    rec.end = Some(record::now());
+    rec.reason = Some("the agent could not reach the collector at start: its whole log is in its spool file".into());
+    rec.spool = Some(spool);
+    rec.spool_from = Some(0);
+    if let Err(e) = record::write(&dir, &rec) {
+        eprintln!("clrprof collect: {e}");
+        return;
+    }
+    eprintln!("clrprof collect: session {name}: spooled from the start in {}", rec.spool.as_deref().unwrap_or(""));
+    let _ = c.accept(&name).await;
+}

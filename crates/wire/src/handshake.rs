@@ -1,0 +1,311 @@
+//! The three handshake lines.
+//!
+//! ```text
+//! CLRPROF-COLLECT 1 <server nonce: 64 hex>\n            collector -> client
+//! HELLO <mac: 64 hex> <fields>\n                          client -> collector
+//! OK <proof: 64 hex> <session name>\n                      collector -> client
+//! ```
+//!
+//! The fields are `key=value` pairs separated by tabs (`role`, `nonce`,
+//! `pid`, `program`, `runtime`, and for a resume `session`, `spool`,
+//! `spool_from`); a value escapes `\\`, tab, newline and carriage return
+//! as `\\`, `\t`, `\n`, `\r`. Written and read by hand, so that the agent
+//! links no serialization crate.
+//!
+//! `mac` = HMAC(token, "hello", server nonce, field bytes as sent);
+//! `proof` = HMAC(token, "collector", client nonce, server nonce).
+//! A collector that does not accept the client closes the connection
+//! without writing anything after its challenge.
+
+use crate::token::{from_hex, to_hex, Nonce, Token};
+use crate::WireError;
+
+/// The first word of the challenge line, with the protocol version.
+pub const CHALLENGE: &str = "CLRPROF-COLLECT 1";
+/// The longest handshake line either side accepts, newline included.
+pub const MAX_LINE: usize = 8192;
+
+/// Why a client connects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// An agent that streams its log (a new session).
+    Stream,
+    /// An agent whose stream broke: its log goes on in a spool file,
+    /// starting at byte `spool_from` of the session named `session`.
+    Resume,
+    /// An agent that could not reach the collector at start: its whole
+    /// log is in the spool file.
+    Spooled,
+    /// `clrprof ctl` / `clrprof sessions` on the admin endpoint.
+    Admin,
+}
+
+impl Role {
+    /// The word on the wire.
+    pub fn word(self) -> &'static str {
+        match self {
+            Role::Stream => "stream",
+            Role::Resume => "resume",
+            Role::Spooled => "spooled",
+            Role::Admin => "admin",
+        }
+    }
+
+    fn parse(word: &str) -> Result<Role, WireError> {
+        Ok(match word {
+            "stream" => Role::Stream,
+            "resume" => Role::Resume,
+            "spooled" => Role::Spooled,
+            "admin" => Role::Admin,
+            _ => return Err(WireError::Field { field: "role", expected: "stream, resume, spooled or admin" }),
+        })
+    }
+}
+
+/// What a client says about itself. Never holds the token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hello {
+    /// Why it connects.
+    pub role: Role,
+    /// The client's nonce (64 hex digits), for the collector's proof.
+    pub nonce: String,
+    /// The profiled process's id.
+    pub pid: u32,
+    /// The program's name (e.g. the main assembly's file stem).
+    pub program: String,
+    /// The runtime's version, e.g. `8.0.4`.
+    pub runtime: String,
+    /// For `resume`: the session the stream belonged to.
+    pub session: Option<String>,
+    /// For `resume` and `spooled`: the spool file's path on the agent's machine.
+    pub spool: Option<String>,
+    /// For `resume`: the log's byte offset at which the spool starts.
+    pub spool_from: Option<u64>,
+}
+
+fn escape(value: &str, out: &mut String) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn unescape(value: &str, field: &'static str) -> Result<String, WireError> {
+    let mut out = String::with_capacity(value.len());
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next() {
+            Some('\\') => '\\',
+            Some('t') => '\t',
+            Some('n') => '\n',
+            Some('r') => '\r',
+            _ => return Err(WireError::Field { field, expected: "only \\\\, \\t, \\n and \\r escapes" }),
+        });
+    }
+    Ok(out)
+}
+
+impl Hello {
+    /// The fields as sent: `key=value` pairs separated by tabs.
+    pub fn encode(&self) -> String {
+        let mut s = String::new();
+        let mut field = |key: &str, value: &str| {
+            if !s.is_empty() {
+                s.push('\t');
+            }
+            s.push_str(key);
+            s.push('=');
+            escape(value, &mut s);
+        };
+        field("role", self.role.word());
+        field("nonce", &self.nonce);
+        field("pid", &self.pid.to_string());
+        field("program", &self.program);
+        field("runtime", &self.runtime);
+        if let Some(v) = &self.session {
+            field("session", v);
+        }
+        if let Some(v) = &self.spool {
+            field("spool", v);
+        }
+        if let Some(v) = self.spool_from {
+            field("spool_from", &v.to_string());
+        }
+        s
+    }
+
+    /// Reads the fields. `role` and `nonce` are required; unknown keys are
+    /// ignored (a later version may add some).
+    pub fn decode(text: &str) -> Result<Hello, WireError> {
+        let mut role = None;
+        let mut h = Hello {
+            role: Role::Stream,
+            nonce: String::new(),
+            pid: 0,
+            program: String::new(),
+            runtime: String::new(),
+            session: None,
+            spool: None,
+            spool_from: None,
+        };
+        for pair in text.split('\t') {
+            let (key, value) = pair.split_once('=').ok_or(WireError::Field { field: "hello", expected: "key=value pairs" })?;
+            match key {
+                "role" => role = Some(Role::parse(value)?),
+                "nonce" => h.nonce = unescape(value, "nonce")?,
+                "pid" => h.pid = value.parse().map_err(|_| WireError::Field { field: "pid", expected: "a process id" })?,
+                "program" => h.program = unescape(value, "program")?,
+                "runtime" => h.runtime = unescape(value, "runtime")?,
+                "session" => h.session = Some(unescape(value, "session")?),
+                "spool" => h.spool = Some(unescape(value, "spool")?),
+                "spool_from" => {
+                    h.spool_from =
+                        Some(value.parse().map_err(|_| WireError::Field { field: "spool_from", expected: "a byte offset" })?)
+                }
+                _ => {}
+            }
+        }
+        h.role = role.ok_or(WireError::Field { field: "role", expected: "a role" })?;
+        Ok(h)
+    }
+}
+
+/// The challenge line for `nonce`.
+pub fn challenge_line(nonce: &Nonce) -> String {
+    format!("{CHALLENGE} {}\n", to_hex(&nonce.0))
+}
+
+fn line_text(line: &[u8]) -> Result<&str, WireError> {
+    let line = line.strip_suffix(b"\n").ok_or(WireError::Line("the line does not end with a newline"))?;
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    std::str::from_utf8(line).map_err(|_| WireError::Line("the line is not UTF-8"))
+}
+
+/// Reads the server nonce from a challenge line.
+pub fn parse_challenge(line: &[u8]) -> Result<Nonce, WireError> {
+    let text = line_text(line)?;
+    let rest = text.strip_prefix(CHALLENGE).and_then(|r| r.strip_prefix(' ')).ok_or(WireError::Expected { expected: CHALLENGE })?;
+    from_hex::<32>(rest, "challenge nonce").map(Nonce)
+}
+
+/// The `HELLO` line: `hello` signed for `server` with `token`.
+pub fn hello_line(token: &Token, server: &Nonce, hello: &Hello) -> Result<String, WireError> {
+    let fields = hello.encode();
+    let mac = token.sign(&[b"hello", &server.0, fields.as_bytes()]);
+    Ok(format!("HELLO {} {fields}\n", to_hex(&mac)))
+}
+
+/// Checks a `HELLO` line against `token` and the nonce the collector sent.
+/// The MAC is checked before the fields are read, in constant time.
+pub fn parse_hello(line: &[u8], token: &Token, server: &Nonce) -> Result<Hello, WireError> {
+    let text = line_text(line)?;
+    let rest = text.strip_prefix("HELLO ").ok_or(WireError::Expected { expected: "HELLO" })?;
+    let (mac, fields) = rest.split_once(' ').ok_or(WireError::Expected { expected: "HELLO <mac> <fields>" })?;
+    let mac = from_hex::<32>(mac, "hello mac")?;
+    token.verify(&[b"hello", &server.0, fields.as_bytes()], &mac)?;
+    let hello = Hello::decode(fields)?;
+    from_hex::<32>(&hello.nonce, "client nonce")?;
+    Ok(hello)
+}
+
+/// The collector's `OK` line.
+pub fn ok_line(token: &Token, client: &Nonce, server: &Nonce, session: &str) -> String {
+    let proof = token.sign(&[b"collector", &client.0, &server.0]);
+    format!("OK {} {session}\n", to_hex(&proof))
+}
+
+/// Checks the collector's `OK` line; gives the session name.
+pub fn parse_ok(line: &[u8], token: &Token, client: &Nonce, server: &Nonce) -> Result<String, WireError> {
+    let text = line_text(line)?;
+    let rest = text.strip_prefix("OK ").ok_or(WireError::Expected { expected: "OK" })?;
+    let (proof, session) = rest.split_once(' ').unwrap_or((rest, ""));
+    let proof = from_hex::<32>(proof, "collector proof")?;
+    token.verify(&[b"collector", &client.0, &server.0], &proof)?;
+    Ok(session.to_string())
+}
+
+/// The client nonce of a `Hello` as bytes.
+pub fn client_nonce(hello: &Hello) -> Result<Nonce, WireError> {
+    from_hex::<32>(&hello.nonce, "client nonce").map(Nonce)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello() -> Hello {
+        Hello {
+            role: Role::Stream,
+            nonce: to_hex(&[7; 32]),
+            pid: 42,
+            program: "my app".into(),
+            runtime: "8.0.4".into(),
+            session: None,
+            spool: None,
+            spool_from: None,
+        }
+    }
+
+    #[test]
+    fn full_handshake() {
+        let token = Token::from_bytes([9; 32]);
+        let server = Nonce([3; 32]);
+        let c = challenge_line(&server);
+        assert_eq!(parse_challenge(c.as_bytes()).unwrap(), server);
+        let h = hello_line(&token, &server, &hello()).unwrap();
+        assert!(!h.contains(&token.to_hex()));
+        let got = parse_hello(h.as_bytes(), &token, &server).unwrap();
+        assert_eq!(got, hello());
+        let client = client_nonce(&got).unwrap();
+        let ok = ok_line(&token, &client, &server, "app_42_x");
+        assert_eq!(parse_ok(ok.as_bytes(), &token, &client, &server).unwrap(), "app_42_x");
+        // An impostor collector without the token fails the client's check.
+        let fake = ok_line(&Token::from_bytes([1; 32]), &client, &server, "x");
+        assert_eq!(parse_ok(fake.as_bytes(), &token, &client, &server), Err(WireError::BadProof));
+    }
+
+    #[test]
+    fn fields_round_trip_with_escapes() {
+        let mut h = hello();
+        h.role = Role::Resume;
+        h.program = "a\tb\\c\nd=e".into();
+        h.session = Some("s_1".into());
+        h.spool = Some("/tmp/x y.log".into());
+        h.spool_from = Some(12345);
+        let text = h.encode();
+        assert!(!text.contains('\n'));
+        assert_eq!(Hello::decode(&text).unwrap(), h);
+        assert!(Hello::decode("nonce=00").is_err());
+        assert!(Hello::decode("role=king").is_err());
+        assert!(Hello::decode("role=stream\tpid=x").is_err());
+        assert!(Hello::decode("role=stream\tprogram=a\\q").is_err());
+        assert_eq!(Hello::decode("role=admin\tfuture=1").unwrap().role, Role::Admin);
+    }
+
+    #[test]
+    fn refuses_wrong_token_replay_and_tampering() {
+        let token = Token::from_bytes([9; 32]);
+        let server = Nonce([3; 32]);
+        let h = hello_line(&Token::from_bytes([8; 32]), &server, &hello()).unwrap();
+        assert_eq!(parse_hello(h.as_bytes(), &token, &server), Err(WireError::BadProof));
+        // The same line against another challenge (a replay).
+        let h = hello_line(&token, &server, &hello()).unwrap();
+        assert_eq!(parse_hello(h.as_bytes(), &token, &Nonce([4; 32])), Err(WireError::BadProof));
+        // Changed JSON.
+        let tampered = h.replace("pid=42", "pid=43");
+        assert_ne!(tampered, h);
+        assert_eq!(parse_hello(tampered.as_bytes(), &token, &server), Err(WireError::BadProof));
+        assert!(matches!(parse_hello(b"GET / HTTP/1.1\r\n", &token, &server), Err(WireError::Expected { .. })));
+        assert!(parse_hello(b"HELLO 12 role=stream\n", &token, &server).is_err());
+        assert!(parse_hello(b"HELLO", &token, &server).is_err());
+    }
+}

@@ -1,0 +1,47 @@
+//! The protocol between the clrprof capture agent and `clrprof collect`.
+//!
+//! Both sides use this crate: the agent (plain threads and blocking
+//! sockets) and the collector (tokio). It only builds and checks bytes; it
+//! does no I/O.
+//!
+//! # API structure
+//!
+//! - [`token`]: the 256-bit shared secret and the HMAC proofs made with it.
+//! - [`handshake`]: the collector's challenge line, the client's `HELLO`
+//!   line, the collector's `OK` line.
+//! - [`frame`]: the frames that follow the handshake (log data, end,
+//!   acknowledgements, commands, replies).
+//! - [`command`]: what a collector can ask a connected agent to do.
+//!
+//! # A connection
+//!
+//! ```text
+//! collector                                   agent
+//!    |-- "CLRPROF-COLLECT 1 <server nonce>\n" -->|
+//!    |<-- "HELLO <mac> <fields>\n" --------------|  mac = HMAC(token, server nonce, fields)
+//!    |   (wrong mac, bad line, timeout: closed, nothing more is written)
+//!    |-- "OK <proof> <session>\n" -------------->|  proof = HMAC(token, client nonce, server nonce)
+//!    |<== D frames (log bytes), E frame (end) ===|
+//!    |== A frames (bytes stored), C frames ====>|
+//!    |<== R frames (command replies) ===========|
+//! ```
+//!
+//! The token itself never crosses the connection: each side proves that it
+//! knows it by a MAC over nonces the other side chose, so a recorded
+//! handshake cannot be replayed and an impostor collector cannot pass
+//! itself off as the real one.
+
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod command;
+pub mod error;
+pub mod frame;
+pub mod handshake;
+pub mod token;
+
+pub use command::Command;
+pub use error::WireError;
+pub use frame::{FrameHeader, FrameKind};
+pub use handshake::{Hello, Role};
+pub use token::{Nonce, Token};

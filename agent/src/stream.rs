@@ -186,7 +186,7 @@ struct State {
     stop: bool,
     /// Send an `E` frame once everything is sent.
     finishing: bool,
-    /// The `E` frame was sent.
+    /// The `E` frame is being sent or was sent.
     end_sent: bool,
     /// The session name the collector gave.
     session: Option<String>,
@@ -219,7 +219,11 @@ pub struct Streamer {
     config: StreamConfig,
     identity: Identity,
     spool: Option<(File, PathBuf)>,
-    /// Bytes lost because the spool could not be written (reported).
+    /// The stream was given up (for the spool, or for nothing when the
+    /// spool could not be created).
+    switched: bool,
+    /// Bytes lost because the spool could not be created or written
+    /// (reported on standard error and in the status).
     lost: u64,
 }
 
@@ -247,12 +251,12 @@ impl Streamer {
         if let Err(e) = spawned {
             net.fail(format!("cannot start the network thread: {e}"));
         }
-        Streamer { net, config, identity, spool: None, lost: 0 }
+        Streamer { net, config, identity, spool: None, switched: false, lost: 0 }
     }
 
     /// Takes a buffer of whole lines.
     pub fn write(&mut self, buf: Vec<u8>) {
-        if self.spool.is_none() {
+        if !self.switched {
             let mut s = self.net.lock();
             let over = (s.end - s.base) as usize + buf.len() > self.config.buffer_bytes;
             if s.failed.is_none() && !s.stop && !over {
@@ -265,17 +269,17 @@ impl Streamer {
                 format!("the collector is behind by more than {} MB (CLRPROF_STREAM_BUFFER_MB)", self.config.buffer_bytes >> 20)
             });
             drop(s);
-            self.to_spool(&why);
+            self.switch_to_spool(&why);
         }
         self.spool_write(&buf);
     }
 
     /// Called when the writer thread is idle: notices a broken stream.
     pub fn poll(&mut self) {
-        if self.spool.is_none() {
+        if !self.switched {
             let failed = self.net.lock().failed.clone();
             if let Some(why) = failed {
-                self.to_spool(&why);
+                self.switch_to_spool(&why);
             }
         }
     }
@@ -285,7 +289,7 @@ impl Streamer {
     pub fn wait_sent(&mut self, limit: Duration) {
         let deadline = Instant::now() + limit;
         let mut s = self.net.lock();
-        while self.spool.is_none() && s.sent < s.end && s.failed.is_none() && !s.stop {
+        while !self.switched && s.sent < s.end && s.failed.is_none() && !s.stop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return;
@@ -302,8 +306,10 @@ impl Streamer {
     /// stored everything; otherwise the unconfirmed rest goes to the spool
     /// and the collector is told (one attempt).
     pub fn finish(&mut self) {
-        if let Some((f, _)) = &mut self.spool {
-            let _ = f.flush();
+        if self.switched {
+            if let Some((f, _)) = &mut self.spool {
+                let _ = f.flush();
+            }
             return;
         }
         let deadline = Instant::now() + Duration::from_millis(self.config.linger_ms);
@@ -329,7 +335,7 @@ impl Streamer {
         }
         let why = s.failed.clone().unwrap_or_else(|| format!("the collector did not confirm the end within {} ms", self.config.linger_ms));
         drop(s);
-        self.to_spool(&why);
+        self.switch_to_spool(&why);
         if let Some((f, _)) = &mut self.spool {
             let _ = f.flush();
         }
@@ -343,8 +349,9 @@ impl Streamer {
 
     fn spool_write(&mut self, bytes: &[u8]) {
         match &mut self.spool {
-            Some((f, _)) if self.lost == 0 => {
-                if f.write_all(bytes).is_err() {
+            Some((f, p)) if self.lost == 0 => {
+                if let Err(e) = f.write_all(bytes) {
+                    eprintln!("clrprof agent: cannot write the spool {}: {e}; the rest of the log is lost", p.display());
                     self.lost += bytes.len() as u64;
                 }
             }
@@ -367,7 +374,8 @@ impl Streamer {
     }
 
     /// Switches to the spool for good.
-    fn to_spool(&mut self, why: &str) {
+    fn switch_to_spool(&mut self, why: &str) {
+        self.switched = true;
         let (tail, from, conn) = {
             let mut s = self.net.lock();
             s.stop = true;
@@ -384,7 +392,7 @@ impl Streamer {
             Ok((f, p)) => self.spool = Some((f, p)),
             Err(e) => {
                 eprintln!("clrprof agent: cannot create the spool {}: {e}; the rest of the log is lost", self.config.spool.display());
-                self.lost = 1;
+                crate::status::amend(&format!("spool_failed={e}"));
             }
         }
         for b in tail {
@@ -516,6 +524,9 @@ fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello) 
                     }
                 }
                 if s.finishing && !s.end_sent {
+                    // Marked before the write: the collector may answer
+                    // (last acknowledgement, close) before it returns.
+                    s.end_sent = true;
                     break Job::End;
                 }
                 s = match net.cv.wait(s) {
@@ -539,8 +550,7 @@ fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello) 
         let mut s = net.lock();
         match job {
             Job::Data(b) => s.sent += b.len() as u64,
-            Job::End => s.end_sent = true,
-            Job::Reply(_) => {}
+            Job::End | Job::Reply(_) => {}
         }
         net.cv.notify_all();
     }

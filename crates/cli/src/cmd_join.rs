@@ -14,6 +14,12 @@ pub struct Args {
     /// The file to write (never an existing one).
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
+    /// Use only the first N bytes of the first piece: the `spooling_from=`
+    /// of the agent's status, for a collector's part that was never cut
+    /// back (the collector was down until the program ended, so the agent
+    /// could not tell it where its spool starts).
+    #[arg(long, value_name = "N")]
+    spool_from: Option<u64>,
 }
 
 /// Reads pieces of one log and gives their concatenation; every piece but
@@ -37,7 +43,20 @@ fn check_piece(p: &Path, bytes: &[u8], last: bool) -> Result<()> {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let all = concatenate(&args.pieces)?;
+    let all = match args.spool_from {
+        None => concatenate(&args.pieces)?,
+        Some(n) => {
+            let first = &args.pieces[0];
+            let mut part = std::fs::read(first).with_context(|| format!("cannot read {}", first.display()))?;
+            if (part.len() as u64) < n {
+                bail!("{} has {} bytes, fewer than --spool-from {n}: bytes are missing", first.display(), part.len());
+            }
+            part.truncate(n as usize);
+            check_piece(first, &part, false)?;
+            part.extend(concatenate(&args.pieces[1..])?);
+            part
+        }
+    };
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -6,21 +6,23 @@
 # lost: every session ended cleanly (the agent had every byte acknowledged),
 # no spool was written, the record's byte count is the file's, and every
 # stored log reads without a warning. Then the agent's own
-# overhead: one program writing a file versus streaming (best of RUNS).
+# overhead: one program alone, writing a file, and streaming, RUNS times
+# each, interleaved (best and median).
 #
-#   crates/collect/bench/load.sh [AGENTS] [ROUNDS] [RUNS]   (defaults 32, 200, 3)
+#   crates/collect/bench/load.sh [AGENTS] [ROUNDS] [RUNS]   (defaults 32, 200, 5)
 #
 # Needs scripts/setup-dotnet.sh and a release build (cargo build --release).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
 agents="${1:-32}"
 rounds="${2:-200}"
-runs="${3:-3}"
+runs="${3:-5}"
 eval "$(bash "$root/scripts/setup-dotnet.sh")"
 target="${CARGO_TARGET_DIR:-$root/target}"
 agent="$target/release/libclrprof_agent.so"
 clrprof="$target/release/clrprof"
 [ -f "$agent" ] && [ -x "$clrprof" ] || { echo "build first: cargo build --release" >&2; exit 1; }
+(cd "$root" && cargo build --release -q -p clrprof-collect --example flood)
 work="$(mktemp -d)"
 collector_pid=""
 cleanup() { [ -n "$collector_pid" ] && kill "$collector_pid" 2>/dev/null; rm -rf "$work"; }
@@ -98,23 +100,36 @@ if problems:
 sys.exit(1 if problems else 0)
 PY
 
-echo "== agent overhead: one alloc_heavy ($rounds rounds, .NET 8, shadow stacks), best of $runs"
-best() { # label VAR=value...
+echo "== capacity: $agents fake agents (crates/collect/examples/flood.rs) each sending ${FLOOD_MB:-64} MB as fast as the collector takes it"
+rm -rf "$work/sessions"/flood*
+f0_cpu=$(ticks "$collector_pid")
+"$target/release/examples/flood" "$CLRPROF_TARGET" "$work/sessions/collector.token" "$agents" "${FLOOD_MB:-64}"
+f1_cpu=$(ticks "$collector_pid")
+echo "collector CPU $(awk -v t=$((f1_cpu - f0_cpu)) -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }') s, peak RSS $(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$collector_pid/status") MB"
+rm -f "$work/sessions"/flood*
+
+echo "== agent overhead: one alloc_heavy ($rounds rounds, .NET 8, shadow stacks), $runs interleaved runs each"
+declare -A times
+one() { # label VAR=value...
     local label="$1"; shift
-    local b="" t0 t1 ms
-    for r in $(seq "$runs"); do
-        rm -f "$work/file.log" "$work/spool_one_$r.log"
-        t0=$(date +%s%N)
-        env "$@" CLRPROF_SPOOL="$work/spool_one_$r.log" "$DOTNET8" "$work/alloc_heavy.dll" "$rounds" > /dev/null
-        t1=$(date +%s%N)
-        ms=$(( (t1 - t0) / 1000000 ))
-        if [ -z "$b" ] || [ "$ms" -lt "$b" ]; then b=$ms; fi
-    done
-    printf '%-28s %6d ms\n' "$label" "$b"
+    local t0 t1
+    rm -f "$work/file.log"
+    t0=$(date +%s%N)
+    env "$@" "$DOTNET8" "$work/alloc_heavy.dll" "$rounds" > /dev/null
+    t1=$(date +%s%N)
+    times[$label]+="$(( (t1 - t0) / 1000000 )) "
 }
-best "program alone" CLRPROF_UNUSED=1
-best "agent writing a file" "${prof[@]}" CLRPROF_OUTPUT="$work/file.log"
-best "agent streaming" "${prof[@]}" "${stream[@]}"
+for r in $(seq "$runs"); do
+    one alone CLRPROF_UNUSED=1
+    one file "${prof[@]}" CLRPROF_OUTPUT="$work/file.log"
+    one stream "${prof[@]}" "${stream[@]}" CLRPROF_SPOOL="$work/spool_one_$r.log"
+done
+for label in alone file stream; do
+    # shellcheck disable=SC2086
+    printf '%s\n' ${times[$label]} | sort -n | awk -v l="$label" '
+        { v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+        printf "%-7s best %6d ms  median %6d ms\n", l, v[1], m }'
+done
 if ls "$work"/spool_one_* >/dev/null 2>&1; then
     echo "PROBLEM: a streaming run wrote a spool; the collector said:" >&2
     grep -v "from 127.0.0.1" "$work/collector.err" | grep -v " ended (" >&2 || true

@@ -26,7 +26,15 @@ fn bench(c: &mut Criterion) {
     g.bench_function("live_at_mid", |b| b.iter(|| black_box(live_at(&m, mid, &Filter::all()))));
     g.bench_function("estimated_live_at_mid", |b| b.iter(|| black_box(estimated_live_at(&m, mid))));
     let opts =
-        TimelineOptions { width: 1200, height: 700, from_ms: 0.0, to_ms: end, address: None, title: "seed".into() };
+        TimelineOptions {
+            width: 1200,
+            height: 700,
+            from_ms: 0.0,
+            to_ms: end,
+            address: None,
+            title: "seed".into(),
+            axis: Default::default(),
+        };
     g.bench_function("render_1200x700", |b| b.iter(|| black_box(render_timeline(&m, &opts).expect("render"))));
     let pic = render_timeline(&m, &opts).expect("render");
     g.bench_function("png_encode_1200x700", |b| {

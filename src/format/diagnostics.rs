@@ -6,6 +6,7 @@ use std::fmt;
 
 /// What a warning is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WarningKind {
     /// A line whose first byte names no record kind; skipped whole.
     UnknownRecord {
@@ -251,6 +252,20 @@ impl Diagnostics {
                 at = to;
             }
             w.line = line;
+        }
+    }
+}
+
+impl Diagnostics {
+    /// Turns the offsets of warnings found in `data`, a part of a stream
+    /// that starts at byte `base` after `line_base` line ends, into offsets
+    /// and line numbers in the whole stream.
+    pub(crate) fn rebase(&mut self, data: &[u8], base: u64, line_base: u64) {
+        self.sort();
+        self.resolve_lines(data);
+        for w in &mut self.kept {
+            w.offset += base;
+            w.line += line_base;
         }
     }
 }

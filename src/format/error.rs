@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// Why a log could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The file could not be opened, mapped or read.
     #[error("cannot read {}", path.display())]
@@ -12,6 +13,36 @@ pub enum Error {
         /// The file.
         path: PathBuf,
         /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a log this build can read: empty, binary, or
+    /// compressed in a format it does not decompress.
+    #[error("{}: {looks_like}{}", path.display(), why.map(|w| format!(" ({w})")).unwrap_or_default())]
+    NotALog {
+        /// The file.
+        path: PathBuf,
+        /// What it looks like ("a bzip2-compressed file (decompress it first)").
+        looks_like: String,
+        /// Why this build cannot read it, when it could with another feature.
+        why: Option<&'static str>,
+    },
+    /// A compressed log whose stream is damaged or cut short.
+    #[error(
+        "{}: the {format} stream is damaged or cut short after {decompressed} bytes of log; {}",
+        path.display(),
+        if *lines == 0 { "no line was complete".to_string() } else { format!("the last complete line is line {lines}") }
+    )]
+    Decompress {
+        /// The file.
+        path: PathBuf,
+        /// `gzip` or `zstd`.
+        format: &'static str,
+        /// Bytes of log text recovered before the damage.
+        decompressed: u64,
+        /// Complete lines among them.
+        lines: u64,
+        /// The decoder's error.
         #[source]
         source: std::io::Error,
     },

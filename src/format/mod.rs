@@ -17,6 +17,7 @@
 //! Callers that want an error instead use [`Error::from_warning`] on the
 //! first warning (the CLI's `--strict`).
 
+mod decompress;
 mod diagnostics;
 mod error;
 mod fields;
@@ -28,8 +29,12 @@ mod reader;
 mod record;
 pub mod records;
 pub mod scan;
+mod sniff;
 mod source;
+mod stream;
+#[cfg(feature = "parallel")]
 mod stats;
+#[cfg(feature = "parallel")]
 mod stats_ids;
 mod text;
 mod writer;
@@ -43,8 +48,13 @@ pub use list::{List, ListItem, ListIter};
 pub use parallel::{cut, parse_chunks, ChunkOptions};
 pub use reader::{read_all, DumpState, RecordReader};
 pub use record::{Kind, Parsed, Record};
+pub use decompress::open_read;
+pub use sniff::{sniff, Content, SNIFF_BYTES};
 pub use source::{display_path, LogSource};
+pub use stream::{RecordStream, StreamOptions};
+#[cfg(feature = "parallel")]
 pub use stats::LogStats;
+#[cfg(feature = "parallel")]
 pub use stats_ids::IdSet;
 pub use text::{escape_name, Style};
 pub use writer::{write_record, LogWriter};

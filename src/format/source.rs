@@ -1,11 +1,19 @@
 //! Getting a log's bytes: a memory map for files, a plain read for pipes
-//! and standard input (`-`).
+//! and standard input (`-`), decompression for `.gz` and `.zst` logs.
 
+use super::decompress::{decompress_all, not_a_log, read_head};
 use super::error::{Error, Result};
+use super::sniff::{sniff, Content};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The bytes of a log.
+///
+/// [`LogSource::open`] looks at the first bytes ([`sniff`]) and maps a text
+/// log, decompresses a gzip or Zstandard one into memory, and refuses an
+/// empty file, binary data or another compression format with a message
+/// saying what the file looks like.
+#[non_exhaustive]
 pub enum LogSource {
     /// A memory-mapped regular file.
     Mapped(memmap2::Mmap),
@@ -18,12 +26,16 @@ impl LogSource {
     pub fn open(path: &Path) -> Result<LogSource> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
         if path.as_os_str() == "-" {
-            let mut v = Vec::new();
-            std::io::stdin().lock().read_to_end(&mut v).map_err(io)?;
-            return Ok(LogSource::Owned(v));
+            let mut stdin = std::io::stdin();
+            let head = read_head(&mut stdin).map_err(io)?;
+            return Self::from_reader(path, head, stdin);
         }
         let mut file = std::fs::File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
+        let head = read_head(&mut file).map_err(io)?;
+        if sniff(&head) != Content::Text {
+            return Self::from_reader(path, head, file);
+        }
         if meta.is_file() && meta.len() > 0 {
             // Safety: the map is read-only and private to this process. A log
             // that another process truncates while we read it could fault;
@@ -38,9 +50,23 @@ impl LogSource {
                 Err(_) => { /* fall back to reading */ }
             }
         }
-        let mut v = Vec::new();
+        let mut v = head;
         file.read_to_end(&mut v).map_err(io)?;
         Ok(LogSource::Owned(v))
+    }
+
+    /// The log read from `r`, whose first bytes `head` were already read.
+    fn from_reader(path: &Path, head: Vec<u8>, mut r: impl Read + Send) -> Result<LogSource> {
+        let io = |source| Error::Io { path: path.to_path_buf(), source };
+        match sniff(&head) {
+            Content::Text => {
+                let mut v = head;
+                r.read_to_end(&mut v).map_err(io)?;
+                Ok(LogSource::Owned(v))
+            }
+            c @ (Content::Gzip | Content::Zstd) => Ok(LogSource::Owned(decompress_all(path, c, head, r)?)),
+            other => Err(not_a_log(path, other)),
+        }
     }
 
     /// Wraps bytes already in memory.

@@ -31,6 +31,7 @@ fn describe_kind(kind: Option<char>) -> String {
 
 /// What was wrong with a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Problem {
     /// T1: an allocation (or a heap object read back) whose stack index holds
     /// no stack.

@@ -17,9 +17,11 @@
 //!
 //! # API structure
 //!
-//! - [`load`] (and [`load_with_progress`]) parse a log in parallel and feed
-//!   the records to a [`Builder`] on the calling thread; [`Builder`] can also
-//!   be fed by hand.
+//! - [`load_path`] loads a file by its path (memory map or read, `.gz` and
+//!   `.zst` decompressed); [`load`] (and [`load_with_progress`]) load bytes
+//!   already in memory: both parse the log in parallel and feed the records
+//!   to a [`Builder`] on the calling thread; [`Builder`] can also be fed by
+//!   hand.
 //! - [`Model`] gives the tables: [`Model::stacks`] ([`StackTable`]),
 //!   [`Model::allocations`] ([`AllocationTable`], with [`Fate`]),
 //!   [`Model::samples`] ([`SampleTable`]), [`Model::gcs`] ([`GcTable`]),
@@ -57,6 +59,7 @@ mod intervals;
 mod live;
 mod modules;
 mod names;
+mod open;
 mod ops;
 mod samples;
 mod stacks;
@@ -77,6 +80,7 @@ pub use histogram::{Histograms, StackCounts};
 pub use ids::{FrameNode, GcIndex, NameId, ObjectId, SampleId, StackRef, ThreadRef, TickIndex};
 pub use modules::{AssemblyLoad, Module, ModuleTable};
 pub use names::NameTable;
+pub use open::{load_path, load_path_with_progress, load_source_with_progress, OpenError};
 pub use samples::{GrainIndex, PackedSamples, Sample, SampleTable, GROUP as SAMPLE_GROUP};
 pub use stacks::StackTable;
 pub use threads::ThreadTable;

@@ -18,7 +18,7 @@
 //! CLRProfiler's heap never holds, are left out.
 //!
 //! CLRProfiler's "Histogram by Age" of the live objects at a given time is
-//! [`age_histogram_at`] (in `age_histogram.rs`).
+//! [`age_histogram_at`](super::age_histogram_at) (in `age_histogram.rs`).
 
 use super::objects::{add_at, log2_bin, log2_bounds, merge_tallies, millis_between, par_fold, Clock, RowTypes, Tally};
 use super::Filter;

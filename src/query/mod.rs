@@ -1,12 +1,18 @@
 //! [`Model`](crate::model::Model) -> answers. Pure functions over a finished
 //! model; nothing here changes it.
 //!
+//! # API structure
+//!
+//! Every query is a function `(model, [filter,] options) -> typed result`;
+//! results are plain data deriving `serde::Serialize` (the CLI's `--json`
+//! is their serialization). The modules, by CLRProfiler view:
+//!
 //! - [`Filter`]: the time window and threads a query looks at.
 //! - [`summary()`]: CLRProfiler's 18 Summary figures.
 //! - [`by_type`]: a histogram (allocated, relocated, final heap, finalized,
 //!   critical finalized) grouped by type name, as CLRProfiler's histogram
-//!   views show it; [`type_counts`] narrows one by a filter, or gives the
-//!   objects live at a time; [`size_buckets`] is the Histogram by Size view.
+//!   views show it; [`type_counts()`] narrows one by a filter, or gives the
+//!   objects live at a time; [`size_buckets()`] is the Histogram by Size view.
 //! - [`handles_by_stack`]: GC handles created, destroyed and surviving by
 //!   creating stack.
 //! - [`dumps`]: heap dumps: per-type tables, roots by kind, dominator
@@ -20,6 +26,8 @@
 //!   question).
 //! - [`calls()`], [`call_tree`]: call counts per function and edge, and the
 //!   call tree.
+//! - [`threads()`]: per thread, objects and bytes allocated, first and
+//!   last allocation.
 //! - [`timeline`]: CLRProfiler's Time Line (type per address band and
 //!   time), its GC and comment markers; [`live_at`]: bytes per type alive
 //!   at a moment (exact, and CLRProfiler's grain estimate).
@@ -46,6 +54,7 @@ mod objects;
 pub mod size_buckets;
 pub mod summary;
 pub mod survivors;
+pub mod threads;
 pub mod timeline;
 pub mod type_counts;
 pub mod types;
@@ -66,6 +75,7 @@ pub use objects::Tally;
 pub use size_buckets::{size_buckets, BucketScale, SizeBucket};
 pub use summary::{summary, Summary};
 pub use survivors::{survivors, Survivors};
+pub use threads::{threads, ThreadRow};
 pub use type_counts::{type_counts, TypeQueryError, TypeSelection};
 pub use types::{by_bytes, by_type, group_by_name, HistogramKind, TypeCount, TypeRow};
 pub use who::{who_allocated, TypeMatch, WhoAllocated};

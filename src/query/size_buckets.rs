@@ -89,7 +89,7 @@ pub struct SizeBucket {
 }
 
 /// The size histogram of counts per stack row (any of
-/// [`super::type_counts`]'s answers).
+/// [`super::type_counts()`]'s answers).
 pub fn size_buckets(model: &Model, counts: &StackCounts, scale: BucketScale) -> Vec<SizeBucket> {
     let bounds = scale.bounds();
     let mut rows: Vec<Vec<(StackRef, u64)>> = vec![Vec::new(); bounds.len()];

@@ -28,9 +28,20 @@
 //! pixel row. A cell holds the type of that grain's entry valid at the
 //! column's tick, or 0 (free) when the entry is free or the grain had no
 //! entry yet.
+//!
+//! # Log order
+//!
+//! A log whose heap changes all happened at one tick (one `i` line, as
+//! CLRProfiler's profiler writes for a short program) has no history on a
+//! time axis: every column but the last shows an empty heap. Its sample
+//! entries are still numbered in the order they were made, so
+//! [`grid_in_log_order`] lays the columns over that order instead: column
+//! `c` of `n` shows every grain as the first `(c + 1) / n` of the entries
+//! left it. [`changes_span_ms`] tells when time says nothing, and
+//! [`changes_before`] places a GC or a comment on such an axis.
 
 use crate::format::TypeId;
-use crate::model::{Model, TickIndex};
+use crate::model::{Model, Sample, SampleId, TickIndex};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -113,6 +124,18 @@ fn join(parts: impl Iterator<Item = Band>, gap: u64) -> Vec<Band> {
     out
 }
 
+/// What the columns of a [`Grid`] stand for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnAxis {
+    /// Equal spans of time ([`grid`]).
+    #[default]
+    Time,
+    /// Equal numbers of heap changes (sample entries) in the order the log
+    /// made them ([`grid_in_log_order`]).
+    LogOrder,
+}
+
 /// What grid to compute.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GridSpec {
@@ -180,6 +203,11 @@ pub struct Grid {
     pub cells: Vec<i32>,
     /// The types occupying cells, by bytes (most first), then name.
     pub types: Vec<GridType>,
+    /// What the columns stand for.
+    pub axis: ColumnAxis,
+    /// With [`ColumnAxis::LogOrder`]: how many heap changes (sample
+    /// entries, in log order) each column shows; empty on a time axis.
+    pub column_changes: Vec<u32>,
 }
 
 impl Grid {
@@ -261,29 +289,93 @@ pub fn grid_rows(axis: &AddressAxis, rows: u32) -> (u64, Vec<GridRow>) {
     (gpr, out)
 }
 
+/// The times (ms) of the first and the last heap change (sample entry)
+/// of the log, `None` when it has none. Equal times mean that time carries
+/// no information about the heap's history: see [`grid_in_log_order`].
+pub fn changes_span_ms(model: &Model) -> Option<(f64, f64)> {
+    let samples = model.samples();
+    let n = samples.len();
+    let first = samples.get(SampleId(0))?;
+    let last = samples.get(SampleId(n.checked_sub(1)? as u32))?;
+    Some((tick_ms(model, first.change), tick_ms(model, last.change)))
+}
+
+/// How many heap changes (sample entries) the log made before tick index
+/// `tick` (entries are made in log order, so their change ticks never go
+/// down): where a GC or a comment of that tick sits in log order.
+pub fn changes_before(model: &Model, tick: TickIndex) -> u64 {
+    let samples = model.samples();
+    let (mut lo, mut hi) = (0u32, samples.len() as u32);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match samples.get(SampleId(mid)) {
+            Some(s) if s.change < tick => lo = mid + 1,
+            _ => hi = mid,
+        }
+    }
+    lo as u64
+}
+
 /// The Time Line grid over an address axis (see the module documentation).
 pub fn grid(model: &Model, axis: &AddressAxis, spec: &GridSpec) -> Grid {
     let columns = spec.columns.max(1);
     let ticks = column_ticks(model, columns, spec.from_ms, spec.to_ms);
+    // Column c shows the entries with a change tick at or before its tick.
+    let limits: Vec<u32> = ticks.iter().map(|t| t.0).collect();
+    fill(model, axis, spec, &limits, |_, s| s.change.0, ColumnAxis::Time, Vec::new())
+}
+
+/// The Time Line grid with its columns over the heap changes in log order
+/// instead of time (see "Log order" in the module documentation);
+/// `spec.from_ms` and `spec.to_ms` are kept in the answer but do not
+/// select anything.
+pub fn grid_in_log_order(model: &Model, axis: &AddressAxis, spec: &GridSpec) -> Grid {
+    let columns = spec.columns.max(1) as u64;
+    let n = model.samples().len() as u64;
+    // Column c shows the entries numbered below (c + 1) * n / columns.
+    let counts: Vec<u32> = (0..columns).map(|c| ((c + 1) * n / columns) as u32).collect();
+    // Entry ids against counts: entry `id` is shown when `id < count`, i.e.
+    // `id + 1 <= count`.
+    fill(model, axis, spec, &counts, |id, _| id.0 + 1, ColumnAxis::LogOrder, counts.clone())
+}
+
+/// Fills a grid: column `c` shows, in each row's grain, the newest entry
+/// whose `key(id, entry)` is at most `limits[c]` (limits never go down).
+fn fill(
+    model: &Model,
+    axis: &AddressAxis,
+    spec: &GridSpec,
+    limits: &[u32],
+    key: impl Fn(SampleId, &Sample) -> u32 + Sync,
+    column_axis: ColumnAxis,
+    column_changes: Vec<u32>,
+) -> Grid {
+    let ncol = limits.len().max(1);
     let (gpr, rows) = grid_rows(axis, spec.rows);
-    let ncol = columns as usize;
     let mut cells = vec![0i32; rows.len() * ncol];
     let samples = model.samples();
     cells.par_chunks_mut(ncol).zip(rows.par_iter()).for_each(|(line, row)| {
         let Some(grain) = row.grain else { return };
-        // The grain's entries, oldest first: (change tick, type).
-        let mut chain: Vec<(u32, i32)> = samples.history(grain).map(|(_, s)| (s.change.0, s.type_id.0)).collect();
+        // The grain's entries, oldest first: (key, type).
+        let mut chain: Vec<(u32, i32)> = samples.history(grain).map(|(id, s)| (key(id, &s), s.type_id.0)).collect();
         chain.reverse();
         let mut k = 0usize;
         let mut current = 0i32;
-        for (cell, t) in line.iter_mut().zip(&ticks) {
-            while k < chain.len() && chain[k].0 <= t.0 {
+        for (cell, &limit) in line.iter_mut().zip(limits) {
+            while k < chain.len() && chain[k].0 <= limit {
                 current = chain[k].1;
                 k += 1;
             }
             *cell = current;
         }
     });
+    let column_ticks: Vec<u32> = match column_axis {
+        ColumnAxis::Time => limits.to_vec(),
+        ColumnAxis::LogOrder => limits
+            .iter()
+            .map(|&c| c.checked_sub(1).and_then(|id| samples.get(SampleId(id))).map_or(0, |s| s.change.0))
+            .collect(),
+    };
     let mut per_type: HashMap<i32, (u64, u128)> = HashMap::new();
     for (row, line) in rows.iter().zip(cells.chunks(ncol)) {
         let bytes = row.bytes() as u128;
@@ -315,12 +407,14 @@ pub fn grid(model: &Model, axis: &AddressAxis, spec: &GridSpec) -> Grid {
     Grid {
         from_ms: spec.from_ms,
         to_ms: spec.to_ms,
-        columns,
+        columns: ncol as u32,
         grains_per_row: gpr,
-        column_ticks: ticks.iter().map(|t| t.0).collect(),
+        column_ticks,
         rows,
         cells,
         types,
+        axis: column_axis,
+        column_changes,
     }
 }
 
@@ -429,5 +523,31 @@ b 1 0 0 0x100000 0x10000 0x10000 0\nv 0x900000 3000\nb 0 0 0 0x100000 0x10000 0x
         let g = grid(&m, &one, &GridSpec { columns: 2, rows: 1, from_ms: 0.0, to_ms: 40.0 });
         assert_eq!(g.rows.len(), 1);
         assert_eq!(g.rows[0].grain, Some(0x100000));
+    }
+
+    /// Two 2 KB objects at one tick: time shows them only in the last
+    /// column; log order shows the first, then both.
+    #[test]
+    fn log_order_when_time_says_nothing() {
+        let log = b"t 1 0 A\nt 2 0 B\nn 1 1 1 2048\nn 2 1 2 2048\ni 10\n! 7 0x100000 1\nz between\n! 7 0x200000 2\n";
+        let m = crate::model::load(log, &Default::default()).expect("loads");
+        assert_eq!(m.samples().len(), 4);
+        assert_eq!(changes_span_ms(&m), Some((10.0, 10.0)));
+        let axis = address_axis(&m, None, 1);
+        let spec = GridSpec { columns: 2, rows: 2000, from_ms: 0.0, to_ms: 10.0 };
+        let count = |g: &Grid, c: usize, t: i32| (0..g.rows.len()).filter(|&r| g.cell(r, c) == t).count();
+        let by_time = grid(&m, &axis, &spec);
+        assert_eq!(by_time.axis, ColumnAxis::Time);
+        assert_eq!((count(&by_time, 0, 1), count(&by_time, 0, 2)), (0, 0));
+        let by_order = grid_in_log_order(&m, &axis, &spec);
+        assert_eq!(by_order.axis, ColumnAxis::LogOrder);
+        assert_eq!(by_order.column_changes, vec![2, 4]);
+        assert_eq!((count(&by_order, 0, 1), count(&by_order, 0, 2)), (2, 0));
+        assert_eq!((count(&by_order, 1, 1), count(&by_order, 1, 2)), (2, 2));
+        // The comment sits after the first object's two entries.
+        let c = &m.comments().kept()[0];
+        assert_eq!(changes_before(&m, c.tick), 2);
+        assert_eq!(changes_before(&m, TickIndex(0)), 0);
+        assert_eq!(changes_before(&m, TickIndex(99)), 4);
     }
 }

@@ -2,7 +2,7 @@
 //! histograms, narrowed by a time window and threads, or the objects live
 //! at a given moment. The answer is a count per stack row
 //! ([`StackCounts`]), which [`super::types::group_by_name`] turns into rows
-//! by type name and [`super::size_buckets`] into CLRProfiler's size
+//! by type name and [`super::size_buckets()`] into CLRProfiler's size
 //! histogram.
 //!
 //! What a [`Filter`] means for each kind:

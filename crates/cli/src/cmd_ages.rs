@@ -1,8 +1,8 @@
 //! `clrprof ages`: age histograms (GCs survived, milliseconds), or
 //! CLRProfiler's Histogram by Age of the live objects at a time.
 
-use crate::common::{print_json, print_table, thousands, QueryArgs};
-use anyhow::{bail, Result};
+use crate::common::{cut_json, ms_text as ms, print_json, print_table, thousands, tick_for, QueryArgs};
+use anyhow::Result;
 use clrprof::query::age_histogram::{AgeBars, AgeHistogram};
 use clrprof::query::{age_histogram_at, ages, Ages};
 
@@ -45,22 +45,22 @@ pub fn run(args: Args) -> Result<()> {
     let model = &loaded.model;
     let filter = q.filter(model)?;
     if let Some(ms) = args.at {
-        if !ms.is_finite() {
-            bail!("--at must be a number of milliseconds");
-        }
-        let tick = model.time().tick_at(ms / 1000.0);
+        let tick = tick_for(model, "--at", ms)?;
         let bars = match (args.scale, args.markers) {
             (Some(s), _) => AgeBars::Scale(s),
             (None, true) => AgeBars::Markers,
             (None, false) => AgeBars::Auto { bars: args.bars },
         };
-        let mut h = age_histogram_at(model, &filter, tick, bars)?;
-        for b in &mut h.bars {
-            b.types.truncate(q.limit());
-        }
-        h.types.truncate(q.limit());
+        let h = age_histogram_at(model, &filter, tick, bars)?;
         if q.out.json {
-            return print_json(&serde_json::to_value(&h)?);
+            let mut v = serde_json::to_value(&h)?;
+            cut_json(&mut v, "types", q.limit());
+            if let Some(bars) = v.get_mut("bars").and_then(serde_json::Value::as_array_mut) {
+                for b in bars {
+                    cut_json(b, "types", q.limit());
+                }
+            }
+            return print_json(&v);
         }
         print_at(&h);
     } else {
@@ -170,10 +170,4 @@ fn print_at(h: &AgeHistogram) {
     for r in std::iter::once(header.map(String::from).to_vec()).chain(rows) {
         println!("{:<w0$}  {:>w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]);
     }
-}
-
-/// Milliseconds for display: at most three decimals, no trailing zeros.
-fn ms(v: f64) -> String {
-    let r = (v * 1000.0).round() / 1000.0;
-    format!("{r}")
 }

@@ -1,7 +1,7 @@
 //! `clrprof calls`: call counts per function (inclusive and exclusive),
 //! caller/callee edges, or the call tree.
 
-use crate::common::{print_json, print_table, thousands, QueryArgs};
+use crate::common::{count, cut_json, more, keep, more_note, print_json, print_table, thousands, QueryArgs};
 use anyhow::{bail, Result};
 use clrprof::query::calls::CallNode;
 use clrprof::query::{call_tree, calls, CallTreeOptions};
@@ -43,21 +43,31 @@ pub fn run(args: Args) -> Result<()> {
             write_node(&mut out, n, 0);
         }
         if t.pruned_roots > 0 {
-            out.push_str(&format!("(pruned: {} more roots, {} calls)\n", t.pruned_roots, thousands(t.pruned_calls)));
+            out.push_str(&format!(
+                "(pruned: {}, {})\n",
+                more(t.pruned_roots, "root", "roots"),
+                count(t.pruned_calls, "call", "calls")
+            ));
         }
         print!("{out}");
     } else {
         let mut c = calls(model)?;
-        c.functions.truncate(q.limit());
-        c.edges.truncate(q.limit());
         if q.out.json {
-            return print_json(&serde_json::to_value(&c)?);
+            let mut v = serde_json::to_value(&c)?;
+            cut_json(&mut v, "functions", q.limit());
+            cut_json(&mut v, "edges", q.limit());
+            return print_json(&v);
         }
+        let functions_left_out = keep(&mut c.functions, q.limit());
+        let edges_left_out = keep(&mut c.edges, q.limit());
         println!("{} calls", thousands(c.total));
         println!();
         let rows: Vec<Vec<String>> =
             c.functions.iter().map(|f| vec![f.name.clone(), thousands(f.inclusive), thousands(f.exclusive)]).collect();
         print_table(&["function", "inclusive", "exclusive"], &rows);
+        if let Some(note) = more_note(functions_left_out, "function", "functions") {
+            println!("{note}");
+        }
         println!();
         let rows: Vec<Vec<String>> = c
             .edges
@@ -65,6 +75,9 @@ pub fn run(args: Args) -> Result<()> {
             .map(|e| vec![format!("{} -> {}", e.caller_name, e.callee_name), thousands(e.count)])
             .collect();
         print_table(&["caller -> callee", "calls"], &rows);
+        if let Some(note) = more_note(edges_left_out, "edge", "edges") {
+            println!("{note}");
+        }
     }
     q.report_warnings(model);
     Ok(())
@@ -78,9 +91,33 @@ fn write_node(out: &mut String, n: &CallNode, depth: usize) {
     }
     if n.pruned_children > 0 {
         out.push_str(&format!(
-            "{indent}  (pruned: {} more callees, {} calls)\n",
-            n.pruned_children,
-            thousands(n.pruned_calls)
+            "{indent}  (pruned: {}, {})\n",
+            more(n.pruned_children, "callee", "callees"),
+            count(n.pruned_calls, "call", "calls")
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pruned_counts_agree_in_number() {
+        let leaf = |pruned_children, pruned_calls| CallNode {
+            id: 1,
+            name: "F".into(),
+            calls: 1,
+            inclusive: 1,
+            children: Vec::new(),
+            pruned_children,
+            pruned_calls,
+        };
+        let mut out = String::new();
+        write_node(&mut out, &leaf(1, 1), 0);
+        assert!(out.contains("(pruned: 1 more callee, 1 call)"), "{out}");
+        out.clear();
+        write_node(&mut out, &leaf(2, 1_500), 0);
+        assert!(out.contains("(pruned: 2 more callees, 1,500 calls)"), "{out}");
     }
 }

@@ -1,17 +1,19 @@
 //! `clrprof diff`: allocation and final-heap differences between two logs.
 
-use crate::common::{print_json, print_table, thousands, LoadArgs, OutputArgs};
+use crate::common::{cut_json, keep, more_note, print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
-use anyhow::Result;
+use anyhow::{bail, Result};
+use clrprof::format::display_path;
 use clrprof::query::{diff, DiffRow};
 use std::path::PathBuf;
 
 /// Arguments of `clrprof diff`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The first log (A).
+    /// The first log (A; `-` for standard input).
     pub a: PathBuf,
-    /// The second log (B); differences are B minus A.
+    /// The second log (B; `-` for standard input); differences are B
+    /// minus A.
     pub b: PathBuf,
     #[command(flatten)]
     pub out: OutputArgs,
@@ -22,30 +24,30 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if args.a.as_os_str() == "-" && args.b.as_os_str() == "-" {
+        bail!("standard input (`-`) can be read once: give at most one of the two logs as `-`");
+    }
     let open = |log: &PathBuf| LoadArgs { log: log.clone(), threads: args.threads, strict: false };
     let a = load(&open(&args.a), args.out.quiet)?;
     let b = load(&open(&args.b), args.out.quiet)?;
     let mut d = diff(&a.model, &b.model);
-    let limit = if args.out.top == 0 { usize::MAX } else { args.out.top };
-    for list in [
-        &mut d.allocated_by_type,
-        &mut d.final_heap_by_type,
-        &mut d.functions_exclusive,
-        &mut d.functions_inclusive,
-    ] {
-        list.truncate(limit);
-    }
+    let limit = args.out.limit();
     if args.out.json {
-        return print_json(&serde_json::to_value(&d)?);
+        let mut v = serde_json::to_value(&d)?;
+        for key in ["allocated_by_type", "final_heap_by_type", "functions_exclusive", "functions_inclusive"] {
+            cut_json(&mut v, key, limit);
+        }
+        return print_json(&v);
     }
-    println!("B = {} minus A = {}", args.b.display(), args.a.display());
-    let sections: [(&str, &Vec<DiffRow>); 4] = [
-        ("allocated by type", &d.allocated_by_type),
-        ("final heap by type", &d.final_heap_by_type),
-        ("allocated by function, exclusive", &d.functions_exclusive),
-        ("allocated by function, inclusive", &d.functions_inclusive),
+    println!("B = {} minus A = {}", display_path(&args.b).display(), display_path(&args.a).display());
+    let sections: [(&str, &mut Vec<DiffRow>); 4] = [
+        ("allocated by type", &mut d.allocated_by_type),
+        ("final heap by type", &mut d.final_heap_by_type),
+        ("allocated by function, exclusive", &mut d.functions_exclusive),
+        ("allocated by function, inclusive", &mut d.functions_inclusive),
     ];
     for (title, rows) in sections {
+        let left_out = keep(rows, limit);
         println!();
         println!("{title}:");
         if rows.is_empty() {
@@ -67,6 +69,9 @@ pub fn run(args: Args) -> Result<()> {
             })
             .collect();
         print_table(&["name", "bytes B-A", "bytes A", "bytes B", "objects B-A", "objects A", "objects B"], &table);
+        if let Some(note) = more_note(left_out, "row", "rows") {
+            println!("{note}");
+        }
     }
     Ok(())
 }

@@ -1,10 +1,12 @@
 //! `clrprof dump`: one heap dump: its types, or retained sizes
-//! (`--retained`), or shortest paths from roots to a type (`--path-to`).
+//! (`--retained`, grouped by type, allocation stack or allocating function
+//! with `--by`), or shortest paths from roots to a type (`--path-to`).
 
-use crate::common::{print_json, print_table, thousands, LoadArgs, OutputArgs};
+use crate::common::{cut_json, more_note, print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
 use anyhow::{anyhow, Result};
-use clrprof::query::dumps::{by_type, paths_to, retained, DumpIndex, DumpInfo};
+use crate::dump_sites::{print_retained, ByArg};
+use clrprof::query::dumps::{by_type, paths_to, retained, retained_by, DumpIndex, DumpInfo};
 
 /// Arguments of `clrprof dump`.
 #[derive(clap::Args)]
@@ -16,6 +18,13 @@ pub struct Args {
     /// Retained sizes (dominator tree): top types and objects.
     #[arg(long, conflicts_with = "path_to")]
     retained: bool,
+    /// With --retained: retained bytes per type, per allocation stack or
+    /// per allocating function, with every object counted (those without a
+    /// known allocation in a group of their own). Stacks and functions need
+    /// allocation records: a log recorded by attaching to a running process
+    /// has none.
+    #[arg(long, value_enum, value_name = "KEY", requires = "retained")]
+    by: Option<ByArg>,
     /// Shortest paths from a root to objects of this type (exact name, or
     /// else any name containing it).
     #[arg(long, value_name = "TYPE")]
@@ -34,7 +43,7 @@ pub fn run(args: Args) -> Result<()> {
     let index = DumpIndex(args.index);
     let count = model.heap_dumps().dumps().len();
     let missing = || anyhow!("no heap dump {} (the log has {count}; `clrprof dumps` lists them)", args.index);
-    let top = if args.out.top == 0 { usize::MAX } else { args.out.top };
+    let top = args.out.limit();
     if let Some(pattern) = &args.path_to {
         let r = paths_to(model, index, pattern, args.max).ok_or_else(missing)?;
         if args.out.json {
@@ -57,18 +66,31 @@ pub fn run(args: Args) -> Result<()> {
                 Some(f) => format!("{} ({f})", p.root.name),
                 None => format!("{} (id {:#x})", p.root.name, p.root.id),
             };
-            println!("{:>3}. [{root}] {} step(s)", k + 1, p.steps.len());
+            println!("{:>3}. [{root}] {}", k + 1, crate::common::count(p.steps.len() as u64, "step", "steps"));
             for s in &p.steps {
                 println!("       -> {} {:#x} ({} bytes)", s.name, s.address, thousands(s.size as u64));
             }
         }
         return Ok(());
     }
-    if args.retained {
-        let r = retained(model, index, top).ok_or_else(missing)?;
+    if let Some(by) = args.by {
+        let r = retained_by(model, index, by.into()).ok_or_else(missing)?;
         if args.out.json {
             return print_json(&serde_json::to_value(&r)?);
         }
+        print_retained(&r, top);
+        return Ok(());
+    }
+    if args.retained {
+        if args.out.json {
+            let r = retained(model, index, usize::MAX).ok_or_else(missing)?;
+            let mut v = serde_json::to_value(&r)?;
+            for key in ["types", "top_objects", "unreachable_types"] {
+                cut_json(&mut v, key, top);
+            }
+            return print_json(&v);
+        }
+        let r = retained(model, index, top).ok_or_else(missing)?;
         println!(
             "dump {index}: {} objects, {} bytes; reachable from {} strong roots: {} objects, {} bytes (what the roots retain)",
             thousands(r.objects),
@@ -125,7 +147,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     let r = by_type(model, index).ok_or_else(missing)?;
     if args.out.json {
-        return print_json(&serde_json::to_value(&r)?);
+        let mut v = serde_json::to_value(&r)?;
+        cut_json(&mut v, "types", top);
+        return print_json(&v);
     }
     print_header(model.heap_dumps().dumps().len(), &r.dump);
     let rows: Vec<Vec<String>> = r
@@ -135,8 +159,8 @@ pub fn run(args: Args) -> Result<()> {
         .map(|t| vec![t.name.clone(), thousands(t.objects), thousands(t.bytes), percent(t.bytes, r.dump.bytes)])
         .collect();
     print_table(&["type", "objects", "bytes", "% bytes"], &rows);
-    if r.types.len() > top {
-        println!("... {} more types (--top 0 shows all)", r.types.len() - top);
+    if let Some(note) = more_note(r.types.len().saturating_sub(top), "type", "types") {
+        println!("{note}");
     }
     Ok(())
 }

@@ -1,9 +1,11 @@
-//! `clrprof dump-diff`: what changed between two heap dumps.
+//! `clrprof dump-diff`: what changed between two heap dumps, per type, or
+//! (`--by`) per type, allocation stack or allocating function.
 
-use crate::common::{print_json, print_table, thousands, LoadArgs, OutputArgs};
+use crate::common::{cut_json, print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
 use anyhow::{anyhow, Result};
-use clrprof::query::dumps::{diff, DumpIndex, TypeDelta};
+use crate::dump_sites::{print_diff, ByArg};
+use clrprof::query::dumps::{diff, diff_by, DumpIndex, TypeDelta};
 
 /// Arguments of `clrprof dump-diff`.
 #[derive(clap::Args)]
@@ -14,6 +16,12 @@ pub struct Args {
     a: u32,
     /// The later dump's index.
     b: u32,
+    /// New, gone and kept objects per type, per allocation stack or per
+    /// allocating function ("new since A" by the code that allocated them),
+    /// with every object counted (those without a known allocation in a
+    /// group of their own).
+    #[arg(long, value_enum, value_name = "KEY")]
+    by: Option<ByArg>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -31,12 +39,23 @@ pub fn run(args: Args) -> Result<()> {
     let loaded = load(&args.load, args.out.quiet)?;
     let model = &loaded.model;
     let count = model.heap_dumps().dumps().len();
-    let d = diff(model, DumpIndex(args.a), DumpIndex(args.b))
-        .ok_or_else(|| anyhow!("no heap dumps {} and {} (the log has {count}; `clrprof dumps` lists them)", args.a, args.b))?;
-    if args.out.json {
-        return print_json(&serde_json::to_value(&d)?);
+    let missing = || anyhow!("no heap dumps {} and {} (the log has {count}; `clrprof dumps` lists them)", args.a, args.b);
+    if let Some(by) = args.by {
+        let d = diff_by(model, DumpIndex(args.a), DumpIndex(args.b), by.into()).ok_or_else(missing)?;
+        if args.out.json {
+            return print_json(&serde_json::to_value(&d)?);
+        }
+        print_diff(&d, args.out.limit());
+        return Ok(());
     }
-    let top = if args.out.top == 0 { usize::MAX } else { args.out.top };
+    let d = diff(model, DumpIndex(args.a), DumpIndex(args.b))
+        .ok_or_else(missing)?;
+    let top = args.out.limit();
+    if args.out.json {
+        let mut v = serde_json::to_value(&d)?;
+        cut_json(&mut v, "types", top);
+        return print_json(&v);
+    }
     println!(
         "dump {} -> dump {}: {} new objects ({} bytes), {} gone ({} bytes), {} kept",
         d.a,

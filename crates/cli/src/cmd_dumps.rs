@@ -1,6 +1,6 @@
 //! `clrprof dumps`: the heap dumps of a log, one line each.
 
-use crate::common::{print_json, print_table, thousands, QueryArgs};
+use crate::common::{cut_json, more_note, print_json, print_table, thousands, QueryArgs};
 use anyhow::{bail, Result};
 use clrprof::query::dumps::list;
 
@@ -21,10 +21,14 @@ pub fn run(args: Args) -> Result<()> {
     let model = &loaded.model;
     let filter = q.filter(model)?;
     let dumps = model.heap_dumps().dumps();
-    let rows: Vec<_> = list(model).into_iter().filter(|i| dumps.get(i.index.0 as usize).is_some_and(|d| filter.has_tick(d.tick))).take(q.limit()).collect();
+    let mut rows: Vec<_> =
+        list(model).into_iter().filter(|i| dumps.get(i.index.0 as usize).is_some_and(|d| filter.has_tick(d.tick))).collect();
     if q.out.json {
-        return print_json(&serde_json::to_value(&rows)?);
+        let mut v = serde_json::json!({ "dumps": rows });
+        cut_json(&mut v, "dumps", q.limit());
+        return print_json(&v);
     }
+    let left_out = crate::common::keep(&mut rows, q.limit());
     if rows.is_empty() {
         println!("no heap dumps");
     } else {
@@ -58,6 +62,9 @@ pub fn run(args: Args) -> Result<()> {
             })
             .collect();
         print_table(&header, &table);
+        if let Some(note) = more_note(left_out, "dump", "dumps") {
+            println!("{note}");
+        }
     }
     q.report_warnings(model);
     Ok(())

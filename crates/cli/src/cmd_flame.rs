@@ -1,7 +1,7 @@
 //! `clrprof flame`: a flame graph of allocated bytes by stack (SVG, drawn by
 //! inferno), or the folded stacks it is drawn from.
 
-use crate::common::{print_json, QueryArgs};
+use crate::common::{create_output, cut_json, print_json, QueryArgs};
 use anyhow::{bail, Context, Result};
 use clrprof::query::{folded_stacks, folded_text};
 use std::io::Write;
@@ -30,7 +30,9 @@ pub fn run(args: Args) -> Result<()> {
     let filter = args.query.filter(model)?;
     let stacks = folded_stacks(model, &filter);
     if args.query.out.json {
-        print_json(&serde_json::to_value(&stacks)?)?;
+        let mut v = serde_json::json!({ "stacks": stacks });
+        cut_json(&mut v, "stacks", args.query.limit());
+        print_json(&v)?;
     } else if args.collapsed {
         let mut out = std::io::stdout().lock();
         out.write_all(folded_text(&stacks).as_bytes())?;
@@ -41,14 +43,13 @@ pub fn run(args: Args) -> Result<()> {
         options.title = args.title.clone();
         options.count_name = "bytes".to_string();
         options.name_type = "Frame:".to_string();
-        let file = std::fs::File::create(path).with_context(|| format!("create {}", path.display()))?;
-        let mut w = std::io::BufWriter::new(file);
         if stacks.is_empty() {
             bail!("nothing was allocated in the selected part of the log: no flame graph to draw");
         }
+        let mut w = create_output(path)?;
         inferno::flamegraph::from_lines(&mut options, text.lines(), &mut w)
-            .with_context(|| format!("write {}", path.display()))?;
-        w.flush()?;
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        w.flush().with_context(|| format!("cannot write {}", path.display()))?;
     }
     args.query.report_warnings(model);
     Ok(())

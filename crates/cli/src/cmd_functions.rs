@@ -1,7 +1,7 @@
 //! `clrprof functions`: allocation per function, inclusive and exclusive
 //! (Visual Studio's allocation view).
 
-use crate::common::{print_json, print_table, thousands, QueryArgs};
+use crate::common::{function_labels, keep, more_note, print_json, print_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{by_function, Figures, FunctionRow, SortBy};
 
@@ -40,17 +40,30 @@ pub fn run(args: Args) -> Result<()> {
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let rows = by_function(model, &filter, args.sort.into());
-    let shown: Vec<&FunctionRow> = rows.iter().take(args.query.limit()).collect();
+    let mut shown: Vec<&FunctionRow> = rows.iter().collect();
+    let left_out = keep(&mut shown, args.query.limit());
     if args.query.out.json {
-        print_json(&serde_json::to_value(&shown)?)?;
+        print_json(&serde_json::json!({ "functions": shown, "functions_left_out": left_out }))?;
     } else {
         let total = total_of(rows.iter().map(|r| &r.figures));
         print_heading(&args.query.load.shown().display().to_string(), &total, rows.len(), "functions");
-        let table: Vec<Vec<String>> = shown.iter().map(|r| figure_cells(&r.name, &r.figures, &total)).collect();
+        let names = labels(&rows);
+        let table: Vec<Vec<String>> =
+            shown.iter().zip(&names).map(|(r, name)| figure_cells(name, &r.figures, &total)).collect();
         print_table(&FIGURE_HEADER, &table);
+        if let Some(note) = more_note(left_out, "function", "functions") {
+            println!("{note}");
+        }
     }
     args.query.report_warnings(model);
     Ok(())
+}
+
+/// The functions' names for a table: overloads that share a name get their
+/// parameters (see [`function_labels`]).
+pub fn labels(rows: &[FunctionRow]) -> Vec<String> {
+    let pairs: Vec<(&str, &str)> = rows.iter().map(|r| (r.name.as_str(), r.signature.as_str())).collect();
+    function_labels(&pairs)
 }
 
 /// The columns of a figures table.

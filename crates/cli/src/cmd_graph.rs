@@ -2,7 +2,7 @@
 //! by bytes) as a table, JSON or Graphviz DOT.
 
 use crate::cmd_functions::percent;
-use crate::common::{print_json, print_table, thousands, QueryArgs};
+use crate::common::{function_labels, more_note, print_json, print_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{allocation_graph, AllocationGraph, NodeKind};
 use std::fmt::Write as _;
@@ -34,7 +34,13 @@ pub fn run(args: Args) -> Result<()> {
     let min = args.min_bytes.max((g.total_bytes as f64 * pct / 100.0).ceil() as u64);
     let g = if min > 0 { g.prune(min) } else { g };
     if args.query.out.json {
-        print_json(&serde_json::to_value(&g)?)?;
+        let (g, nodes_left_out, edges_left_out) = top_nodes(g, args.query.limit());
+        let mut v = serde_json::to_value(&g)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("nodes_left_out".into(), nodes_left_out.into());
+            o.insert("edges_left_out".into(), edges_left_out.into());
+        }
+        print_json(&v)?;
     } else if args.dot {
         print!("{}", dot(&g));
     } else {
@@ -42,6 +48,36 @@ pub fn run(args: Args) -> Result<()> {
     }
     args.query.report_warnings(model);
     Ok(())
+}
+
+/// The heaviest `limit` nodes (nodes are sorted by weight and numbered in
+/// that order) and at most `limit` of the edges between them; how many
+/// nodes and edges were left out.
+fn top_nodes(mut g: AllocationGraph, limit: usize) -> (AllocationGraph, usize, usize) {
+    let (nodes, edges) = (g.nodes.len(), g.edges.len());
+    if nodes > limit {
+        g.nodes.truncate(limit);
+        g.edges.retain(|e| (e.from as usize) < limit && (e.to as usize) < limit);
+    }
+    g.edges.truncate(limit);
+    let left_out = (nodes - g.nodes.len(), edges - g.edges.len());
+    (g, left_out.0, left_out.1)
+}
+
+/// The nodes' names: a function overloaded under one name gets its
+/// parameters.
+fn node_names(g: &AllocationGraph) -> Vec<String> {
+    let pairs: Vec<(&str, &str)> = g
+        .nodes
+        .iter()
+        .map(|n| match (n.kind, &n.signature) {
+            (NodeKind::Function, Some(sig)) => (n.name.as_str(), sig.as_str()),
+            _ => (n.name.as_str(), ""),
+        })
+        .collect();
+    // Types and functions never share a label: only functions are compared.
+    let labels = function_labels(&pairs);
+    g.nodes.iter().zip(labels).map(|(n, l)| if n.kind == NodeKind::Function { l } else { n.name.clone() }).collect()
 }
 
 fn print_tables(args: &Args, g: &AllocationGraph, min: u64) {
@@ -61,13 +97,15 @@ fn print_tables(args: &Args, g: &AllocationGraph, min: u64) {
         NodeKind::Function => "function",
         NodeKind::Type => "type",
     };
+    let names = node_names(g);
     let rows: Vec<Vec<String>> = g
         .nodes
         .iter()
+        .zip(&names)
         .take(limit)
-        .map(|n| {
+        .map(|(n, name)| {
             vec![
-                n.name.clone(),
+                name.clone(),
                 kind(n.kind).to_string(),
                 thousands(n.bytes),
                 percent(n.bytes, g.total_bytes),
@@ -77,8 +115,11 @@ fn print_tables(args: &Args, g: &AllocationGraph, min: u64) {
         })
         .collect();
     print_table(&["node", "kind", "bytes", "%", "objects", "allocated here"], &rows);
+    if let Some(note) = more_note(g.nodes.len() - rows.len(), "node", "nodes") {
+        println!("{note}");
+    }
     println!();
-    let name = |id: u32| g.nodes.get(id as usize).map_or("?", |n| n.name.as_str());
+    let name = |id: u32| names.get(id as usize).map_or("?", String::as_str);
     let rows: Vec<Vec<String>> = g
         .edges
         .iter()
@@ -93,17 +134,21 @@ fn print_tables(args: &Args, g: &AllocationGraph, min: u64) {
         })
         .collect();
     print_table(&["edge", "bytes", "%", "objects"], &rows);
+    if let Some(note) = more_note(g.edges.len() - rows.len(), "edge", "edges") {
+        println!("{note}");
+    }
 }
 
 fn quote(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
-/// Sizes the way CLRProfiler's graph labels them (bytes, kB, MB, GB).
+/// Sizes in binary units, as CLRProfiler's graph counts them (1,024 bytes
+/// to the KiB): bytes, KiB, MiB, GiB.
 fn size(bytes: u64) -> String {
     let mut w = bytes as f64;
     let mut unit = "bytes";
-    for u in ["kB", "MB", "GB"] {
+    for u in ["KiB", "MiB", "GiB"] {
         if w < 1024.0 {
             break;
         }
@@ -124,14 +169,14 @@ fn size(bytes: u64) -> String {
 pub fn dot(g: &AllocationGraph) -> String {
     let total = g.total_bytes.max(1) as f64;
     let mut s = String::from("digraph allocations {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n");
-    for n in &g.nodes {
+    for (n, name) in g.nodes.iter().zip(node_names(g)) {
         let pct = n.bytes as f64 * 100.0 / total;
         let style = match n.kind {
             NodeKind::Root => ", style=bold",
             NodeKind::Function => "",
             NodeKind::Type => ", style=filled, fillcolor=\"#f4d03f\"",
         };
-        let _ = writeln!(s, "  n{} [label=\"{}\\n{} ({pct:.2}%)\"{style}];", n.id, quote(&n.name), size(n.bytes));
+        let _ = writeln!(s, "  n{} [label=\"{}\\n{} ({pct:.2}%)\"{style}];", n.id, quote(&name), size(n.bytes));
     }
     for e in &g.edges {
         let width = 1.0 + 7.0 * e.bytes as f64 / total;
@@ -139,4 +184,17 @@ pub fn dot(g: &AllocationGraph) -> String {
     }
     s.push_str("}\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size;
+
+    #[test]
+    fn sizes_in_binary_units() {
+        assert_eq!(size(1000), "1000 bytes");
+        assert_eq!(size(1536), "1.5 KiB");
+        assert_eq!(size(20 * 1024 * 1024), "20 MiB");
+        assert_eq!(size(3 << 30), "3.0 GiB");
+    }
 }

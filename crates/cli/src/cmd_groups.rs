@@ -2,7 +2,7 @@
 //! class, inclusive and exclusive.
 
 use crate::cmd_functions::{figure_cells, print_heading, total_of, Sort, FIGURE_HEADER};
-use crate::common::{print_json, print_table, QueryArgs};
+use crate::common::{keep, more_note, print_json, print_table, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{by_class, by_module, GroupRow};
 
@@ -34,14 +34,25 @@ pub fn run(args: Args, grouping: Grouping) -> Result<()> {
         Grouping::Module => (by_module(model, &filter, args.sort.into()), "modules"),
         Grouping::Class => (by_class(model, &filter, args.sort.into()), "classes"),
     };
-    let shown: Vec<&GroupRow> = rows.iter().take(args.query.limit()).collect();
+    let mut shown: Vec<&GroupRow> = rows.iter().collect();
+    let left_out = keep(&mut shown, args.query.limit());
     if args.query.out.json {
-        print_json(&serde_json::to_value(&shown)?)?;
+        let mut v = serde_json::Map::new();
+        v.insert(what.to_string(), serde_json::to_value(&shown)?);
+        v.insert(format!("{what}_left_out"), left_out.into());
+        print_json(&serde_json::Value::Object(v))?;
     } else {
         let total = total_of(rows.iter().map(|r| &r.figures));
         print_heading(&args.query.load.shown().display().to_string(), &total, rows.len(), what);
         let table: Vec<Vec<String>> = shown.iter().map(|r| figure_cells(&r.name, &r.figures, &total)).collect();
         print_table(&FIGURE_HEADER, &table);
+        let singular = match grouping {
+            Grouping::Module => "module",
+            Grouping::Class => "class",
+        };
+        if let Some(note) = more_note(left_out, singular, what) {
+            println!("{note}");
+        }
     }
     args.query.report_warnings(model);
     Ok(())

@@ -2,15 +2,15 @@
 //! stack that created them.
 
 use crate::cmd_types::print_with_text;
-use crate::common::{thousands, QueryArgs};
+use crate::common::{cut_json, more, more_note, print_json, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{handles_by_stack, HandleGroup};
 
 /// Arguments of `clrprof handles`.
 ///
 /// Stacks are shown leaf (innermost function) first. JSON is an object
-/// `{"created", "destroyed", "surviving", "groups": [...]}` with every group
-/// (`--top` limits the table only). `--from`/`--to`/`--thread` keep the
+/// `{"created", "destroyed", "surviving", "groups": [...], "groups_left_out"}`
+/// with every group unless `--top` is given. `--from`/`--to`/`--thread` keep the
 /// `h` and `j` records of that time and thread.
 #[derive(clap::Args)]
 pub struct Args {
@@ -28,8 +28,9 @@ pub fn run(args: Args) -> Result<()> {
     let filter = args.query.filter(model)?;
     let r = handles_by_stack(model, &filter);
     if args.query.out.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
-        return Ok(());
+        let mut v = serde_json::to_value(&r)?;
+        cut_json(&mut v, "groups", args.query.limit());
+        return print_json(&v);
     }
     println!(
         "{}: handles: {} created, {} destroyed, {} surviving; {} creating stacks (leaf first)",
@@ -54,8 +55,8 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
     print_with_text(&["created", "destroyed", "surviving", "object type", "stack"], &rows, 3);
-    if r.groups.len() > rows.len() {
-        println!("({} more stacks; --top 0 shows all)", r.groups.len() - rows.len());
+    if let Some(note) = more_note(r.groups.len() - rows.len(), "stack", "stacks") {
+        println!("{note}");
     }
     args.query.report_warnings(model);
     Ok(())
@@ -81,7 +82,7 @@ fn stack(g: &HandleGroup, depth: usize) -> String {
     let n = if depth == 0 { g.frames.len() } else { depth.min(g.frames.len()) };
     let mut s = g.frames[..n].join(" <- ");
     if n < g.frames.len() {
-        s.push_str(&format!(" <- ... ({} more)", g.frames.len() - n));
+        s.push_str(&format!(" <- ... ({})", more((g.frames.len() - n) as u64, "frame", "frames")));
     }
     s
 }

@@ -1,7 +1,7 @@
 //! `clrprof lifetime`: per type, objects reclaimed in each generation and
 //! alive at the end (Visual Studio's Object Lifetime view).
 
-use crate::common::{print_json, print_table, thousands, QueryArgs};
+use crate::common::{cut_json, keep, more_note, print_json, print_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{lifetime, LifetimeRow, Tally};
 
@@ -22,10 +22,12 @@ pub fn run(args: Args) -> Result<()> {
     let model = &loaded.model;
     let filter = q.filter(model)?;
     let mut l = lifetime(model, &filter);
-    l.rows.truncate(q.limit());
     if q.out.json {
-        return print_json(&serde_json::to_value(&l)?);
+        let mut v = serde_json::to_value(&l)?;
+        cut_json(&mut v, "rows", q.limit());
+        return print_json(&v);
     }
+    let left_out = keep(&mut l.rows, q.limit());
     let show_erased = !l.total.erased.is_empty();
     let show_untracked = !l.total.untracked.is_empty();
     let cell = |t: Tally| if args.objects { thousands(t.objects) } else { thousands(t.bytes) };
@@ -56,6 +58,9 @@ pub fn run(args: Args) -> Result<()> {
         if filter.is_all() { "every object".to_string() } else { "objects allocated in the window".to_string() }
     );
     print_table(&header, &rows);
+    if let Some(note) = more_note(left_out, "type", "types") {
+        println!("{note}");
+    }
     q.report_warnings(model);
     Ok(())
 }

@@ -40,8 +40,8 @@ pub fn run(args: Args) -> Result<()> {
     print_table(&args.load.shown().display().to_string(), &s);
     if loaded.model.diagnostics().total() > 0 && !args.quiet {
         eprintln!(
-            "clrprof: {} warning(s) while reading; `clrprof stats` lists them",
-            thousands(loaded.model.diagnostics().total())
+            "clrprof: {} while reading; `clrprof stats` lists them",
+            crate::common::count(loaded.model.diagnostics().total(), "warning", "warnings")
         );
     }
     Ok(())

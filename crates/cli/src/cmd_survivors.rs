@@ -1,8 +1,8 @@
 //! `clrprof survivors`: objects allocated in a window and still alive later
 //! (the leak question), by type and by allocating stack.
 
-use crate::common::{print_json, print_table, thousands, QueryArgs};
-use anyhow::{bail, Result};
+use crate::common::{cut_json, keep, more, more_note, ms_text as ms, print_json, print_table, thousands, tick_for, QueryArgs};
+use anyhow::Result;
 use clrprof::query::survivors;
 
 /// Arguments of `clrprof survivors`.
@@ -26,15 +26,20 @@ pub fn run(args: Args) -> Result<()> {
     let model = &loaded.model;
     let filter = q.filter(model)?;
     let alive_at = match args.alive_at {
-        Some(ms) if !ms.is_finite() => bail!("--alive-at must be a number of milliseconds"),
-        Some(ms) => Some(model.time().tick_at(ms / 1000.0)),
+        Some(ms) => Some(tick_for(model, "--alive-at", ms)?),
         None => None,
     };
     let mut s = survivors(model, &filter, alive_at, q.limit());
-    s.by_type.truncate(q.limit());
     if q.out.json {
-        return print_json(&serde_json::to_value(&s)?);
+        let left_out = s.stacks_with_survivors.saturating_sub(s.by_stack.len());
+        let mut v = serde_json::to_value(&s)?;
+        cut_json(&mut v, "by_type", q.limit());
+        if let Some(o) = v.as_object_mut() {
+            o.insert("by_stack_left_out".into(), left_out.into());
+        }
+        return print_json(&v);
     }
+    let types_left_out = keep(&mut s.by_type, q.limit());
     let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 };
     println!(
         "Allocated in the window: {} objects, {} bytes; alive at {}: {} objects ({:.1}%), {} bytes ({:.1}%)",
@@ -64,6 +69,9 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
     print_table(&["type", "surviving bytes", "surviving objects", "allocated objects", "survival"], &rows);
+    if let Some(note) = more_note(types_left_out, "type", "types") {
+        println!("{note}");
+    }
     println!();
     println!(
         "By allocating stack ({} of {} stacks with survivors; innermost frame first):",
@@ -73,9 +81,9 @@ pub fn run(args: Args) -> Result<()> {
     let shown = if args.frames == 0 { usize::MAX } else { args.frames };
     for st in &s.by_stack {
         println!(
-            "  {} bytes, {} objects: {} (stack {})",
+            "  {} bytes, {}: {} (stack {})",
             thousands(st.surviving.bytes),
-            thousands(st.surviving.objects),
+            crate::common::count(st.surviving.objects, "object", "objects"),
             st.type_name,
             st.stack
         );
@@ -83,15 +91,9 @@ pub fn run(args: Args) -> Result<()> {
             println!("      {f}");
         }
         if st.frames.len() > shown {
-            println!("      ... {} more", st.frames.len() - shown);
+            println!("      ... {}", more((st.frames.len() - shown) as u64, "frame", "frames"));
         }
     }
     q.report_warnings(model);
     Ok(())
-}
-
-/// Milliseconds for display: at most three decimals, no trailing zeros.
-fn ms(v: f64) -> String {
-    let r = (v * 1000.0).round() / 1000.0;
-    format!("{r}")
 }

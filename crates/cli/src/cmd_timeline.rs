@@ -2,11 +2,12 @@
 //! a table / JSON (live bytes by type at a moment, GC and comment markers,
 //! address bands, and with `--cells` the type of every cell).
 
-use crate::common::{print_json, print_table, thousands, QueryArgs};
+use crate::common::{count, create_output, cut_json, more_note, print_json, print_table, thousands, QueryArgs};
 use anyhow::{bail, Context, Result};
 use clrprof::model::Model;
 use clrprof::query::timeline::{
-    address_axis, comment_marks, end_ms, gc_marks, grid, tick_at_ms, tick_ms, GridSpec,
+    address_axis, changes_span_ms, comment_marks, end_ms, gc_marks, grid, grid_in_log_order, tick_at_ms, tick_ms,
+    ColumnAxis, GridSpec,
 };
 use clrprof::query::{live_at, Filter, TimeWindow};
 use clrprof_render::{render_timeline, TimelineOptions};
@@ -69,6 +70,24 @@ fn window_ms(model: &Model, q: &QueryArgs) -> Result<(f64, f64)> {
     Ok((from, to))
 }
 
+/// The columns' axis: time, unless every heap change of the log happened
+/// at one moment and no time window was asked for; then the heap changes
+/// in log order (said on standard error).
+fn column_axis(model: &Model, q: &QueryArgs) -> ColumnAxis {
+    let windowed = q.from.is_some() || q.to.is_some() || q.between_comments.is_some();
+    match changes_span_ms(model) {
+        Some((first, last)) if first == last && !windowed && model.samples().len() > 1 => {
+            eprintln!(
+                "clrprof: every heap change of this log happened at one tick ({last:.0} ms): time says nothing about its \
+                 history, so the columns follow the {} heap changes in log order instead",
+                thousands(model.samples().len() as u64)
+            );
+            ColumnAxis::LogOrder
+        }
+        _ => ColumnAxis::Time,
+    }
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let q = &args.query;
@@ -83,12 +102,10 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(out) = &args.png {
         let started = Instant::now();
         let title = q.load.shown().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let opts = TimelineOptions { width: args.width, height: args.height, from_ms, to_ms, address, title };
+        let axis = column_axis(model, q);
+        let opts = TimelineOptions { width: args.width, height: args.height, from_ms, to_ms, address, title, axis };
         let pic = render_timeline(model, &opts)?;
-        let file = std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
-        pic.canvas
-            .write_png(std::io::BufWriter::new(file))
-            .with_context(|| format!("cannot write {}", out.display()))?;
+        pic.canvas.write_png(create_output(out)?).with_context(|| format!("cannot write {}", out.display()))?;
         let seconds = started.elapsed().as_secs_f64();
         if q.out.json {
             return print_json(&json!({
@@ -97,6 +114,7 @@ pub fn run(args: Args) -> Result<()> {
                 "height": pic.canvas.height(),
                 "from_ms": from_ms,
                 "to_ms": to_ms,
+                "axis": axis,
                 "plot": pic.plot,
                 "columns": pic.grid.columns,
                 "rows": pic.grid.rows.len(),
@@ -104,19 +122,20 @@ pub fn run(args: Args) -> Result<()> {
                 "grains_per_row": pic.grid.grains_per_row,
                 "legend": pic.legend,
                 "other_types": pic.other_types,
+                "comment_labels": pic.comment_labels,
                 "render_seconds": seconds,
             }));
         }
         println!(
-            "{}: {}x{} pixels, {:.0}-{:.0} ms, {} row(s) of {} KB, {} type(s) shown ({} in the legend), drawn in {:.3} s",
+            "{}: {}x{} pixels, {:.0}-{:.0} ms, {} of {} KB, {} shown ({} in the legend), drawn in {:.3} s",
             out.display(),
             pic.canvas.width(),
             pic.canvas.height(),
             from_ms,
             to_ms,
-            pic.grid.rows.len(),
+            count(pic.grid.rows.len() as u64, "row", "rows"),
             pic.grid.grains_per_row,
-            pic.grid.types.len(),
+            count(pic.grid.types.len() as u64, "type", "types"),
             pic.legend.len(),
             seconds
         );
@@ -124,15 +143,22 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let at_ms = args.at.unwrap_or(to_ms);
-    let at = tick_at_ms(model, at_ms);
+    let at = match args.at {
+        Some(ms) => crate::common::tick_for(model, "--at", ms)?,
+        None => tick_at_ms(model, at_ms),
+    };
     let threads = Filter::resolve(model, &TimeWindow::All, &q.threads)?;
     let live = live_at(model, at, &threads);
     let gcs = gc_marks(model, from_ms, to_ms);
     let comments = comment_marks(model, from_ms, to_ms);
     let axis = address_axis(model, address, usize::MAX);
-    let cells = args
-        .cells
-        .then(|| grid(model, &axis, &GridSpec { columns: args.width, rows: args.height, from_ms, to_ms }));
+    let cells = args.cells.then(|| {
+        let spec = GridSpec { columns: args.width, rows: args.height, from_ms, to_ms };
+        match column_axis(model, q) {
+            ColumnAxis::Time => grid(model, &axis, &spec),
+            ColumnAxis::LogOrder => grid_in_log_order(model, &axis, &spec),
+        }
+    });
     let limit = q.limit();
 
     if q.out.json {
@@ -141,11 +167,14 @@ pub fn run(args: Args) -> Result<()> {
             "to_ms": to_ms,
             "at_ms": at_ms,
             "at_tick": at.0,
-            "live": live.iter().take(limit).collect::<Vec<_>>(),
+            "live": live,
             "gcs": gcs,
             "comments": comments,
             "bands": axis.bands,
         });
+        for key in ["live", "gcs", "comments", "bands"] {
+            cut_json(&mut v, key, limit);
+        }
         if let Some(g) = &cells {
             v["grid"] = serde_json::to_value(g)?;
         }
@@ -153,13 +182,13 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     println!(
-        "{}: {:.0}-{:.0} ms, {} GC(s), {} comment(s), {} address band(s)",
+        "{}: {:.0}-{:.0} ms, {}, {}, {}",
         q.load.shown().display(),
         from_ms,
         to_ms,
-        gcs.len(),
-        comments.len(),
-        axis.bands.len()
+        count(gcs.len() as u64, "GC", "GCs"),
+        count(comments.len() as u64, "comment", "comments"),
+        count(axis.bands.len() as u64, "address band", "address bands")
     );
     println!();
     println!("Live at {:.0} ms (tick {}):", tick_ms(model, at), at.0);
@@ -176,8 +205,8 @@ pub fn run(args: Args) -> Result<()> {
         thousands(live.iter().map(|r| r.estimated_bytes).sum()),
     ]);
     print_table(&["type", "bytes", "objects", "estimated (1 KB grains)"], &rows);
-    if live.len() > limit {
-        println!("({} more types; --top 0 shows all)", live.len() - limit);
+    if let Some(note) = more_note(live.len().saturating_sub(limit), "type", "types") {
+        println!("{note}");
     }
     println!();
     println!("GCs:");
@@ -189,8 +218,8 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
     print_table(&["gc", "ms", "generation", "# in generation"], &rows);
-    if gcs.len() > limit {
-        println!("({} more GCs; --top 0 shows all)", gcs.len() - limit);
+    if let Some(note) = more_note(gcs.len().saturating_sub(limit), "GC", "GCs") {
+        println!("{note}");
     }
     if !comments.is_empty() {
         println!();
@@ -198,6 +227,9 @@ pub fn run(args: Args) -> Result<()> {
         let rows: Vec<Vec<String>> =
             comments.iter().take(limit).map(|c| vec![format!("{:.0}", c.ms), c.text.clone()]).collect();
         print_table(&["ms", "text"], &rows);
+        if let Some(note) = more_note(comments.len().saturating_sub(limit), "comment", "comments") {
+            println!("{note}");
+        }
     }
     println!();
     println!("Address bands:");
@@ -208,20 +240,27 @@ pub fn run(args: Args) -> Result<()> {
         .map(|b| vec![format!("{:#x}", b.low), format!("{:#x}", b.high + 1023), thousands(b.grains), thousands(b.recorded)])
         .collect();
     print_table(&["from", "to", "KB", "KB with history"], &rows);
-    if axis.bands.len() > limit {
-        println!("({} more bands; --top 0 shows all)", axis.bands.len() - limit);
+    if let Some(note) = more_note(axis.bands.len().saturating_sub(limit), "band", "bands") {
+        println!("{note}");
     }
     if let Some(g) = &cells {
         println!();
         println!(
-            "Cells: {} columns x {} rows of {} KB; types by average bytes occupied:",
+            "Cells: {} columns ({}) x {} rows of {} KB; types by average bytes occupied:",
             g.columns,
+            match g.axis {
+                ColumnAxis::Time => "time",
+                ColumnAxis::LogOrder => "heap changes in log order",
+            },
             g.rows.len(),
             g.grains_per_row
         );
         let rows: Vec<Vec<String>> =
             g.types.iter().take(limit).map(|t| vec![t.name.clone(), thousands(t.cells), thousands(t.bytes)]).collect();
         print_table(&["type", "cells", "bytes"], &rows);
+        if let Some(note) = more_note(g.types.len().saturating_sub(limit), "type", "types") {
+            println!("{note}");
+        }
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! optionally live at a time, with the size classes of its Histogram by
 //! Size view.
 
-use crate::common::{print_table, thousands, QueryArgs};
+use crate::common::{keep, more_note, print_table, thousands, tick_for, QueryArgs};
 use anyhow::{bail, Result};
 use clap::ValueEnum;
 use clrprof::query::{
@@ -62,9 +62,10 @@ pub enum Scale {
 
 /// Arguments of `clrprof types`.
 ///
-/// JSON is an array of `{"type", "bytes", "count"}` sorted by bytes
-/// (largest first, ties by name), every type (`--top` limits the table
-/// only); with `--buckets`, an object `{"types": [...], "buckets": [...]}`.
+/// JSON is an object `{"types": [...], "types_left_out"}`, the types as
+/// `{"type", "bytes", "count"}` sorted by bytes (largest first, ties by
+/// name), every type unless `--top` is given; with `--buckets` also
+/// `"buckets": [...]` and `"buckets_left_out"`.
 /// `--from`/`--to`/`--between-comments`/`--thread` select objects by
 /// allocation time and thread (allocated, final), or finalizations by the
 /// time they were queued and the object's allocating thread (finalized,
@@ -88,11 +89,15 @@ pub struct Args {
     bucket_scale: Scale,
 }
 
-/// The JSON of `--buckets`.
+/// The JSON (a struct, so that keys keep their order: "type" first).
 #[derive(serde::Serialize)]
-struct WithBuckets<'a> {
+struct Json<'a> {
     types: &'a [TypeCount],
-    buckets: &'a [SizeBucket],
+    types_left_out: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    buckets: Option<&'a [SizeBucket]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    buckets_left_out: Option<usize>,
 }
 
 /// Runs the command.
@@ -103,30 +108,28 @@ pub fn run(args: Args) -> Result<()> {
     let loaded = args.query.load()?;
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
-    let at = args.at.map(|ms| model.time().tick_at(ms / 1000.0));
+    let at = args.at.map(|ms| tick_for(model, "--at", ms)).transpose()?;
     let counts = type_counts(model, &TypeSelection { kind: args.kind.histogram(), at }, &filter)?;
-    let types = by_bytes(group_by_name(model, counts.iter()));
+    let mut types = by_bytes(group_by_name(model, counts.iter()));
     let scale = match args.bucket_scale {
         Scale::Coarse => BucketScale::Coarse,
         Scale::Medium => BucketScale::Medium,
         Scale::Fine => BucketScale::Fine,
         Scale::VeryFine => BucketScale::VeryFine,
     };
-    let buckets = args.buckets.then(|| size_buckets(model, &counts, scale));
+    let mut buckets = args.buckets.then(|| size_buckets(model, &counts, scale));
+    let limit = args.query.limit();
     if args.query.out.json {
-        // Printed from the structs, so that keys keep their order ("type"
-        // first).
-        let s = match &buckets {
-            Some(b) => serde_json::to_string_pretty(&WithBuckets { types: &types, buckets: b })?,
-            None => serde_json::to_string_pretty(&types)?,
-        };
-        println!("{s}");
+        let types_left_out = keep(&mut types, limit);
+        let buckets_left_out = buckets.as_mut().map(|b| keep(b, limit));
+        let json = Json { types: &types, types_left_out, buckets: buckets.as_deref(), buckets_left_out };
+        println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
     }
     print_types(&args, &types, at.map(|t| model.time().seconds(t).unwrap_or(0.0) * 1000.0));
     if let Some(b) = &buckets {
         println!();
-        print_buckets(b, args.query.limit());
+        print_buckets(b, limit);
     }
     args.query.report_warnings(model);
     Ok(())
@@ -152,8 +155,8 @@ fn print_types(args: &Args, types: &[TypeCount], at_ms: Option<f64>) {
         .map(|t| vec![t.name.clone(), signed(t.bytes), percent(t.bytes, bytes), thousands(t.count)])
         .collect();
     print_table(&["type", "bytes", "%", "objects"], &rows);
-    if types.len() > rows.len() {
-        println!("({} more types; --top 0 shows all)", types.len() - rows.len());
+    if let Some(note) = more_note(types.len() - rows.len(), "type", "types") {
+        println!("{note}");
     }
 }
 
@@ -178,6 +181,9 @@ fn print_buckets(buckets: &[SizeBucket], limit: usize) {
         .take(limit)
         .collect();
     print_with_text(&["size (bytes)", "bytes", "%", "objects", "top types"], &rows, 4);
+    if let Some(note) = more_note(buckets.len() - rows.len(), "size class", "size classes") {
+        println!("{note}");
+    }
 }
 
 /// A table whose columns are right-aligned (numbers) up to `text_from`,

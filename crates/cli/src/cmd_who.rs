@@ -1,8 +1,9 @@
 //! `clrprof who`: the functions and stacks that allocated a type.
 
-use crate::cmd_functions::{figure_cells, percent, Sort, FIGURE_HEADER};
-use crate::common::{print_json, print_table, thousands, QueryArgs};
-use anyhow::Result;
+use crate::cmd_functions::{figure_cells, labels, percent, Sort, FIGURE_HEADER};
+use crate::common::{cut_json, keep, more_note, print_json, print_table, thousands, QueryArgs};
+use anyhow::{bail, Result};
+use clrprof::model::Model;
 use clrprof::query::who::stack_line;
 use clrprof::query::{who_allocated, Figures, TypeMatch};
 
@@ -30,44 +31,70 @@ pub fn run(args: Args) -> Result<()> {
     let pattern =
         if args.exact { TypeMatch::Exact(args.pattern.clone()) } else { TypeMatch::Contains(args.pattern.clone()) };
     let mut w = who_allocated(model, &filter, &pattern, args.sort.into());
+    if w.types.is_empty() && !model.types().iter().any(|(id, _)| pattern.matches(&model.type_name(id))) {
+        args.query.report_warnings(model);
+        let close = close_names(model, &args.pattern, 5);
+        let what = if args.exact { "named" } else { "whose name contains" };
+        if close.is_empty() {
+            bail!("no type {what} {:?} in {}", args.pattern, args.query.load.shown().display());
+        }
+        bail!(
+            "no type {what} {:?} in {}; close names: {}",
+            args.pattern,
+            args.query.load.shown().display(),
+            close.join(", ")
+        );
+    }
     let limit = args.query.limit();
     if args.query.out.json {
-        w.types.truncate(limit);
-        w.functions.truncate(limit);
-        w.stacks.truncate(limit);
-        print_json(&serde_json::to_value(&w)?)?;
+        let mut v = serde_json::to_value(&w)?;
+        for key in ["types", "functions", "stacks"] {
+            cut_json(&mut v, key, limit);
+        }
+        print_json(&v)?;
         args.query.report_warnings(model);
         return Ok(());
     }
     println!(
-        "{}: {} bytes in {} objects of {} type(s) matching {:?}",
+        "{}: {} bytes in {} objects of {} matching {:?}",
         args.query.load.shown().display(),
         thousands(w.bytes),
         thousands(w.count),
-        w.types.len(),
+        crate::common::count(w.types.len() as u64, "type", "types"),
         args.pattern
     );
     if w.count == 0 {
+        println!("(the matching types exist, but none of their objects was allocated in the selected part of the log)");
         args.query.report_warnings(model);
         return Ok(());
     }
     println!();
+    let names = labels(&w.functions);
+    let types_left_out = keep(&mut w.types, limit);
+    let functions_left_out = keep(&mut w.functions, limit);
+    let stacks_left_out = keep(&mut w.stacks, limit);
     let rows: Vec<Vec<String>> = w
         .types
         .iter()
-        .take(limit)
         .map(|t| vec![t.name.clone(), thousands(t.bytes), percent(t.bytes, w.bytes), thousands(t.count)])
         .collect();
     print_table(&["type", "bytes", "%", "objects"], &rows);
+    if let Some(note) = more_note(types_left_out, "type", "types") {
+        println!("{note}");
+    }
     println!();
     let total = Figures { exclusive_bytes: w.bytes, exclusive_count: w.count, ..Figures::default() };
-    let rows: Vec<Vec<String>> = w.functions.iter().take(limit).map(|f| figure_cells(&f.name, &f.figures, &total)).collect();
+    let rows: Vec<Vec<String>> =
+        w.functions.iter().zip(&names).map(|(f, name)| figure_cells(name, &f.figures, &total)).collect();
     let mut header = FIGURE_HEADER;
     header[0] = "function";
     print_table(&header, &rows);
+    if let Some(note) = more_note(functions_left_out, "function", "functions") {
+        println!("{note}");
+    }
     println!();
     println!("stacks (outermost first):");
-    for s in w.stacks.iter().take(limit) {
+    for s in &w.stacks {
         println!(
             "  {:>14} bytes {:>10} objects  {} -> {}",
             thousands(s.bytes),
@@ -76,6 +103,39 @@ pub fn run(args: Args) -> Result<()> {
             s.type_name
         );
     }
+    if let Some(note) = more_note(stacks_left_out, "stack", "stacks") {
+        println!("  {note}");
+    }
     args.query.report_warnings(model);
     Ok(())
+}
+
+/// Up to `n` type names close to `pattern`, closest first: the name in
+/// another case, names that contain it in another case, then names spelt
+/// alike (Jaro-Winkler similarity of at least 0.8 to the whole name or to
+/// the part after the last dot).
+fn close_names(model: &Model, pattern: &str, n: usize) -> Vec<String> {
+    let lower = pattern.to_lowercase();
+    let mut scored: Vec<(f64, String)> = Vec::new();
+    for (id, _) in model.types().iter() {
+        let name = model.type_name(id).into_owned();
+        let short = name.rsplit(['.', '+']).next().unwrap_or(&name).to_string();
+        let (long, short) = (name.to_lowercase(), short.to_lowercase());
+        let near = strsim::jaro_winkler(&lower, &long).max(strsim::jaro_winkler(&lower, &short));
+        // Another case of the whole name or its last part first, then names
+        // containing the text in another case, then names spelt alike.
+        let score = if short == lower || long == lower {
+            3.0
+        } else if long.contains(&lower) {
+            2.0 + near
+        } else {
+            near
+        };
+        if score >= 0.8 {
+            scored.push((score, name));
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(n).map(|(_, name)| name).collect()
 }

@@ -1,6 +1,6 @@
 //! Options and helpers shared by the subcommands.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clrprof::format::{display_path, ChunkOptions, LogSource};
 use clrprof::model::Model;
 use clrprof::query::{Filter, TimeWindow};
@@ -57,28 +57,80 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// How a query command prints: a table or JSON, and how many rows.
+///
+/// Tables show 20 rows per list unless `--top` says otherwise. JSON is for
+/// tools: complete unless `--top` is given, and every list that `--top`
+/// can cut has a sibling field `<list>_left_out` with the number of rows
+/// left out (0 when complete).
 #[derive(clap::Args, Clone, Debug)]
 pub struct OutputArgs {
-    /// Print JSON instead of tables.
+    /// Print JSON instead of tables (every row unless --top is given).
     #[arg(long)]
     pub json: bool,
-    /// Show at most this many rows per table (0: all).
-    #[arg(long, default_value_t = 20)]
-    pub top: usize,
+    /// Show at most this many rows per list (0: all; tables default to 20,
+    /// JSON to all).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
     /// No progress bar and no warning count.
     #[arg(long, short)]
     pub quiet: bool,
 }
 
+/// Rows per table when `--top` is not given.
+pub const DEFAULT_TOP: usize = 20;
+
 impl OutputArgs {
-    /// `top` as a limit (`usize::MAX` for 0).
+    /// How many rows per list to show: `--top` (0: all), else 20 rows in
+    /// a table and every row in JSON.
     pub fn limit(&self) -> usize {
-        if self.top == 0 {
-            usize::MAX
-        } else {
-            self.top
+        match self.top {
+            Some(0) => usize::MAX,
+            Some(n) => n,
+            None if self.json => usize::MAX,
+            None => DEFAULT_TOP,
         }
     }
+}
+
+/// Keeps the first `limit` rows; returns how many were left out.
+pub fn keep<T>(rows: &mut Vec<T>, limit: usize) -> usize {
+    let left_out = rows.len().saturating_sub(limit);
+    rows.truncate(limit);
+    left_out
+}
+
+/// In a JSON object, cuts the array under `key` to `limit` rows and adds
+/// `<key>_left_out` with the number of rows left out.
+pub fn cut_json(v: &mut serde_json::Value, key: &str, limit: usize) {
+    let Some(o) = v.as_object_mut() else { return };
+    let left_out = match o.get_mut(key).and_then(serde_json::Value::as_array_mut) {
+        Some(rows) => keep(rows, limit),
+        None => 0,
+    };
+    o.insert(format!("{key}_left_out"), left_out.into());
+}
+
+/// `n` and a noun, singular or plural: `1 type`, `2 types`.
+pub fn count(n: u64, singular: &str, plural: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { singular } else { plural })
+}
+
+/// `n more` and a noun: `1 more callee`, `2 more callees`.
+pub fn more(n: u64, singular: &str, plural: &str) -> String {
+    format!("{} more {}", thousands(n), if n == 1 { singular } else { plural })
+}
+
+/// The table's note under a list cut by `--top`: `(3 more types; --top 0
+/// shows all)`, nothing when nothing was left out.
+pub fn more_note(left_out: usize, singular: &str, plural: &str) -> Option<String> {
+    (left_out > 0).then(|| format!("({}; --top 0 shows all)", more(left_out as u64, singular, plural)))
+}
+
+/// Creates an output file, with the one wording every command uses when
+/// that fails.
+pub fn create_output(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File>> {
+    let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(std::io::BufWriter::new(file))
 }
 
 /// Options every query command takes: the log, output form, how many rows,
@@ -119,7 +171,7 @@ impl QueryArgs {
         Ok(Filter::resolve(model, &self.window(), &self.threads)?)
     }
 
-    /// `top` as a limit (`usize::MAX` for 0).
+    /// Rows per list (see [`OutputArgs::limit`]).
     pub fn limit(&self) -> usize {
         self.out.limit()
     }
@@ -133,8 +185,8 @@ impl QueryArgs {
     pub fn report_warnings(&self, model: &Model) {
         if model.diagnostics().total() > 0 && !self.out.quiet {
             eprintln!(
-                "clrprof: {} warning(s) while reading; `clrprof stats` lists them",
-                thousands(model.diagnostics().total())
+                "clrprof: {} while reading; `clrprof stats` lists them",
+                count(model.diagnostics().total(), "warning", "warnings")
             );
         }
     }
@@ -169,5 +221,119 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
     line(header.to_vec());
     for r in rows {
         line(r.iter().map(String::as_str).collect());
+    }
+}
+
+/// Names for a list of functions, given as `(name, signature)`: the name
+/// alone where it is unique, and where overloads share it the name with
+/// its parameter list (`System.Net.WebRequest::Create(String)`), or with
+/// the whole signature when the parameter lists are the same too.
+pub fn function_labels(functions: &[(&str, &str)]) -> Vec<String> {
+    use std::collections::{HashMap, HashSet};
+    let params = |sig: &str| -> String {
+        match sig.find('(') {
+            Some(i) => sig[i..].split_whitespace().collect::<Vec<_>>().join(" ").replace("( ", "(").replace(" )", ")"),
+            None => sig.to_string(),
+        }
+    };
+    let mut signatures: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for &(name, sig) in functions {
+        signatures.entry(name).or_default().insert(sig);
+    }
+    functions
+        .iter()
+        .map(|&(name, sig)| {
+            let Some(sigs) = signatures.get(name).filter(|s| s.len() > 1) else { return name.to_string() };
+            let p = params(sig);
+            let clash = sigs.iter().filter(|s| params(s) == p).count() > 1;
+            if clash || p.is_empty() {
+                format!("{name} {sig}")
+            } else {
+                format!("{name}{p}")
+            }
+        })
+        .collect()
+}
+
+/// A time asked for on the command line (`--at`, `--alive-at`), resolved
+/// to the log's clock: the last tick index at or before it. Says on
+/// standard error when the log has no tick at that time (the heap shown is
+/// the one of an earlier time) or when the time lies outside the log.
+pub fn tick_for(model: &Model, flag: &str, ms: f64) -> Result<clrprof::model::TickIndex> {
+    if !ms.is_finite() {
+        anyhow::bail!("{flag} must be a number of milliseconds");
+    }
+    let time = model.time();
+    let tick = time.tick_at(ms / 1000.0);
+    let shown = time.millis(tick).unwrap_or(0);
+    let last = clrprof::model::TickIndex(time.len().saturating_sub(1) as u32);
+    let end = time.millis(last).unwrap_or(0);
+    if let Some(note) = clamp_note(flag, ms, shown, end) {
+        eprintln!("clrprof: {note}");
+    }
+    Ok(tick)
+}
+
+/// The note of [`tick_for`], if one is due: `ms` asked, `shown` the time of
+/// the tick used, `end` the time of the log's last tick.
+pub fn clamp_note(flag: &str, ms: f64, shown: u64, end: u64) -> Option<String> {
+    let asked = ms_text(ms);
+    if ms >= end as f64 + 0.5 {
+        Some(format!("{flag} {asked} ms is after the log's last tick ({end} ms): showing {end} ms"))
+    } else if ms < 0.0 {
+        Some(format!("{flag} {asked} ms is before the log starts: showing {shown} ms"))
+    } else if (ms - shown as f64).abs() >= 0.5 {
+        Some(format!(
+            "{flag} {asked} ms: the log has no tick between {shown} ms and {asked} ms; showing {shown} ms (the last tick before it)"
+        ))
+    } else {
+        None
+    }
+}
+
+/// Milliseconds for display: at most three decimals, no trailing zeros.
+pub fn ms_text(v: f64) -> String {
+    let r = (v * 1000.0).round() / 1000.0;
+    format!("{r}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overloads_get_their_parameters() {
+        let l = function_labels(&[
+            ("A::Create", "static A (String)"),
+            ("A::Create", "static A (System.Uri bool)"),
+            ("B::Run", "void ()"),
+            ("C::Get", "int32 ()"),
+            ("C::Get", "string ()"),
+        ]);
+        assert_eq!(l, ["A::Create(String)", "A::Create(System.Uri bool)", "B::Run", "C::Get int32 ()", "C::Get string ()"]);
+    }
+
+    #[test]
+    fn left_out_counts_and_notes() {
+        let mut v = serde_json::json!({"rows": [1, 2, 3]});
+        cut_json(&mut v, "rows", 2);
+        assert_eq!(v, serde_json::json!({"rows": [1, 2], "rows_left_out": 1}));
+        cut_json(&mut v, "rows", usize::MAX);
+        assert_eq!(v["rows_left_out"], 0);
+        assert_eq!(more_note(1, "type", "types").as_deref(), Some("(1 more type; --top 0 shows all)"));
+        assert_eq!(more_note(0, "type", "types"), None);
+        assert_eq!(count(1, "call", "calls"), "1 call");
+        assert_eq!(more(1, "callee", "callees"), "1 more callee");
+    }
+
+    #[test]
+    fn clamped_times_are_told() {
+        assert_eq!(clamp_note("--at", 279.0, 279, 279), None);
+        assert_eq!(clamp_note("--at", 279.2, 279, 279), None);
+        let after = clamp_note("--at", 300.0, 279, 279).unwrap();
+        assert!(after.contains("after the log's last tick (279 ms): showing 279 ms"), "{after}");
+        let between = clamp_note("--at", 10.0, 0, 279).unwrap();
+        assert!(between.contains("no tick between 0 ms and 10 ms; showing 0 ms"), "{between}");
+        assert!(clamp_note("--at", -5.0, 0, 279).unwrap().contains("before the log starts"));
     }
 }

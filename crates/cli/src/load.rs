@@ -44,54 +44,6 @@ impl Progress {
     }
 }
 
-/// Gives back the resident pages of the part of a mapped log that has been
-/// read: the model copies what it keeps, so the consumed text need not stay
-/// in this process's resident set (it stays in the page cache).
-///
-/// Before the parse starts, the map is advised as random access: cutting the
-/// log into chunks reads one line end per chunk, and with the kernel's
-/// fault-around every such read would map 64 KB (an eighth of the file at
-/// the default chunk size). Sequential access is advised again once the
-/// first chunk is back.
-struct ReleaseConsumed<'a> {
-    map: Option<&'a memmap2::Mmap>,
-    released: usize,
-    started: bool,
-}
-
-impl<'a> ReleaseConsumed<'a> {
-    const STEP: usize = 32 << 20;
-    const MARGIN: usize = 4 << 20;
-
-    fn new(map: Option<&'a memmap2::Mmap>) -> Self {
-        if let Some(m) = map {
-            let _ = m.advise(memmap2::Advice::Random);
-        }
-        ReleaseConsumed { map, released: 0, started: false }
-    }
-
-    fn upto(&mut self, done: usize) {
-        let Some(map) = self.map else { return };
-        if !self.started {
-            self.started = true;
-            let _ = map.advise(memmap2::Advice::Sequential);
-        }
-        let end = done.saturating_sub(Self::MARGIN) & !0xFFF;
-        if end >= self.released + Self::STEP && end <= map.len() {
-            // Safety: the mapping is a read-only, shared mapping of a file
-            // that this process never writes. MADV_DONTNEED only drops the
-            // page-table entries of `[released, end)` (page-aligned, inside
-            // the map): a later read of those bytes (an error message
-            // counting lines) faults them in again from the file, with the
-            // same contents. Nothing is freed that Rust code could observe.
-            unsafe {
-                let _ = map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, self.released, end - self.released);
-            }
-            self.released = end;
-        }
-    }
-}
-
 /// Peak memory of this process, from `/proc/self/status`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemoryProbe {
@@ -141,15 +93,10 @@ pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<L
     let options = LoadOptions { chunks: ChunkOptions { threads: args.threads.map(usize::from), ..defaults.chunks } };
     let mut progress = Progress::new(data.len() as u64, quiet);
     let mut memory = MemoryProbe::default();
-    let mut release = ReleaseConsumed::new(match source {
-        LogSource::Mapped(m) => Some(m),
-        LogSource::Owned(_) => None,
-    });
     let start = Instant::now();
-    let result = model::load_with_progress(data, &options, |done| {
+    let result = model::load_source_with_progress(source, &options, |done| {
         progress.update(done);
         memory.sample();
-        release.upto(done as usize);
     });
     progress.finish();
     let seconds = start.elapsed().as_secs_f64();

@@ -24,9 +24,11 @@ mod cmd_stats;
 mod cmd_summary;
 mod cmd_sessions;
 mod cmd_survivors;
+mod cmd_threads;
 mod cmd_types;
 mod cmd_timeline;
 mod common;
+mod dump_sites;
 mod load;
 
 use clap::{Parser, Subcommand};
@@ -68,6 +70,9 @@ enum Command {
     /// CLRProfiler's Time Line: a PNG (--png), or live bytes by type at a
     /// moment with the GC and comment markers.
     Timeline(cmd_timeline::Args),
+    /// The threads (the ids `--thread` takes): objects and bytes each
+    /// allocated, first and last allocation (tick and ms).
+    Threads(cmd_threads::Args),
     /// Call counts per function, caller/callee edges, the call tree.
     Calls(cmd_calls::Args),
     /// GC handles created, destroyed and surviving, by creating stack.
@@ -125,6 +130,7 @@ fn main() -> ExitCode {
         Command::Ages(a) => cmd_ages::run(a),
         Command::Survivors(a) => cmd_survivors::run(a),
         Command::Calls(a) => cmd_calls::run(a),
+        Command::Threads(a) => cmd_threads::run(a),
         Command::Timeline(a) => cmd_timeline::run(a),
         Command::Record(a) => return finish(cmd_record::run(a)),
         Command::Functions(a) => cmd_functions::run(a),

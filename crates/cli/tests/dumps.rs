@@ -417,8 +417,9 @@ fn dump_commands_run() {
     let out = common::clrprof(&["dumps", log, "--json", "--quiet"]);
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 2);
-    assert_eq!(v[1]["objects"], 8127);
+    assert_eq!(v["dumps"].as_array().unwrap().len(), 2);
+    assert_eq!(v["dumps"][1]["objects"], 8127);
+    assert_eq!(v["dumps_left_out"], 0);
     for args in [
         vec!["dump", log, "1", "--retained", "--quiet"],
         vec!["dump", log, "1", "--path-to", "System.String", "--max", "2", "--quiet"],

@@ -68,7 +68,9 @@ fn sample_all_kinds_by_hand() {
     let out = clrprof(&["handles", "--json", "-q", log.to_str().unwrap()]);
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v, serde_json::to_value(&h).unwrap());
+    let mut lib = serde_json::to_value(&h).unwrap();
+    lib["groups_left_out"] = 0.into();
+    assert_eq!(v, lib);
 }
 
 #[test]

@@ -113,7 +113,7 @@ fn markers(rt: Runtime, extra: &[&str]) {
     // Marker allocations by type, exactly.
     let allocated = query(&["types", "--kind", "allocated", "--json", "--top", "0", log]);
     let count = |rows: &Value, name: &str| {
-        rows.as_array().and_then(|a| a.iter().find(|r| r["type"] == name)).map_or(0, |r| r["count"].as_u64().unwrap_or(0))
+        rows["types"].as_array().and_then(|a| a.iter().find(|r| r["type"] == name)).map_or(0, |r| r["count"].as_u64().unwrap_or(0))
     };
     for (name, n) in program["types"].as_object().expect("types") {
         assert_eq!(count(&allocated, name), n.as_u64().unwrap_or(0), "{rt:?}: allocated {name}");
@@ -203,7 +203,7 @@ fn passes_the_exit_code_of_a_crash_and_leaves_a_loadable_log() {
         let log = logs[0].to_str().expect("UTF-8");
         let program = dotnet::json_line(&out.stdout).expect("JSON from the program");
         let allocated = query(&["types", "--kind", "allocated", "--json", "--top", "0", log]);
-        let crash_markers = allocated
+        let crash_markers = allocated["types"]
             .as_array()
             .and_then(|a| a.iter().find(|r| r["type"] == "CrashMarker"))
             .map_or(0, |r| r["count"].as_u64().unwrap_or(0));

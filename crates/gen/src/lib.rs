@@ -56,6 +56,10 @@
 //! | `pipeline.rs`, `emit.rs` | events and records between the stages |
 //! | `profiler.rs`, `stacks.rs`, `idmap.rs`, `loader.rs` | the profiler stage: stacks (`n`), definitions (`t`/`f`/`m`/`y`) |
 //! | `truth.rs` | the ground truth |
+#![deny(missing_docs)]
+// Input reaches most paths: no unwrap, expect or panic outside tests
+// (`cargo clippy --lib` checks it).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod calltree;
 mod clock;

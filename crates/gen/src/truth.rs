@@ -460,7 +460,7 @@ pub struct AgeBin {
 }
 
 /// The 18 figures of CLRProfiler's Summary (null where it shows
-/// "Unknown"): what [`clrprof::query::summary`] must answer on the log.
+/// "Unknown"): what [`clrprof::query::summary()`] must answer on the log.
 pub type ClrSummary = clrprof::query::Summary;
 
 #[derive(Clone, Copy, Default)]
@@ -815,7 +815,7 @@ pub struct Ending<'a> {
     pub counts: [u32; 3],
     /// Handle counts.
     pub handles: HandleStats,
-    /// `c` lines (filled in by [`Truth::attach_log`]).
+    /// `c` lines (filled in by `Truth::attach_log`).
     pub calls: CallTruth,
     /// Threads.
     pub threads: ThreadTruth,

@@ -7,7 +7,15 @@
 //! gen 0 red, as CLRProfiler colours them) and the time axis in ms; address
 //! labels on the left; the legend of the top types (by average bytes
 //! occupied in the window, [`clrprof::query::timeline::GridType::bytes`]) on
-//! the right. Comments are dashed green lines across the plot.
+//! the right. Comments are dashed green lines across the plot, their labels
+//! in two lanes above it, never overlapping (cut, or dropped, where
+//! comments crowd). Addresses read as hex with `_` between groups of four
+//! digits (`0x01F4_000C_2C00`); legend sizes carry their unit (KiB, MiB).
+//!
+//! With [`ColumnAxis::LogOrder`] (a log whose heap changes all happened at
+//! one tick) the horizontal axis is the heap changes in log order instead
+//! of time: the title says so, the axis counts changes, and GCs and
+//! comments sit where they came in that order.
 //!
 //! Each legend type gets a colour of a fixed palette of distinct colours;
 //! the other types get muted colours derived from their type id, never
@@ -15,7 +23,10 @@
 
 use super::canvas::{fit, Canvas, Rgb, GLYPH};
 use clrprof::model::Model;
-use clrprof::query::timeline::{address_axis, comment_marks, gc_marks, grid, Grid, GridSpec};
+use clrprof::model::TickIndex;
+use clrprof::query::timeline::{
+    address_axis, changes_before, comment_marks, gc_marks, grid, grid_in_log_order, ColumnAxis, Grid, GridSpec,
+};
 use serde::Serialize;
 
 /// What to draw.
@@ -33,6 +44,9 @@ pub struct TimelineOptions {
     pub address: Option<(u64, u64)>,
     /// A title (e.g. the log's name).
     pub title: String,
+    /// What the horizontal axis stands for: time, or the heap changes in
+    /// log order (for a log whose changes all happened at one tick).
+    pub axis: ColumnAxis,
 }
 
 /// Smallest picture drawn.
@@ -87,6 +101,21 @@ pub struct PlotArea {
     pub height: u32,
 }
 
+/// A comment's label as drawn.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CommentLabel {
+    /// Left, pixels.
+    pub x: i64,
+    /// Top, pixels.
+    pub y: i64,
+    /// Width, pixels.
+    pub width: i64,
+    /// The text drawn (cut with `~` where the next label begins).
+    pub text: String,
+    /// The comment's line, pixels.
+    pub line_x: i64,
+}
+
 /// A drawn Time Line.
 #[derive(Clone, Debug)]
 pub struct TimelinePicture {
@@ -102,6 +131,9 @@ pub struct TimelinePicture {
     pub other_types: usize,
     /// Where the plot is.
     pub plot: PlotArea,
+    /// The comment labels drawn (comments whose label found no room are
+    /// left out; their lines are drawn).
+    pub comment_labels: Vec<CommentLabel>,
 }
 
 /// Distinct colours for the legend types (in order).
@@ -145,27 +177,82 @@ fn other_colour(type_id: i32) -> Rgb {
     rgb
 }
 
-/// Address as groups of four hex digits, `groups` groups.
+/// An address as hex in `groups` groups of four digits joined by `_`, the
+/// way a .NET engineer reads a pointer: `0x01F4_000C_2C00`.
 fn format_address(a: u64, groups: usize) -> String {
-    let mut parts: Vec<String> = (0..groups).rev().map(|g| format!("{:04X}", (a >> (16 * g)) & 0xFFFF)).collect();
-    if groups == 0 {
-        parts.push(String::new());
-    }
-    parts.join(".")
+    let parts: Vec<String> = (0..groups.max(1)).rev().map(|g| format!("{:04X}", (a >> (16 * g)) & 0xFFFF)).collect();
+    format!("0x{}", parts.join("_"))
 }
 
-/// A short byte count: `999`, `12K`, `3.4M`, `1.2G`.
+/// A byte count with its unit, 1,024 bytes to the KiB: `999 B`,
+/// `12 KiB`, `3.4 MiB`, `1.2 GiB`.
 fn short_bytes(b: u64) -> String {
-    let f = b as f64;
-    if b < 1000 {
-        format!("{b}")
-    } else if f < 1e6 {
-        format!("{:.0}K", f / 1e3)
-    } else if f < 1e9 {
-        format!("{:.1}M", f / 1e6)
-    } else {
-        format!("{:.1}G", f / 1e9)
+    let mut v = b as f64;
+    if b < 1024 {
+        return format!("{b} B");
     }
+    for unit in ["KiB", "MiB", "GiB"] {
+        v /= 1024.0;
+        if v < 1024.0 || unit == "GiB" {
+            return if v < 10.0 { format!("{v:.1} {unit}") } else { format!("{v:.0} {unit}") };
+        }
+    }
+    format!("{b} B")
+}
+
+/// Places comment labels (line `x`, text) in `lanes` (their `y`), each
+/// label right of its line and inside `[left, right)`, or left of its line
+/// when there is no room on the right. A label goes into the first lane
+/// that is free at its start; when none is, the lane whose last label ends
+/// first gets it, and that last label is cut to end before it (or dropped
+/// when fewer than three characters would be left). Labels never overlap.
+pub(crate) fn place_labels(marks: &[(i64, &str)], left: i64, right: i64, lanes: &[i64], g: i64) -> Vec<CommentLabel> {
+    let mut placed: Vec<CommentLabel> = Vec::new();
+    // Per lane: the indices in `placed` of its labels, left to right.
+    let mut in_lane: Vec<Vec<usize>> = vec![Vec::new(); lanes.len()];
+    let end = |l: &CommentLabel| l.x + l.width;
+    for &(x, text) in marks {
+        let len = text.chars().count() as i64;
+        if len == 0 || lanes.is_empty() {
+            continue;
+        }
+        let right_room = (right - (x + 2)) / g;
+        let (lx, chars) = if right_room >= len.min(3) {
+            (x + 2, len.min(right_room))
+        } else {
+            let chars = len.min((x - 2 - left) / g);
+            (x - 2 - chars * g, chars)
+        };
+        if chars < len.min(3) {
+            continue;
+        }
+        let lane_end = |k: usize| in_lane[k].iter().map(|&i| end(&placed[i])).max().unwrap_or(i64::MIN);
+        let lane = match (0..lanes.len()).find(|&k| lane_end(k).saturating_add(g) <= lx) {
+            Some(k) => k,
+            None => {
+                let k = (0..lanes.len()).min_by_key(|&k| lane_end(k)).unwrap_or(0);
+                // Cut (or drop) the lane's labels that reach into this one.
+                for &i in &in_lane[k] {
+                    if end(&placed[i]) + g > lx {
+                        let keep = (lx - g - placed[i].x) / g;
+                        if keep >= 3 {
+                            placed[i].text = fit(&placed[i].text, keep as usize);
+                            placed[i].width = placed[i].text.chars().count() as i64 * g;
+                        } else {
+                            placed[i].text.clear();
+                            placed[i].width = 0;
+                        }
+                    }
+                }
+                k
+            }
+        };
+        let text = fit(text, chars as usize);
+        placed.push(CommentLabel { x: lx, y: lanes[lane], width: text.chars().count() as i64 * g, text, line_x: x });
+        in_lane[lane].push(placed.len() - 1);
+    }
+    placed.retain(|l| !l.text.is_empty());
+    placed
 }
 
 /// A time label: ms with as many decimals as the step needs.
@@ -207,10 +294,12 @@ pub fn render_timeline(model: &Model, opts: &TimelineOptions) -> Result<Timeline
     } else {
         2
     };
-    let addr_chars = groups * 5 - 1;
+    let addr_chars = groups * 5 + 1;
     let left = (addr_chars as i64 + 1) * g + 8;
     let legend_w = ((w as i64) / 3).min(36 * g + 24);
-    let top = 3 * g + 10;
+    // Title, then two lanes of comment labels.
+    let lanes = [2 * g - 2, 3 * g + 1];
+    let top = 4 * g + 6;
     let bottom = 3 * 10 + 2 * g + 14;
     let px = left;
     let pw = w as i64 - left - legend_w - 8;
@@ -226,7 +315,12 @@ pub fn render_timeline(model: &Model, opts: &TimelineOptions) -> Result<Timeline
     let axis = address_axis(model, opts.address, max_bands);
     let separators = axis.bands.len().saturating_sub(1) as u32 * BAND_SEPARATOR;
     let rows = ph.saturating_sub(separators).max(1);
-    let grid = grid(model, &axis, &GridSpec { columns: pw, rows, from_ms: opts.from_ms, to_ms: opts.to_ms });
+    let spec = GridSpec { columns: pw, rows, from_ms: opts.from_ms, to_ms: opts.to_ms };
+    let grid = match opts.axis {
+        ColumnAxis::Time => grid(model, &axis, &spec),
+        ColumnAxis::LogOrder => grid_in_log_order(model, &axis, &spec),
+    };
+    let changes = model.samples().len() as f64;
 
     // Colours.
     let legend_lines = ((ph as i64 - 2 * g) / 12).max(1) as usize;
@@ -254,14 +348,17 @@ pub fn render_timeline(model: &Model, opts: &TimelineOptions) -> Result<Timeline
     let mut c = Canvas::new(w, h, Rgb::WHITE);
 
     // Title.
-    let title = format!(
-        "Time Line {}  {:.0}-{:.0} ms  {} band(s), {} KB per row",
-        opts.title,
-        opts.from_ms,
-        opts.to_ms,
-        axis.bands.len(),
-        grid.grains_per_row
-    );
+    let bands = format!("{} {}", axis.bands.len(), if axis.bands.len() == 1 { "band" } else { "bands" });
+    let title = match opts.axis {
+        ColumnAxis::Time => format!(
+            "Time Line {}  {:.0}-{:.0} ms  {bands}, {} KB per row",
+            opts.title, opts.from_ms, opts.to_ms, grid.grains_per_row
+        ),
+        ColumnAxis::LogOrder => format!(
+            "Time Line {}  heap changes in log order (the log's clock does not move: all at {:.0} ms)  {bands}, {} KB per row",
+            opts.title, opts.to_ms, grid.grains_per_row
+        ),
+    };
     c.text(8, 4, &fit(&title, (w as usize - 16) / GLYPH as usize), Rgb::BLACK);
 
     // The plot.
@@ -288,22 +385,30 @@ pub fn render_timeline(model: &Model, opts: &TimelineOptions) -> Result<Timeline
     c.vline(px + pw as i64, py - 1, ph as i64 + 2, DARK);
 
     let span = (opts.to_ms - opts.from_ms).max(f64::MIN_POSITIVE);
-    let x_of = |ms: f64| -> i64 { px + (((ms - opts.from_ms) / span) * pw as f64).floor().min(pw as f64 - 1.0) as i64 };
+    let x_of_fraction = |f: f64| -> i64 { px + (f * pw as f64).floor().clamp(0.0, pw as f64 - 1.0) as i64 };
+    let x_of = |ms: f64| -> i64 { x_of_fraction((ms - opts.from_ms) / span) };
+    // Where an event of a tick (a GC, a comment) goes.
+    let x_of_event = |tick: u32, ms: f64| -> i64 {
+        match opts.axis {
+            ColumnAxis::Time => x_of(ms),
+            ColumnAxis::LogOrder => x_of_fraction(changes_before(model, TickIndex(tick)) as f64 / changes.max(1.0)),
+        }
+    };
 
-    // Comments: dashed lines and labels above the plot.
+    // Comments: dashed lines across the plot, labels above it.
     let comments = comment_marks(model, opts.from_ms, opts.to_ms);
-    let label_y = 2 * g - 2;
-    for (k, cm) in comments.iter().enumerate() {
-        let x = x_of(cm.ms);
+    let xs: Vec<i64> = comments.iter().map(|cm| x_of_event(cm.tick, cm.ms)).collect();
+    let marks: Vec<(i64, &str)> = xs.iter().zip(&comments).map(|(&x, cm)| (x, cm.text.as_str())).collect();
+    let comment_labels = place_labels(&marks, px, w as i64 - 2, &lanes, g);
+    for &x in &xs {
         for yy in (py..py + ph as i64).step_by(2) {
             c.set(x, yy, COMMENT);
         }
-        c.vline(x, label_y, py - label_y, COMMENT);
-        let next_x = comments.get(k + 1).map_or(w as i64, |n| x_of(n.ms));
-        let room = ((next_x - x - 4) / g).max(0) as usize;
-        if room >= 3 {
-            c.text(x + 2, label_y, &fit(&cm.text, room), Rgb(0, 120, 0));
-        }
+        c.vline(x, lanes[1] + g, py - lanes[1] - g, COMMENT);
+    }
+    for l in &comment_labels {
+        c.vline(l.line_x, l.y, lanes[1] + g - l.y, COMMENT);
+        c.text(l.x, l.y, &l.text, Rgb(0, 120, 0));
     }
 
     // GC lanes: gen 2 on top.
@@ -318,21 +423,32 @@ pub fn render_timeline(model: &Model, opts: &TimelineOptions) -> Result<Timeline
     for m in gc_marks(model, opts.from_ms, opts.to_ms) {
         let gen = m.generation.clamp(0, 2) as i64;
         let ly = lanes_y + (2 - gen) * 10;
-        c.vline(x_of(m.ms), ly, 9, GEN_COLOURS[gen as usize]);
+        c.vline(x_of_event(m.tick, m.ms), ly, 9, GEN_COLOURS[gen as usize]);
     }
 
-    // Time axis.
+    // Time axis (or heap changes, counted).
     let ay = lanes_y + 32;
     c.hline(px, ay, pw as i64, DARK);
     let label_px = 12 * g;
-    let step = nice_step(span * label_px as f64 / pw as f64);
-    let mut t = (opts.from_ms / step).ceil() * step;
+    let (first, last, unit_span) = match opts.axis {
+        ColumnAxis::Time => (opts.from_ms, opts.to_ms, span),
+        ColumnAxis::LogOrder => {
+            let caption = "changes";
+            c.text(px - 2 * g - caption.len() as i64 * g, ay + 6, caption, DARK);
+            (0.0, changes, changes.max(1.0))
+        }
+    };
+    let step = nice_step(unit_span * label_px as f64 / pw as f64).max(if opts.axis == ColumnAxis::LogOrder { 1.0 } else { 0.0 });
+    let mut t = (first / step).ceil() * step;
     let mut last_end: Option<i64> = None;
     let mut guard = 0;
-    while t <= opts.to_ms && guard < 10_000 {
-        let x = x_of(t);
+    while t <= last && guard < 10_000 {
+        let x = x_of_fraction((t - first) / unit_span);
         c.vline(x, ay, 4, DARK);
-        let s = format_ms(t, step);
+        let s = match opts.axis {
+            ColumnAxis::Time => format_ms(t, step),
+            ColumnAxis::LogOrder => format!("{t:.0}"),
+        };
         let lw = s.len() as i64 * g;
         let lx = (x - lw / 2).max(px - 4).min(w as i64 - lw - 2);
         if last_end.map_or(true, |e| lx > e + g) {
@@ -364,17 +480,18 @@ pub fn render_timeline(model: &Model, opts: &TimelineOptions) -> Result<Timeline
     // Legend.
     let lx = px + pw as i64 + 12;
     let chars = ((w as i64 - lx - 12 - 2 * g) / g).max(0) as usize;
-    c.text(lx, py, &fit("Types (avg bytes)", chars + 2), Rgb::BLACK);
+    c.text(lx, py, &fit("Types (avg size)", chars + 2), Rgb::BLACK);
     let mut ly = py + 2 * g;
     for (e, col) in legend.iter().zip(PALETTE) {
         c.fill(lx, ly, g, g, col);
-        let s = format!("{:>5} {}", short_bytes(e.bytes), e.name);
+        let s = format!("{:>7} {}", short_bytes(e.bytes), e.name);
         c.text(lx + g + 4, ly, &fit(&s, chars), Rgb::BLACK);
         ly += 12;
     }
     let other_types = grid.types.len() - legend_n;
     if other_types > 0 && ly + g <= h as i64 {
-        c.text(lx, ly, &fit(&format!("+ {other_types} other type(s)"), chars + 2), DARK);
+        let noun = if other_types == 1 { "type" } else { "types" };
+        c.text(lx, ly, &fit(&format!("+ {other_types} other {noun}"), chars + 2), DARK);
     }
 
     Ok(TimelinePicture {
@@ -384,6 +501,7 @@ pub fn render_timeline(model: &Model, opts: &TimelineOptions) -> Result<Timeline
         legend,
         other_types,
         plot: PlotArea { x: px as u32, y: py as u32, width: pw, height: ph },
+        comment_labels,
     })
 }
 
@@ -393,12 +511,15 @@ mod tests {
 
     #[test]
     fn helpers() {
-        assert_eq!(format_address(0x1234_5678, 2), "1234.5678");
-        assert_eq!(format_address(0x1_2345_6789, 3), "0001.2345.6789");
+        assert_eq!(format_address(0x1234_5678, 2), "0x1234_5678");
+        assert_eq!(format_address(0x213_0022_9400, 3), "0x0213_0022_9400");
         assert_eq!(nice_step(3.2), 5.0);
         assert_eq!(nice_step(0.013), 0.02);
         assert_eq!(format_ms(0.5, 0.1), "0.5 ms");
-        assert_eq!(short_bytes(1_234_567), "1.2M");
+        assert_eq!(short_bytes(1_234_567), "1.2 MiB");
+        assert_eq!(short_bytes(888_000), "867 KiB");
+        assert_eq!(short_bytes(1000), "1000 B");
+        assert_eq!(short_bytes(5 << 30), "5.0 GiB");
         for t in 0..5000 {
             let c = other_colour(t);
             assert!(!PALETTE.contains(&c) && c != Rgb::WHITE);
@@ -408,7 +529,15 @@ mod tests {
     #[test]
     fn too_small_and_bad_window() {
         let m = clrprof::model::load(b"i 5\n", &Default::default()).unwrap();
-        let mut o = TimelineOptions { width: 10, height: 10, from_ms: 0.0, to_ms: 5.0, address: None, title: String::new() };
+        let mut o = TimelineOptions {
+            width: 10,
+            height: 10,
+            from_ms: 0.0,
+            to_ms: 5.0,
+            address: None,
+            title: String::new(),
+            axis: ColumnAxis::Time,
+        };
         assert!(matches!(render_timeline(&m, &o), Err(RenderError::Size { .. })));
         o.width = 400;
         o.height = 300;
@@ -418,5 +547,32 @@ mod tests {
         let p = render_timeline(&m, &o).unwrap();
         assert_eq!((p.canvas.width(), p.canvas.height()), (400, 300));
         assert!(p.legend.is_empty());
+    }
+
+    /// Crowded comments: labels never overlap, stay inside the picture,
+    /// and use both lanes; a comment at the right edge is labelled on the
+    /// left of its line.
+    #[test]
+    fn comment_labels_do_not_overlap() {
+        let g = GLYPH as i64;
+        let marks: Vec<(i64, String)> =
+            [100, 104, 110, 130, 131, 132, 300, 590].iter().map(|&x| (x, format!("Checkpoint at {x} px"))).collect();
+        let marks: Vec<(i64, &str)> = marks.iter().map(|(x, t)| (*x, t.as_str())).collect();
+        let labels = place_labels(&marks, 80, 600, &[14, 25], g);
+        assert!(labels.iter().any(|l| l.y == 14) && labels.iter().any(|l| l.y == 25), "{labels:?}");
+        for (i, a) in labels.iter().enumerate() {
+            assert!(a.x >= 80 && a.x + a.width <= 600, "{a:?}");
+            assert!(a.text.chars().count() >= 3);
+            for b in &labels[i + 1..] {
+                let apart = a.y != b.y || a.x + a.width < b.x || b.x + b.width < a.x;
+                assert!(apart, "{a:?} overlaps {b:?}");
+            }
+        }
+        let edge = labels.iter().find(|l| l.line_x == 590).expect("the last comment is labelled");
+        assert!(edge.x + edge.width <= 590, "{edge:?}");
+        // Room enough: whole labels.
+        let labels = place_labels(&[(100, "one"), (400, "two")], 80, 600, &[14, 25], g);
+        assert_eq!(labels.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), ["one", "two"]);
+        assert!(labels.iter().all(|l| l.y == 14));
     }
 }

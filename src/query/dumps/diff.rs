@@ -29,6 +29,17 @@ pub struct Matching {
     pub relocation_followed: bool,
 }
 
+impl Matching {
+    /// Counts one object, matched by identity or by address.
+    pub(crate) fn count(&mut self, identity: bool) {
+        if identity {
+            self.by_identity += 1;
+        } else {
+            self.by_address += 1;
+        }
+    }
+}
+
 /// One type's change between the dumps.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TypeDelta {
@@ -85,13 +96,13 @@ pub struct DumpDiff {
 }
 
 /// The objects of a dump as a membership test.
-struct Members {
+pub(crate) struct Members {
     identities: Vec<u64>,
     addresses: Vec<(u64, i32)>,
 }
 
 impl Members {
-    fn of(model: &Model, d: &HeapDump) -> Members {
+    pub(crate) fn of(model: &Model, d: &HeapDump) -> Members {
         let t = model.heap_dumps();
         let mut identities = vec![0u64; model.allocations().len().div_ceil(64)];
         let mut addresses = Vec::new();
@@ -107,7 +118,7 @@ impl Members {
 
     /// Whether the dump holds `o`; the second value tells whether the
     /// identity was used.
-    fn holds(&self, o: &DumpObject) -> (bool, bool) {
+    pub(crate) fn holds(&self, o: &DumpObject) -> (bool, bool) {
         match o.object {
             Some(id) if id.index() / 64 < self.identities.len() => {
                 (self.identities[id.index() / 64] >> (id.index() % 64) & 1 != 0, true)
@@ -125,20 +136,13 @@ pub fn diff(model: &Model, a: DumpIndex, b: DumpIndex) -> Option<DumpDiff> {
     let mut acc: PerType<TypeDelta> =
         PerType::new(t.objects(da).chain(t.objects(db)).map(|o| o.type_id.0));
     let mut matching = Matching { by_identity: 0, by_address: 0, relocation_followed: true };
-    let mut count = |identity: bool| {
-        if identity {
-            matching.by_identity += 1;
-        } else {
-            matching.by_address += 1;
-        }
-    };
     let (mut kept, mut new_objects, mut new_bytes, mut gone_objects, mut gone_bytes) = (0, 0, 0, 0, 0);
     for o in t.objects(da) {
         let s = acc.slot(o.type_id.0);
         s.objects_a += 1;
         s.bytes_a += o.size as u64;
         let (held, identity) = in_b.holds(&o);
-        count(identity);
+        matching.count(identity);
         if !held {
             s.gone_objects += 1;
             s.gone_bytes += o.size as u64;
@@ -151,7 +155,7 @@ pub fn diff(model: &Model, a: DumpIndex, b: DumpIndex) -> Option<DumpDiff> {
         s.objects_b += 1;
         s.bytes_b += o.size as u64;
         let (held, identity) = in_a.holds(&o);
-        count(identity);
+        matching.count(identity);
         if held {
             kept += 1;
         } else {

@@ -15,25 +15,40 @@
 //!   [`retained`] gives retained sizes per object and per type.
 //! - [`paths_to`] finds shortest paths from a root to objects of a type.
 //! - [`diff`] compares two dumps (new objects, types that grew or shrank).
+//! - [`allocation_of`] links a dump object to its allocation (stack,
+//!   thread, tick) when the log has allocation records; [`Sites`] groups
+//!   dump objects by type, allocation stack or allocating function
+//!   ([`SiteBy`]); [`UnknownAllocations`] counts the objects without a known
+//!   allocation. [`retained_by`] gives retained sizes per group and
+//!   [`diff_by`] the objects new since an earlier dump per group.
 //!
 //! Root kinds and flags are named as the profiling API
 //! (`COR_PRF_GC_ROOT_KIND`, `COR_PRF_GC_ROOT_FLAGS`) and CLRProfiler's
 //! object graph name them: see [`RootKind`] and [`root_name`].
 
 mod diff;
+mod diff_by;
 mod dominators;
 mod graph;
 mod paths;
 mod retained;
+mod retained_by;
 mod roots;
+mod sites;
 mod table;
 
 pub use diff::{diff, DumpDiff, Matching, TypeDelta};
+pub use diff_by::{diff_by, DumpDiffBySite, SiteDelta};
 pub use dominators::{dominators, DominatorTree};
 pub use graph::{Csr, DumpGraph};
 pub use paths::{paths_to, DumpPath, PathReport, PathStep};
 pub use retained::{retained, retained_sizes, RetainedObject, RetainedReport, RetainedType};
+pub use retained_by::{retained_by, RetainedBySite, RetainedSite};
 pub use roots::{root_name, RootCounts, RootFlagCounts, RootKind, RootRef};
+pub use sites::{
+    allocation_of, allocation_row, Allocation, Site, SiteBy, SiteId, Sites, UnknownAllocations, UnknownReason, UNKNOWN_ALLOCATION,
+    UNTRACKED_BELOW,
+};
 pub use table::{by_type, list, DumpInfo, DumpTypeRow, DumpTypes};
 
 use crate::model::{HeapDump, Model};

@@ -93,37 +93,77 @@ pub struct RetainedReport {
     pub top_objects: Vec<RetainedObject>,
 }
 
-/// Per type: retained bytes counted once (a DFS over the dominator tree
-/// keeps, per type, how many instances are on the current path).
-fn retained_per_type(graph: &DumpGraph, tree: &DominatorTree, retained: &[u64]) -> PerType<(u64, u64, u64)> {
+/// Reachable objects of one group, their bytes and what they retain.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct GroupRetained {
+    /// Reachable objects of the group.
+    pub objects: u64,
+    /// Their own bytes.
+    pub bytes: u64,
+    /// Bytes of every object dominated by an instance of the group, each
+    /// counted once.
+    pub retained: u64,
+    /// What the group's instances dominated by the virtual root alone
+    /// retain: each reachable object is under exactly one such instance,
+    /// so these add up to the reachable bytes over all groups.
+    pub top_level: u64,
+}
+
+/// Per group (`group[v]` for object `v`, below `groups`): retained bytes
+/// counted once (a DFS over the dominator tree keeps, per group, how many
+/// instances are on the current path) and the top-level share.
+pub(crate) fn retained_per_group(
+    graph: &DumpGraph,
+    tree: &DominatorTree,
+    retained: &[u64],
+    group: &[u32],
+    groups: usize,
+) -> Vec<GroupRetained> {
     let n = graph.objects();
-    let mut acc: PerType<(u64, u64, u64)> = PerType::new(graph.types.iter().copied());
-    let mut depth: PerType<u32> = PerType::new(graph.types.iter().copied());
+    let mut acc = vec![GroupRetained::default(); groups];
+    let mut depth = vec![0u32; groups];
     let edges: Vec<(u32, u32)> = tree.preorder().iter().filter_map(|&v| tree.idom(v).map(|d| (d, v))).collect();
     let children = Csr::from_edges(n + 1, &edges);
+    let root = graph.root();
+    for &c in children.successors(root) {
+        if let Some(&g) = group.get(c as usize) {
+            acc[g as usize].top_level += retained[c as usize];
+        }
+    }
     // (node, entered): the first visit counts the node, the second leaves it.
-    let mut stack: Vec<(u32, bool)> = vec![(graph.root(), false)];
+    let mut stack: Vec<(u32, bool)> = vec![(root, false)];
     while let Some((v, left)) = stack.pop() {
-        let ty = graph.types.get(v as usize).copied();
+        let g = group.get(v as usize).map(|&g| g as usize);
         if left {
-            if let Some(t) = ty {
-                *depth.slot(t) -= 1;
+            if let Some(g) = g {
+                depth[g] -= 1;
             }
             continue;
         }
-        if let Some(t) = ty {
-            let on_path = *depth.slot(t);
-            let a = acc.slot(t);
-            a.0 += 1;
-            a.1 += graph.sizes[v as usize] as u64;
-            if on_path == 0 {
-                a.2 += retained[v as usize];
+        if let Some(g) = g {
+            let a = &mut acc[g];
+            a.objects += 1;
+            a.bytes += graph.sizes[v as usize] as u64;
+            if depth[g] == 0 {
+                a.retained += retained[v as usize];
             }
-            *depth.slot(t) += 1;
+            depth[g] += 1;
         }
         stack.push((v, true));
         for &c in children.successors(v) {
             stack.push((c, false));
+        }
+    }
+    acc
+}
+
+/// Per type: [`retained_per_group`] with one group per type id.
+fn retained_per_type(graph: &DumpGraph, tree: &DominatorTree, retained: &[u64]) -> PerType<(u64, u64, u64)> {
+    let mut acc: PerType<(u64, u64, u64)> = PerType::new(graph.types.iter().copied());
+    let group: Vec<u32> = graph.types.iter().map(|&t| acc.index(t) as u32).collect();
+    for (k, g) in retained_per_group(graph, tree, retained, &group, acc.len()).into_iter().enumerate() {
+        if let Some(slot) = acc.at(k) {
+            *slot = (g.objects, g.bytes, g.retained);
         }
     }
     acc

@@ -117,6 +117,21 @@ impl<T: Default + Clone> PerType<T> {
         &mut self.slots[i]
     }
 
+    /// The position of an id's slot (one of those given to `new`).
+    pub(crate) fn index(&self, id: i32) -> usize {
+        (id as i64 - self.min as i64) as usize
+    }
+
+    /// Number of slots.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The slot at a position.
+    pub(crate) fn at(&mut self, k: usize) -> Option<&mut T> {
+        self.slots.get_mut(k)
+    }
+
     /// Every id with its slot.
     pub(crate) fn entries(self) -> impl Iterator<Item = (i32, T)> {
         let min = self.min;

@@ -256,7 +256,7 @@ impl Agent {
         let hit = ts.with_local(|l| {
             let id = match l.memo {
                 Some((k, id)) if k == key => Some(id),
-                _ => l.stack_ids.get(&key).copied(),
+                _ => l.stack_of(key),
             };
             if let Some(i) = id {
                 l.last_stack = id;
@@ -278,6 +278,7 @@ impl Agent {
         let id = self.define_stack(&frames, alloc, previous);
         ts.with_local(|l| {
             l.stack_ids.insert(key, id);
+            l.remember_stack(key, id);
             l.last_stack = Some(id);
             l.memo = Some((key, id));
         });

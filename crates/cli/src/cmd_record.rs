@@ -155,6 +155,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Ok(ExitCode::from(code))
         }
         Some(line) if line.starts_with("ok") => {
+            if let Some((_, why)) = line.split_once(" write_error=") {
+                eprintln!(
+                    "clrprof record: writing {} failed ({}): the log is incomplete",
+                    output.display(),
+                    why.replace('_', " ")
+                );
+            }
             if !args.quiet {
                 eprintln!(
                     "clrprof record: {} exited with {}; wrote {} ({} bytes); try `clrprof summary {}`",

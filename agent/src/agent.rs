@@ -124,9 +124,6 @@ pub struct Agent {
     pub(crate) dumps_in_log: AtomicU32,
     /// The event mask the agent runs with.
     pub(crate) event_mask: AtomicU32,
-    /// GC events are off between dumps (an attached agent that is not
-    /// recording): a dump switches them on for its GC.
-    pub(crate) quiet: AtomicBool,
 }
 
 fn clock() -> libc::timespec {
@@ -191,7 +188,6 @@ impl Agent {
             dumping: AtomicBool::new(false),
             dumps_in_log: AtomicU32::new(0),
             event_mask: AtomicU32::new(0),
-            quiet: AtomicBool::new(false),
             config,
         };
         AGENT.set(agent).map_err(|_| "the agent is already installed".to_string())?;

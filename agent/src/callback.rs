@@ -213,7 +213,9 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
 /// runtime allows after start-up is enabled: GC events (moves,
 /// survivals, finalization, handles, heap walks) and module loads; never
 /// allocations or enter/leave hooks. Without `CLRPROF_OUTPUT` the agent
-/// keeps no log and its GC events stay off except during a dump.
+/// keeps no log (it writes dumps into files of their own). GC events can
+/// only be switched on here (the runtime then turns concurrent GC off),
+/// so they stay on for as long as the process runs.
 extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mut c_void, data: *const u8, len: u32) -> HRESULT {
     crate::guard(E_FAIL, || {
         if unknown.is_null() {
@@ -242,8 +244,7 @@ extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mut c_voi
                 return E_FAIL;
             }
         };
-        let mask = if recording { mask::GC | mask::MODULE_LOADS | mask::ASSEMBLY_LOADS } else { 0 };
-        agent.quiet.store(!recording, std::sync::atomic::Ordering::Release);
+        let mask = if recording { mask::GC | mask::MODULE_LOADS | mask::ASSEMBLY_LOADS } else { mask::GC };
         agent.event_mask.store(mask, std::sync::atomic::Ordering::Release);
         let hr = agent.info.set_event_mask(mask, 0);
         if !com::succeeded(hr) {

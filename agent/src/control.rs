@@ -117,8 +117,8 @@ pub fn status() -> Result<Status, ControlError> {
 }
 
 /// Stops an attached agent's recording (`clrprof record -p PID
-/// --duration S`): GC events go off, the log is flushed and closed. The
-/// agent stays loaded and answers dumps into files of their own.
+/// --duration S`): the log is flushed and closed. The agent stays loaded
+/// and answers dumps into files of their own.
 pub fn stop() -> Result<(), ControlError> {
     let a = agent()?;
     if !a.config.attached {
@@ -126,8 +126,9 @@ pub fn stop() -> Result<(), ControlError> {
             "only an attached agent can stop recording (one loaded at start records until the process ends)".into(),
         ));
     }
-    a.quiet.store(true, Ordering::Release);
-    a.info.set_event_mask(0, 0);
+    // GC events stay on: the runtime lets an attached profiler switch them
+    // on only while it attaches (it turns concurrent GC off then), and
+    // later dumps need them.
     a.close_log();
     Ok(())
 }

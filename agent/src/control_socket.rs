@@ -1,7 +1,7 @@
 //! The control socket: `$TMPDIR/clrprof-agent-PID.sock`, a Unix socket
 //! that only the process's user may use (mode 0600, and each peer's
 //! credentials are checked), speaking [`clrprof_control::protocol`]: one
-//! JSON request per line, one JSON reply per line, handled by
+//! request line, one reply line, handled by
 //! [`crate::control::handle`].
 //!
 //! A thread accepts connections; each connection gets a thread of its
@@ -11,7 +11,7 @@
 
 use crate::agent::Agent;
 use clrprof_control::paths;
-use clrprof_control::protocol::{parse_request, to_line, Reply, MAX_LINE};
+use clrprof_control::protocol::{parse_request, reply_line, Reply, MAX_LINE};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -68,7 +68,7 @@ fn serve(stream: UnixStream) {
     let me = unsafe { libc::geteuid() };
     let Ok(mut writer) = stream.try_clone() else { return };
     if peer_uid(&stream) != Some(me) {
-        let _ = writer.write_all(&to_line(&Reply::error("permission denied: the control socket answers only its process's user")));
+        let _ = writer.write_all(&reply_line(&Reply::error("permission denied: the control socket answers only its process's user")));
         return;
     }
     let mut reader = BufReader::new(stream);
@@ -85,12 +85,12 @@ fn serve(stream: UnixStream) {
             let _ = reader.read_until(b'\n', &mut rest);
             Reply::error(format!("request longer than {MAX_LINE} bytes"))
         } else {
-            match parse_request(line.trim_ascii()) {
+            match parse_request(&line) {
                 Ok(req) => crate::control::handle(&req),
                 Err(e) => Reply::error(e),
             }
         };
-        if writer.write_all(&to_line(&reply)).is_err() {
+        if writer.write_all(&reply_line(&reply)).is_err() {
             return;
         }
     }

@@ -41,7 +41,7 @@ pub(crate) enum Target {
     /// The agent's log.
     Log,
     /// A file of its own.
-    File(FileTarget),
+    File(Box<FileTarget>),
 }
 
 /// A dump file: its writer and the definitions it holds so far.
@@ -287,7 +287,7 @@ fn run(agent: &'static Agent, label: Option<&str>, output: Option<&Path>) -> Res
                 let text: Vec<u8> = l.bytes().map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }).collect();
                 f.sink.record(&Record::Comment(Comment { text: &text }));
             }
-            Target::File(f)
+            Target::File(Box::new(f))
         }
         None => {
             if lock(&agent.log).is_none() {
@@ -306,14 +306,7 @@ fn run(agent: &'static Agent, label: Option<&str>, output: Option<&Path>) -> Res
         }
         out.dump = Some(Dump::new(target));
     }
-    let quiet = agent.quiet.load(Ordering::Acquire);
-    if quiet {
-        agent.info.set_event_mask(crate::info::mask::GC, 0);
-    }
     let hr = agent.info.force_gc();
-    if quiet {
-        agent.info.set_event_mask(0, 0);
-    }
     let dump = lock(&agent.out).dump.take();
     agent.dumping.store(false, Ordering::Release);
     let Some(dump) = dump else { return Err("the dump vanished".into()) };

@@ -153,6 +153,10 @@ impl Sink {
             }
             return;
         }
+        let Some(tx) = &self.tx else {
+            self.buf.clear();
+            return;
+        };
         let fresh = lock(&self.shared.0).spare.pop().unwrap_or_else(|| Vec::with_capacity(HAND_OVER_AT + (64 << 10)));
         let full = std::mem::replace(&mut self.buf, fresh);
         if tx.send(Msg::Lines(full, sync)).is_ok() {

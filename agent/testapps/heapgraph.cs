@@ -44,6 +44,24 @@ static class P
         for (int i = 0; i < f; i++) new FinObj();
     }
 
+    // A method of its own, so that no stack slot of Main keeps a marker.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void BuildCache(int n, int k)
+    {
+        for (int i = 0; i < n; i++)
+        {
+            var list = new List<Marker>(k);
+            for (int j = 0; j < k; j++) list.Add(new Marker(i * k + j));
+            Cache[i] = list;
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Drop(int n)
+    {
+        for (int i = 0; i < n; i += 2) Cache.Remove(i);
+    }
+
     [MethodImpl(MethodImplOptions.NoInlining)]
     static Node MakeList(int m)
     {
@@ -77,12 +95,7 @@ static class P
         int n = int.Parse(args[0]), k = int.Parse(args[1]), m = int.Parse(args[2]), f = int.Parse(args[3]);
         int threads = args.Length > 4 ? int.Parse(args[4]) : 0;
         bool storm = args.Length > 5 && args[5] == "1";
-        for (int i = 0; i < n; i++)
-        {
-            var list = new List<Marker>(k);
-            for (int j = 0; j < k; j++) list.Add(new Marker(i * k + j));
-            Cache[i] = list;
-        }
+        BuildCache(n, k);
         Node head = MakeList(m);
         var pinned = GCHandle.Alloc(new byte[4099], GCHandleType.Pinned);
         MakeFinalizable(f);
@@ -101,7 +114,7 @@ static class P
         {
             if (line == "drop")
             {
-                for (int i = 0; i < n; i += 2) Cache.Remove(i);
+                Drop(n);
                 GC.Collect();
                 Console.WriteLine("{\"dropped\":" + ((n + 1) / 2) + ",\"left\":" + Cache.Count + "}");
             }

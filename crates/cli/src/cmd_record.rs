@@ -19,20 +19,25 @@ use std::time::Duration;
 /// The agent's file name.
 const AGENT_FILE: &str = "libclrprof_agent.so";
 /// `CORECLR_PROFILER`: the agent's class id.
-const PROFILER_GUID: &str = "{BC620A3A-B286-4C9C-8138-256EE44F802D}";
+pub(crate) const PROFILER_GUID: &str = "{BC620A3A-B286-4C9C-8138-256EE44F802D}";
 
 /// Arguments of `clrprof record`.
 #[derive(clap::Args)]
-#[command(trailing_var_arg = true)]
+#[command(
+    trailing_var_arg = true,
+    after_help = "With -p PID the agent is loaded into a running process (attach, .NET Core 3.0 or later). \
+The runtime allows allocation events and call hooks only from start-up, so an attached recording has \
+GCs, moves, survivals, finalization, handles and heap dumps, but no allocations and no stacks."
+)]
 pub struct Args {
     /// The log to write (default: `<program>_<pid>_<yyyyMMdd>_<HHmmss>.log`
     /// in the current directory). An existing file is refused unless
     /// `--force` is given.
     #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// Overwrite the `--output` file if it exists.
     #[arg(long)]
-    force: bool,
+    pub(crate) force: bool,
     /// Also log every call (`c` lines; much larger logs).
     #[arg(long)]
     calls: bool,
@@ -46,7 +51,7 @@ pub struct Args {
     /// The agent library (default: `$CLRPROF_AGENT`, else
     /// `libclrprof_agent.so` next to this program).
     #[arg(long, value_name = "PATH")]
-    agent: Option<PathBuf>,
+    pub(crate) agent: Option<PathBuf>,
     /// How often the agent flushes the log while the program runs (ms).
     #[arg(long, value_name = "MS")]
     flush_ms: Option<u64>,
@@ -60,14 +65,33 @@ pub struct Args {
     token_file: Option<PathBuf>,
     /// Print nothing of its own (the program's output is untouched).
     #[arg(long, short)]
-    quiet: bool,
+    pub(crate) quiet: bool,
+    /// A heap dump into the log every so many seconds (fractions allowed).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) heap_dump_every: Option<f64>,
+    /// Attach to this running .NET process instead of starting a program
+    /// (GC events and heap dumps only: no allocations after attach).
+    #[arg(short, long, value_name = "PID", conflicts_with_all = ["command", "calls", "no_stacks", "stacks", "flush_ms"])]
+    pid: Option<u32>,
+    /// With -p: stop recording after this many seconds (default: when the
+    /// process ends or on Ctrl-C).
+    #[arg(long, value_name = "SECONDS", requires = "pid")]
+    pub(crate) duration: Option<f64>,
     /// The program and its arguments, e.g. `dotnet app.dll` or `./app`.
-    #[arg(required = true, value_name = "CMD", num_args = 1.., allow_hyphen_values = true)]
+    #[arg(required_unless_present = "pid", value_name = "CMD", num_args = 1.., allow_hyphen_values = true)]
     command: Vec<OsString>,
 }
 
 /// Runs the command; the exit code is the program's.
 pub fn run(args: Args) -> Result<ExitCode> {
+    if let Some(s) = args.heap_dump_every {
+        if !(s.is_finite() && s > 0.0) {
+            bail!("--heap-dump-every must be a positive number of seconds, not {s}");
+        }
+    }
+    if let Some(pid) = args.pid {
+        return crate::cmd_record_attached::run(pid, &args);
+    }
     let agent = find_agent(args.agent.as_deref())?;
     // Without --output the agent names the log itself (its process id is
     // part of the name); the status line says which name it took.
@@ -109,6 +133,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if let Some(ms) = args.flush_ms {
         cmd.env("CLRPROF_FLUSH_MS", ms.to_string());
+    }
+    if let Some(s) = args.heap_dump_every {
+        cmd.env("CLRPROF_HEAP_DUMP_EVERY", s.to_string());
     }
     if let (Some(target), Some(token_file)) = (&args.target, &args.token_file) {
         let token = clrprof_collect::token_file::read(token_file)?;
@@ -220,7 +247,7 @@ impl Drop for StatusFile {
 }
 
 /// The agent: `--agent`, `$CLRPROF_AGENT`, or next to this program.
-fn find_agent(given: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn find_agent(given: Option<&Path>) -> Result<PathBuf> {
     let (path, from) = match given {
         Some(p) => (p.to_path_buf(), "--agent"),
         None => match std::env::var_os("CLRPROF_AGENT").filter(|v| !v.is_empty()) {
@@ -242,7 +269,7 @@ fn find_agent(given: Option<&Path>) -> Result<PathBuf> {
     absolute(&path)
 }
 
-fn absolute(p: &Path) -> Result<PathBuf> {
+pub(crate) fn absolute(p: &Path) -> Result<PathBuf> {
     if p.is_absolute() {
         return Ok(p.to_path_buf());
     }
@@ -295,7 +322,7 @@ fn default_name(command: &[OsString], stamp: &str) -> String {
 }
 
 /// Local time as `yyyyMMdd_HHmmss`.
-fn local_timestamp() -> String {
+pub(crate) fn local_timestamp() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs()) as libc::time_t;

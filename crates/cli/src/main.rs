@@ -8,8 +8,10 @@ mod cmd_ctl;
 mod cmd_dump;
 mod cmd_dump_diff;
 mod cmd_dumps;
+mod cmd_heap_dump;
 mod cmd_lifetime;
 mod cmd_record;
+mod cmd_record_attached;
 mod cmd_footprint;
 mod cmd_gen;
 mod cmd_join;
@@ -29,6 +31,7 @@ mod cmd_types;
 mod cmd_timeline;
 mod common;
 mod dump_sites;
+mod live;
 mod load;
 
 use clap::{Parser, Subcommand};
@@ -91,9 +94,12 @@ enum Command {
     Footprint(cmd_footprint::Args),
     /// Write a synthetic, heap-consistent log and its ground truth.
     Gen(cmd_gen::Args),
-    /// Run a .NET program under the capture agent and write its log (or
-    /// stream it to a collector with --target).
+    /// Run a .NET program under the capture agent and write its log, or
+    /// attach to a running one (-p PID).
     Record(cmd_record::Args),
+    /// Take a heap dump of a running .NET process (attaching the agent if
+    /// it has none).
+    HeapDump(cmd_heap_dump::Args),
     /// Receive logs streamed by capture agents (prints CLRPROF_TARGET and
     /// CLRPROF_TOKEN for them).
     Collect(cmd_collect::Args),
@@ -133,6 +139,7 @@ fn main() -> ExitCode {
         Command::Threads(a) => cmd_threads::run(a),
         Command::Timeline(a) => cmd_timeline::run(a),
         Command::Record(a) => return finish(cmd_record::run(a)),
+        Command::HeapDump(a) => cmd_heap_dump::run(a),
         Command::Functions(a) => cmd_functions::run(a),
         Command::Modules(a) => cmd_groups::run(a, cmd_groups::Grouping::Module),
         Command::Classes(a) => cmd_groups::run(a, cmd_groups::Grouping::Class),

@@ -128,8 +128,9 @@ pub fn read(dir: &Path, session: &str) -> Result<SessionRecord, CollectError> {
     serde_json::from_str(&text).map_err(|e| CollectError::Invalid(format!("{}: {e}", path.display())))
 }
 
-/// Every session record in `dir`, oldest first (by start, then name).
-/// Files that are not records are skipped.
+/// Every session record in `dir`, oldest first (by start, then name), a
+/// live session with the bytes stored so far. Files that are not records
+/// are skipped.
 pub fn list(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
     let mut out = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(CollectError::io(format!("cannot list {}", dir.display())))?;
@@ -140,7 +141,14 @@ pub fn list(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
         if !is_session_name(stem) {
             continue;
         }
-        if let Ok(r) = read(dir, stem) {
+        if let Ok(mut r) = read(dir, stem) {
+            if r.state == SessionState::Live {
+                // The record is rewritten at the end; meanwhile the log
+                // (whole lines, written as they arrive) says how far it is.
+                if let Ok(m) = std::fs::metadata(log_path(dir, stem)) {
+                    r.bytes = m.len();
+                }
+            }
             out.push(r);
         }
     }

@@ -194,6 +194,7 @@ fn commands_go_through_the_admin_socket_and_need_the_token() {
     let listed = admin::request(&c.admin, &c.token, &Request::List).unwrap().sessions.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].state, SessionState::Live);
+    assert_eq!(listed[0].bytes, 8, "a live session lists the bytes stored so far");
     // The admin socket is private.
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&c.admin).unwrap().permissions().mode() & 0o777, 0o600);

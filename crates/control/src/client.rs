@@ -1,6 +1,6 @@
 //! A connection to an agent's control socket.
 
-use crate::protocol::{to_line, Reply, Request, MAX_LINE};
+use crate::protocol::{parse_reply, request_line, Reply, Request, MAX_LINE};
 use crate::{paths, Error};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -66,7 +66,7 @@ impl Client {
         let stream = self.reader.get_mut();
         stream.set_write_timeout(Some(timeout)).map_err(|e| io("cannot set a timeout on", e))?;
         stream.set_read_timeout(Some(timeout)).map_err(|e| io("cannot set a timeout on", e))?;
-        stream.write_all(&to_line(req)).map_err(|e| io("cannot write to", e))?;
+        stream.write_all(&request_line(req)).map_err(|e| io("cannot write to", e))?;
         let mut line = Vec::new();
         let n = (&mut self.reader).take(MAX_LINE as u64).read_until(b'\n', &mut line).map_err(|e| {
             if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
@@ -78,10 +78,8 @@ impl Client {
         if n == 0 {
             return Err(Error::BadReply { peer: self.path.display().to_string(), what: "the agent closed the connection without a reply".into() });
         }
-        let reply: Reply = serde_json::from_slice(&line).map_err(|e| Error::BadReply {
-            peer: self.path.display().to_string(),
-            what: format!("not a reply at column {}: {e}", e.column()),
-        })?;
+        let reply: Reply =
+            parse_reply(&line).map_err(|what| Error::BadReply { peer: self.path.display().to_string(), what })?;
         if !reply.ok {
             return Err(Error::Agent { pid: self.pid, message: reply.error.unwrap_or_else(|| "failed (no reason given)".into()) });
         }

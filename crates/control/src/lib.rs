@@ -3,15 +3,15 @@
 //! Two sockets lead into a running .NET process:
 //!
 //! ```text
-//!  clrprof heap-dump PID ──► $TMPDIR/clrprof-agent-PID.sock   (the agent's control socket, JSON lines)
+//!  clrprof heap-dump PID ──► $TMPDIR/clrprof-agent-PID.sock   (the agent's control socket, text lines)
 //!                       └──► $TMPDIR/dotnet-diagnostic-PID-*-socket (the runtime's diagnostics IPC:
 //!                                                               AttachProfiler loads the agent)
 //! ```
 //!
 //! # API structure
 //!
-//! - [`protocol`]: the control socket's requests and replies (one JSON
-//!   object per line each way), shared by the agent (server) and the CLI.
+//! - [`protocol`]: the control socket's requests and replies (one line
+//!   each way), shared by the agent (server) and the CLI.
 //! - [`paths`]: where a process's sockets are (its own `$TMPDIR`).
 //! - [`process`]: what a PID is: running, whose, a .NET process, which
 //!   runtime version.

@@ -74,12 +74,18 @@ pub fn runtime_in_maps(maps: &str) -> Option<Runtime> {
 pub fn attachable(pid: u32) -> Result<(Process, Runtime), Error> {
     let p = find(pid)?;
     let rt = runtime(&p)?;
-    if let Some(major) = rt.major() {
-        if major < 3 {
-            return Err(Error::RuntimeTooOld { pid, version: rt.version.clone().unwrap_or_default() });
-        }
-    }
+    check_version(pid, &rt)?;
     Ok((p, rt))
+}
+
+/// [`Error::RuntimeTooOld`] for a runtime before .NET Core 3.0 (no
+/// diagnostics IPC, no attach); an unknown version is let through (the
+/// diagnostics socket then decides).
+pub fn check_version(pid: u32, rt: &Runtime) -> Result<(), Error> {
+    match rt.major() {
+        Some(major) if major < 3 => Err(Error::RuntimeTooOld { pid, version: rt.version.clone().unwrap_or_default() }),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +103,9 @@ mod tests {
         assert_eq!(old.major(), Some(2));
         let odd = runtime_in_maps("1-2 r-xp 0 0:0 1 /x/bin/libcoreclr.so\n").unwrap();
         assert_eq!(odd.version, None);
+        let e = check_version(5, &old).unwrap_err().to_string();
+        assert!(e.contains("runs .NET 2.2.8, which cannot load a profiler into a running process"), "{e}");
+        assert!(check_version(5, &rt).is_ok() && check_version(5, &odd).is_ok());
         assert_eq!(runtime_in_maps("1-2 r-xp 0 0:0 1 /usr/lib/libc.so.6\n"), None);
     }
 

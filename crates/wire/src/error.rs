@@ -19,9 +19,14 @@ pub enum WireError {
         /// How many digits it needs.
         digits: usize,
     },
-    /// The JSON of a `HELLO` line did not parse.
-    #[error("hello: {0}")]
-    Json(String),
+    /// A field of a `HELLO` line was missing or malformed.
+    #[error("hello field {field}: expected {expected}")]
+    Field {
+        /// Which field.
+        field: &'static str,
+        /// What it should hold.
+        expected: &'static str,
+    },
     /// The MAC of a `HELLO` or `OK` line did not match.
     #[error("the token proof does not match")]
     BadProof,

@@ -2,18 +2,23 @@
 //!
 //! ```text
 //! CLRPROF-COLLECT 1 <server nonce: 64 hex>\n            collector -> client
-//! HELLO <mac: 64 hex> <json Hello>\n                       client -> collector
+//! HELLO <mac: 64 hex> <fields>\n                          client -> collector
 //! OK <proof: 64 hex> <session name>\n                      collector -> client
 //! ```
 //!
-//! `mac` = HMAC(token, "hello", server nonce, json bytes as sent);
+//! The fields are `key=value` pairs separated by tabs (`role`, `nonce`,
+//! `pid`, `program`, `runtime`, and for a resume `session`, `spool`,
+//! `spool_from`); a value escapes `\\`, tab, newline and carriage return
+//! as `\\`, `\t`, `\n`, `\r`. Written and read by hand, so that the agent
+//! links no serialization crate.
+//!
+//! `mac` = HMAC(token, "hello", server nonce, field bytes as sent);
 //! `proof` = HMAC(token, "collector", client nonce, server nonce).
 //! A collector that does not accept the client closes the connection
 //! without writing anything after its challenge.
 
 use crate::token::{from_hex, to_hex, Nonce, Token};
 use crate::WireError;
-use serde::{Deserialize, Serialize};
 
 /// The first word of the challenge line, with the protocol version.
 pub const CHALLENGE: &str = "CLRPROF-COLLECT 1";
@@ -21,8 +26,7 @@ pub const CHALLENGE: &str = "CLRPROF-COLLECT 1";
 pub const MAX_LINE: usize = 8192;
 
 /// Why a client connects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// An agent that streams its log (a new session).
     Stream,
@@ -36,31 +40,143 @@ pub enum Role {
     Admin,
 }
 
-/// What a client says about itself. Sent as JSON; never holds the token.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+impl Role {
+    /// The word on the wire.
+    pub fn word(self) -> &'static str {
+        match self {
+            Role::Stream => "stream",
+            Role::Resume => "resume",
+            Role::Spooled => "spooled",
+            Role::Admin => "admin",
+        }
+    }
+
+    fn parse(word: &str) -> Result<Role, WireError> {
+        Ok(match word {
+            "stream" => Role::Stream,
+            "resume" => Role::Resume,
+            "spooled" => Role::Spooled,
+            "admin" => Role::Admin,
+            _ => return Err(WireError::Field { field: "role", expected: "stream, resume, spooled or admin" }),
+        })
+    }
+}
+
+/// What a client says about itself. Never holds the token.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hello {
     /// Why it connects.
     pub role: Role,
     /// The client's nonce (64 hex digits), for the collector's proof.
     pub nonce: String,
     /// The profiled process's id.
-    #[serde(default)]
     pub pid: u32,
     /// The program's name (e.g. the main assembly's file stem).
-    #[serde(default)]
     pub program: String,
     /// The runtime's version, e.g. `8.0.4`.
-    #[serde(default)]
     pub runtime: String,
     /// For `resume`: the session the stream belonged to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     /// For `resume` and `spooled`: the spool file's path on the agent's machine.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spool: Option<String>,
     /// For `resume`: the log's byte offset at which the spool starts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spool_from: Option<u64>,
+}
+
+fn escape(value: &str, out: &mut String) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn unescape(value: &str, field: &'static str) -> Result<String, WireError> {
+    let mut out = String::with_capacity(value.len());
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next() {
+            Some('\\') => '\\',
+            Some('t') => '\t',
+            Some('n') => '\n',
+            Some('r') => '\r',
+            _ => return Err(WireError::Field { field, expected: "only \\\\, \\t, \\n and \\r escapes" }),
+        });
+    }
+    Ok(out)
+}
+
+impl Hello {
+    /// The fields as sent: `key=value` pairs separated by tabs.
+    pub fn encode(&self) -> String {
+        let mut s = String::new();
+        let mut field = |key: &str, value: &str| {
+            if !s.is_empty() {
+                s.push('\t');
+            }
+            s.push_str(key);
+            s.push('=');
+            escape(value, &mut s);
+        };
+        field("role", self.role.word());
+        field("nonce", &self.nonce);
+        field("pid", &self.pid.to_string());
+        field("program", &self.program);
+        field("runtime", &self.runtime);
+        if let Some(v) = &self.session {
+            field("session", v);
+        }
+        if let Some(v) = &self.spool {
+            field("spool", v);
+        }
+        if let Some(v) = self.spool_from {
+            field("spool_from", &v.to_string());
+        }
+        s
+    }
+
+    /// Reads the fields. `role` and `nonce` are required; unknown keys are
+    /// ignored (a later version may add some).
+    pub fn decode(text: &str) -> Result<Hello, WireError> {
+        let mut role = None;
+        let mut h = Hello {
+            role: Role::Stream,
+            nonce: String::new(),
+            pid: 0,
+            program: String::new(),
+            runtime: String::new(),
+            session: None,
+            spool: None,
+            spool_from: None,
+        };
+        for pair in text.split('\t') {
+            let (key, value) = pair.split_once('=').ok_or(WireError::Field { field: "hello", expected: "key=value pairs" })?;
+            match key {
+                "role" => role = Some(Role::parse(value)?),
+                "nonce" => h.nonce = unescape(value, "nonce")?,
+                "pid" => h.pid = value.parse().map_err(|_| WireError::Field { field: "pid", expected: "a process id" })?,
+                "program" => h.program = unescape(value, "program")?,
+                "runtime" => h.runtime = unescape(value, "runtime")?,
+                "session" => h.session = Some(unescape(value, "session")?),
+                "spool" => h.spool = Some(unescape(value, "spool")?),
+                "spool_from" => {
+                    h.spool_from =
+                        Some(value.parse().map_err(|_| WireError::Field { field: "spool_from", expected: "a byte offset" })?)
+                }
+                _ => {}
+            }
+        }
+        h.role = role.ok_or(WireError::Field { field: "role", expected: "a role" })?;
+        Ok(h)
+    }
 }
 
 /// The challenge line for `nonce`.
@@ -83,20 +199,20 @@ pub fn parse_challenge(line: &[u8]) -> Result<Nonce, WireError> {
 
 /// The `HELLO` line: `hello` signed for `server` with `token`.
 pub fn hello_line(token: &Token, server: &Nonce, hello: &Hello) -> Result<String, WireError> {
-    let json = serde_json::to_string(hello).map_err(|e| WireError::Json(e.to_string()))?;
-    let mac = token.sign(&[b"hello", &server.0, json.as_bytes()]);
-    Ok(format!("HELLO {} {json}\n", to_hex(&mac)))
+    let fields = hello.encode();
+    let mac = token.sign(&[b"hello", &server.0, fields.as_bytes()]);
+    Ok(format!("HELLO {} {fields}\n", to_hex(&mac)))
 }
 
 /// Checks a `HELLO` line against `token` and the nonce the collector sent.
-/// The MAC is checked before the JSON is parsed, in constant time.
+/// The MAC is checked before the fields are read, in constant time.
 pub fn parse_hello(line: &[u8], token: &Token, server: &Nonce) -> Result<Hello, WireError> {
     let text = line_text(line)?;
     let rest = text.strip_prefix("HELLO ").ok_or(WireError::Expected { expected: "HELLO" })?;
-    let (mac, json) = rest.split_once(' ').ok_or(WireError::Expected { expected: "HELLO <mac> <json>" })?;
+    let (mac, fields) = rest.split_once(' ').ok_or(WireError::Expected { expected: "HELLO <mac> <fields>" })?;
     let mac = from_hex::<32>(mac, "hello mac")?;
-    token.verify(&[b"hello", &server.0, json.as_bytes()], &mac)?;
-    let hello: Hello = serde_json::from_str(json).map_err(|e| WireError::Json(e.to_string()))?;
+    token.verify(&[b"hello", &server.0, fields.as_bytes()], &mac)?;
+    let hello = Hello::decode(fields)?;
     from_hex::<32>(&hello.nonce, "client nonce")?;
     Ok(hello)
 }
@@ -158,6 +274,24 @@ mod tests {
     }
 
     #[test]
+    fn fields_round_trip_with_escapes() {
+        let mut h = hello();
+        h.role = Role::Resume;
+        h.program = "a\tb\\c\nd=e".into();
+        h.session = Some("s_1".into());
+        h.spool = Some("/tmp/x y.log".into());
+        h.spool_from = Some(12345);
+        let text = h.encode();
+        assert!(!text.contains('\n'));
+        assert_eq!(Hello::decode(&text).unwrap(), h);
+        assert!(Hello::decode("nonce=00").is_err());
+        assert!(Hello::decode("role=king").is_err());
+        assert!(Hello::decode("role=stream\tpid=x").is_err());
+        assert!(Hello::decode("role=stream\tprogram=a\\q").is_err());
+        assert_eq!(Hello::decode("role=admin\tfuture=1").unwrap().role, Role::Admin);
+    }
+
+    #[test]
     fn refuses_wrong_token_replay_and_tampering() {
         let token = Token::from_bytes([9; 32]);
         let server = Nonce([3; 32]);
@@ -167,10 +301,11 @@ mod tests {
         let h = hello_line(&token, &server, &hello()).unwrap();
         assert_eq!(parse_hello(h.as_bytes(), &token, &Nonce([4; 32])), Err(WireError::BadProof));
         // Changed JSON.
-        let tampered = h.replace("\"pid\":42", "\"pid\":43");
+        let tampered = h.replace("pid=42", "pid=43");
+        assert_ne!(tampered, h);
         assert_eq!(parse_hello(tampered.as_bytes(), &token, &server), Err(WireError::BadProof));
         assert!(matches!(parse_hello(b"GET / HTTP/1.1\r\n", &token, &server), Err(WireError::Expected { .. })));
-        assert!(parse_hello(b"HELLO 12 {}\n", &token, &server).is_err());
+        assert!(parse_hello(b"HELLO 12 role=stream\n", &token, &server).is_err());
         assert!(parse_hello(b"HELLO", &token, &server).is_err());
     }
 }

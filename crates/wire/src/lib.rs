@@ -18,7 +18,7 @@
 //! ```text
 //! collector                                   agent
 //!    |-- "CLRPROF-COLLECT 1 <server nonce>\n" -->|
-//!    |<-- "HELLO <mac> <json>\n" ----------------|  mac = HMAC(token, server nonce, json)
+//!    |<-- "HELLO <mac> <fields>\n" --------------|  mac = HMAC(token, server nonce, fields)
 //!    |   (wrong mac, bad line, timeout: closed, nothing more is written)
 //!    |-- "OK <proof> <session>\n" -------------->|  proof = HMAC(token, client nonce, server nonce)
 //!    |<== D frames (log bytes), E frame (end) ===|

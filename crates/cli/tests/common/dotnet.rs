@@ -78,7 +78,8 @@ fn site_packages(venv: &Path) -> Option<PathBuf> {
     std::fs::read_dir(&lib).ok()?.flatten().map(|e| e.path().join("site-packages")).find(|p| p.is_dir())
 }
 
-/// The runtimes, with `agent/testapps/*.cs` compiled into `work`; `None`
+/// The runtimes, with `agent/testapps/*.cs` compiled into `work` (each
+/// with `agent/dotnet/ClrProfControl.cs`); `None`
 /// (after a message saying why) when something is not installed.
 pub fn dotnet(work: &Path) -> Option<&'static Dotnet> {
     static ENV: OnceLock<Option<Dotnet>> = OnceLock::new();
@@ -99,11 +100,15 @@ pub fn dotnet(work: &Path) -> Option<&'static Dotnet> {
         }
         std::fs::create_dir_all(work).ok()?;
         let apps = std::fs::read_dir(repo().join("agent/testapps")).ok()?;
+        // Every program is built with the in-process API's wrapper
+        // (agent/dotnet/ClrProfControl.cs), as a program using it would be.
+        let wrapper = repo().join("agent/dotnet/ClrProfControl.cs");
         for src in apps.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "cs")) {
             let name = src.file_stem()?.to_string_lossy().into_owned();
             let out = Command::new("mcs")
                 .arg(format!("-out:{}", work.join(format!("{name}.dll")).display()))
                 .arg(&src)
+                .arg(&wrapper)
                 .output()
                 .expect("run mcs");
             assert!(out.status.success(), "mcs failed on {name}: {}", String::from_utf8_lossy(&out.stdout));

@@ -322,7 +322,7 @@ fn three_programs_stream_and_take_commands_on_both_runtimes() {
         // The CLI agrees on the counts.
         let log = dir.join(s["log"].as_str().unwrap());
         let types = json(&["types", "--kind", "allocated", "--json", "--top", "0", log.to_str().unwrap()]);
-        let count = |name: &str| types.get("types").unwrap_or(&types).as_array().unwrap().iter().find(|r| r["type"] == name).map_or(0, |r| r["count"].as_u64().unwrap());
+        let count = |name: &str| types["types"].as_array().unwrap().iter().find(|r| r["type"] == name).map_or(0, |r| r["count"].as_u64().unwrap());
         assert_eq!((count("PhaseA"), count("PhaseB"), count("PhaseC")), (1000, 0, 3000), "{what}");
     }
     drop(collector);

@@ -35,7 +35,6 @@ use crate::stream::Streamer;
 use clrprof::format::{write_record, Address, HandleId, List, Record, StackId, Style, ThreadId};
 use clrprof::format::records::Alloc;
 use std::ffi::c_void;
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -137,12 +136,14 @@ fn clock() -> libc::timespec {
 impl Agent {
     /// Creates the agent and its log file. Fails when the file cannot be
     /// created or the agent already exists.
-    pub fn install(info: Info, config: Config) -> Result<&'static Agent, String> {
+    pub fn install(info: Info, mut config: Config) -> Result<&'static Agent, String> {
         let style = Style::BITS64;
         let dest = match (&config.stream, &config.output) {
             (Some(s), _) => Some(Destination::Stream(Box::new(Streamer::start(s.clone(), crate::identity::current())))),
             (None, Some(path)) => {
-                Some(Destination::File(File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?))
+                let (file, used) = crate::logname::create(path, config.output_default, config.force)?;
+                config.output = Some(used);
+                Some(Destination::File(file))
             }
             (None, None) => None,
         };
@@ -251,7 +252,7 @@ impl Agent {
         let hit = ts.with_local(|l| {
             let id = match l.memo {
                 Some((k, id)) if k == key => Some(id),
-                _ => l.stack_ids.get(&key).copied(),
+                _ => l.stack_of(key),
             };
             if let Some(i) = id {
                 l.last_stack = id;
@@ -273,6 +274,7 @@ impl Agent {
         let id = self.define_stack(&frames, alloc, previous);
         ts.with_local(|l| {
             l.stack_ids.insert(key, id);
+            l.remember_stack(key, id);
             l.last_stack = Some(id);
             l.memo = Some((key, id));
         });
@@ -339,6 +341,14 @@ impl Agent {
     pub fn allocated(&self, object: usize, class: usize) {
         if !self.allocations_on.load(Ordering::Relaxed) {
             return;
+        }
+        match self.config.floor {
+            crate::config::Floor::Off => {}
+            crate::config::Floor::Return => return,
+            crate::config::Floor::Size => {
+                std::hint::black_box(self.info.object_size(object));
+                return;
+            }
         }
         let Some(size) = self.info.object_size(object) else { return };
         let Some(ts) = thread::current() else { return };

@@ -164,12 +164,6 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
             low |= mask::DISABLE_INLINING;
         }
         let hooks = config.hooks();
-        let started = format!(
-            "ok stacks={} calls={} {}",
-            config.stack_name(),
-            u8::from(config.calls),
-            config.destination()
-        );
         let agent = match crate::agent::Agent::install(info, config) {
             Ok(a) => a,
             Err(e) => {
@@ -178,7 +172,23 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
                 return E_FAIL;
             }
         };
-        let hr = agent.info.set_event_mask(low, 0);
+        // The destination after install: a default name may have had to
+        // take a suffix.
+        let started = format!(
+            "ok stacks={} calls={} {}",
+            agent.config.stack_name(),
+            u8::from(agent.config.calls),
+            agent.config.destination()
+        );
+        // Enter/leave hooks make the runtime pass over precompiled
+        // (ReadyToRun) code, so the whole framework runs as tier-0 JIT code,
+        // which does not expand some intrinsics: on .NET 8
+        // `RuntimeHelpers.CreateSpan` (number formatting's lookup tables)
+        // becomes a call allocating a `RuntimeFieldInfoStub` each time. With
+        // tiering off every method is compiled once, optimized, and allocates
+        // what the precompiled code would (agent/tests/fidelity.rs).
+        let high = if hooks { mask::HIGH_DISABLE_TIERED_COMPILATION } else { 0 };
+        let hr = agent.info.set_event_mask(low, high);
         agent.event_mask.store(low, std::sync::atomic::Ordering::Release);
         if !com::succeeded(hr) {
             eprintln!("clrprof agent: SetEventMask failed (0x{:08x}); not profiling", hr as u32);

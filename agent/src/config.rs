@@ -16,6 +16,18 @@ pub enum StackMode {
     None,
 }
 
+/// `CLRPROF_FLOOR`: what `ObjectAllocated` does when measuring the floor
+/// of the agent's cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Floor {
+    /// Normal operation.
+    Off,
+    /// Return at once.
+    Return,
+    /// Ask the object's size, then return.
+    Size,
+}
+
 /// Streaming to a collector (`CLRPROF_TARGET`).
 #[derive(Clone, Debug)]
 pub struct StreamConfig {
@@ -44,9 +56,18 @@ pub struct StreamConfig {
 #[derive(Clone, Debug)]
 pub struct Config {
     /// The log file (`CLRPROF_OUTPUT`; `%p` becomes the process id;
-    /// default `clrprof_<pid>.log`). `None` only for an agent attached to
-    /// take heap dumps into files of their own.
+    /// default `<program>_<pid>_<yyyyMMdd>_<HHmmss>.log`, see
+    /// [`crate::logname`]). `None` only for an agent attached to take heap
+    /// dumps into files of their own.
     pub output: Option<PathBuf>,
+    /// `output` is the default name (not given by `CLRPROF_OUTPUT`).
+    pub output_default: bool,
+    /// `CLRPROF_FORCE=1`: an existing log may be overwritten.
+    pub force: bool,
+    /// `CLRPROF_FLOOR=return|size`: a measuring build of the agent's cost
+    /// (agent/bench/overhead.sh): `ObjectAllocated` only returns, or also
+    /// asks the object's size, and logs nothing.
+    pub floor: Floor,
     /// `CLRPROF_STACKS=shadow|snapshot|none`.
     pub stacks: StackMode,
     /// `CLRPROF_CALLS=1`: a `c` line at every call (needs shadow stacks).
@@ -101,9 +122,11 @@ impl Config {
 
     /// Reads settings through `get` (for tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>, pid: u32) -> Config {
-        let output = match get("CLRPROF_OUTPUT").filter(|s| !s.is_empty()) {
+        let given = get("CLRPROF_OUTPUT").filter(|s| !s.is_empty());
+        let output_default = given.is_none();
+        let output = match given {
             Some(p) => PathBuf::from(p.replace("%p", &pid.to_string())),
-            None => PathBuf::from(format!("clrprof_{pid}.log")),
+            None => crate::logname::default_name(pid),
         };
         let stacks = match get("CLRPROF_STACKS").as_deref().map(str::trim) {
             Some("snapshot") => StackMode::Snapshot,
@@ -130,8 +153,16 @@ impl Config {
             .and_then(|s| s.trim().parse::<f64>().ok())
             .filter(|&s| s.is_finite() && s > 0.0)
             .map(|s| Duration::from_secs_f64(s.max(0.01)));
+        let floor = match get("CLRPROF_FLOOR").as_deref().map(str::trim) {
+            Some("return") => Floor::Return,
+            Some("size") => Floor::Size,
+            _ => Floor::Off,
+        };
         Config {
             output: Some(output),
+            output_default,
+            force: flag("CLRPROF_FORCE"),
+            floor,
             stacks,
             calls,
             flush_ms,
@@ -176,7 +207,9 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let c = Config::from_lookup(|_| None, 42);
-        assert_eq!(c.output, Some(PathBuf::from("clrprof_42.log")));
+        let name = c.output.as_ref().unwrap().to_string_lossy().into_owned();
+        assert!(name.contains("_42_") && name.ends_with(".log") && c.output_default && !c.force, "{name}");
+        assert_eq!(c.floor, Floor::Off);
         assert_eq!(c.stacks, StackMode::Shadow);
         assert!(!c.calls && c.allocations && c.control && !c.attached);
         assert_eq!(c.heap_dump_every, None);

@@ -53,6 +53,9 @@ pub mod mask {
     pub const ENABLE_STACK_SNAPSHOT: u32 = 0x1000_0000;
     /// No inlining.
     pub const DISABLE_INLINING: u32 = 0x0020_0000;
+    /// High mask (`COR_PRF_HIGH_MONITOR`): every method compiled once,
+    /// fully optimized (no tier-0 code).
+    pub const HIGH_DISABLE_TIERED_COMPILATION: u32 = 0x8;
 }
 
 /// One `COR_PRF_GC_GENERATION_RANGE`.
@@ -154,8 +157,13 @@ impl Info {
     /// Object size: `GetObjectSize2` (slot 80) or `GetObjectSize` (slot 10).
     #[inline]
     pub fn object_size(&self, object: usize) -> Option<u64> {
+        // The runtime answers the unpadded size of strings and arrays
+        // (`System.String` of 3 characters: 28); the object takes that
+        // rounded up to the pointer size on the heap, which is what the
+        // program's own `GC.GetTotalAllocatedBytes` counts.
+        const ALIGN: u64 = std::mem::size_of::<usize>() as u64;
         // Safety: slots from corprof.idl.
-        unsafe {
+        let raw = unsafe {
             if self.v4 {
                 let mut size: usize = 0;
                 let f: Fn2<usize, *mut usize> = method(self.ptr, 80);
@@ -165,7 +173,8 @@ impl Info {
                 let f: Fn2<usize, *mut u32> = method(self.ptr, 10);
                 (f(self.ptr, object, &mut size) == S_OK).then_some(size as u64)
             }
-        }
+        };
+        raw.map(|s| s.div_ceil(ALIGN) * ALIGN)
     }
 
     /// `IsArrayClass` (slot 11): `Some((element type, element class, rank))`

@@ -9,7 +9,8 @@
 //! ```
 //!
 //! and the agent writes every allocation, GC, move, survival, finalizer
-//! queueing and handle to `CLRPROF_OUTPUT` (default `clrprof_<pid>.log`)
+//! queueing and handle to `CLRPROF_OUTPUT` (default `<program>_<pid>_<yyyyMMdd>_<HHmmss>.log`;
+//! an existing file is never overwritten without `CLRPROF_FORCE=1`)
 //! through `clrprof::format`'s writer. `CLRPROF_STACKS` picks the stack
 //! source (`shadow`, the default: enter/leave hooks; `snapshot`:
 //! `DoStackSnapshot`; `none`), `CLRPROF_CALLS=1` adds `c` lines. With
@@ -23,7 +24,8 @@
 //! - [`callback`]: the `ICorProfilerCallback11` object and its callbacks.
 //! - [`info`]: the `ICorProfilerInfo` and `IMetaDataImport` calls.
 //! - [`agent`]: buffers, tables, drains and the log file.
-//! - [`sink`]: the log file behind its writer thread.
+//! - [`sink`]: the log file behind its writer thread; [`logname`]: its
+//!   name, and creating it without overwriting anything.
 //! - [`stream`]: the log streamed to a collector (`CLRPROF_TARGET`), and
 //!   the spool when the collector is away; [`identity`] says who we are.
 //! - [`commands`]: what the collector can ask for (comment, heap dump,
@@ -55,6 +57,7 @@ pub mod dump;
 pub mod hooks;
 pub mod identity;
 pub mod info;
+pub mod logname;
 pub mod names;
 pub mod segments;
 pub mod sink;

@@ -196,6 +196,7 @@ impl Sink {
 
 fn write_loop(mut dest: Destination, rx: Receiver<Msg>, shared: Shared) {
     let (m, cv) = &*shared;
+    let mut failed = false;
     loop {
         let msg = match rx.recv_timeout(POLL) {
             Ok(msg) => msg,
@@ -210,8 +211,15 @@ fn write_loop(mut dest: Destination, rx: Receiver<Msg>, shared: Shared) {
         let spare = match (msg, &mut dest) {
             (Msg::Lines(mut buf, _), Destination::File(file)) => {
                 // A failed write loses this buffer only; the log stays
-                // whole lines because buffers hold whole lines.
-                let _ = file.write_all(&buf);
+                // whole lines because buffers hold whole lines. The first
+                // failure is said on standard error and in the status.
+                if let Err(e) = file.write_all(&buf) {
+                    if !failed {
+                        failed = true;
+                        eprintln!("clrprof agent: writing the log failed: {e}; the log is incomplete");
+                        crate::status::amend(&format!("write_error={}", e.to_string().replace(' ', "_")));
+                    }
+                }
                 buf.clear();
                 Some(buf)
             }

@@ -10,7 +10,12 @@
 //! ok stacks=shadow calls=0 target=127.0.0.1:7420 spool=/tmp/clrprof_42.spool.log
 //! ok stacks=shadow calls=0 target=127.0.0.1:7420 spool=/tmp/clrprof_42.spool.log spooling_from=1048576 because=...
 //! error cannot create /ro/x.log: Permission denied (os error 13)
+//! error /abs/app.log exists; the agent never overwrites a log (CLRPROF_FORCE=1 allows it)
+//! ok stacks=shadow calls=0 output=/abs/app.log write_error=No_space_left_on_device_(os_error_28)
 //! ```
+//!
+//! A failed write of the log file (the disk filled up) is appended as
+//! `write_error=` (spaces as `_`), once.
 //!
 //! A streaming agent that starts writing its spool rewrites the line with
 //! `spooling_from=` (the log offset at which the spool starts) and the

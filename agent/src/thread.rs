@@ -73,6 +73,15 @@ pub struct Local {
     /// allocations of one type at one place (a loop) skip the hash lookup.
     /// Entries never change once added, so it cannot go stale.
     pub memo: Option<((u32, usize, u64), i32)>,
+    /// Per trie node: the child last interned under it, `(FunctionID,
+    /// node)`. A recursion pushes the same function under the same path
+    /// again and again: this answers it without probing `nodes`.
+    pub last_child: Vec<(usize, u32)>,
+    /// Per trie node: the last allocation stack there, `(ClassID, size,
+    /// stack id)`, answering without probing `stack_ids` when a place
+    /// allocates the same type and size as last time. Entries of both
+    /// caches are copies of map entries, which never change.
+    pub last_alloc: Vec<(usize, u64, i32)>,
     /// Functions being unwound by an exception (innermost last).
     pub unwinding: Vec<usize>,
     /// Set while the agent works on this thread (no re-entry).
@@ -99,8 +108,44 @@ impl Local {
     /// The node for `parent` extended by `func`.
     #[inline]
     pub fn intern(&mut self, parent: u32, func: usize) -> u32 {
+        let slot = parent as usize;
+        if let Some(&(f, child)) = self.last_child.get(slot) {
+            if f == func && f != 0 {
+                return child;
+            }
+        }
         let next = self.nodes.len() as u32 + 1;
-        *self.nodes.entry((parent, func)).or_insert(next)
+        let child = *self.nodes.entry((parent, func)).or_insert(next);
+        if self.last_child.len() <= slot {
+            self.last_child.resize(slot + 1, (0, 0));
+        }
+        self.last_child[slot] = (func, child);
+        child
+    }
+
+    /// The stack id last defined for `(node, class, size)`, from the
+    /// per-node cache or the map.
+    #[inline]
+    pub fn stack_of(&mut self, key: (u32, usize, u64)) -> Option<i32> {
+        let slot = key.0 as usize;
+        if let Some(&(class, size, id)) = self.last_alloc.get(slot) {
+            if class == key.1 && size == key.2 && id != 0 {
+                return Some(id);
+            }
+        }
+        let id = self.stack_ids.get(&key).copied()?;
+        self.remember_stack(key, id);
+        Some(id)
+    }
+
+    /// Notes `id` as the last stack of `key`'s node.
+    #[inline]
+    pub fn remember_stack(&mut self, key: (u32, usize, u64), id: i32) {
+        let slot = key.0 as usize;
+        if self.last_alloc.len() <= slot {
+            self.last_alloc.resize(slot + 1, (0, 0, 0));
+        }
+        self.last_alloc[slot] = (key.1, key.2, id);
     }
 
     /// The node of a whole frame list (outermost first), for snapshots.

@@ -297,7 +297,10 @@ fn markers_net8_calls() {
     check_markers(Runtime::Net8, "shadow", &[("CLRPROF_CALLS", "1")]);
     let Some(env) = env() else { return };
     let r = run(env, "markers", Runtime::Net8, &[("CLRPROF_STACKS", "shadow"), ("CLRPROF_CALLS", "1")]);
-    assert!(analyze(&r.log).calls > 10_000, "c lines with call logging");
+    // About 7,700 on .NET 8 since hooks switch tiered compilation off
+    // (optimized code inlines small methods, which then make no call; tier-0
+    // code made over 10,000).
+    assert!(analyze(&r.log).calls > 5_000, "c lines with call logging");
 }
 
 fn check_crash(rt: Runtime) {

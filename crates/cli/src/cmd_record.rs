@@ -30,10 +30,14 @@ The runtime allows allocation events and call hooks only from start-up, so an at
 GCs, moves, survivals, finalization, handles and heap dumps, but no allocations and no stacks."
 )]
 pub struct Args {
-    /// The log to write (default: `<program>_<yyyyMMdd>_<HHmmss>.log` in the
-    /// current directory).
+    /// The log to write (default: `<program>_<pid>_<yyyyMMdd>_<HHmmss>.log`
+    /// in the current directory). An existing file is refused unless
+    /// `--force` is given.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+    /// Overwrite the `--output` file if it exists.
+    #[arg(long)]
+    pub(crate) force: bool,
     /// Also log every call (`c` lines; much larger logs).
     #[arg(long)]
     calls: bool,
@@ -89,16 +93,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
         return crate::cmd_record_attached::run(pid, &args);
     }
     let agent = find_agent(args.agent.as_deref())?;
-    let output = match &args.output {
-        Some(p) => p.clone(),
-        None => PathBuf::from(default_name(&args.command, &local_timestamp())),
+    // Without --output the agent names the log itself (its process id is
+    // part of the name); the status line says which name it took.
+    let given = args.output.as_deref().map(absolute).transpose()?;
+    let dir = match &given {
+        Some(p) => p.parent().map(Path::to_path_buf).unwrap_or_default(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let output = absolute(&output)?;
-    if let Some(dir) = output.parent() {
-        if !dir.is_dir() {
-            bail!("cannot write {}: {} is not a directory", output.display(), dir.display());
+    let shown_place = given.as_ref().unwrap_or(&dir).display().to_string();
+    check_place(&dir, &shown_place)?;
+    if let Some(p) = &given {
+        if p.exists() && !args.force {
+            bail!("{} exists; clrprof record never overwrites a log (--force allows it, or pick another --output)", p.display());
+        }
+        if p.is_dir() {
+            bail!("cannot write {}: it is a directory", p.display());
         }
     }
+    let spool_default = dir.join(default_name(&args.command, &local_timestamp()).replace(".log", ".spool.log"));
     // The agent writes this file only if it starts.
     let status_file = StatusFile::new();
 
@@ -107,10 +119,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .env("CORECLR_ENABLE_PROFILING", "1")
         .env("CORECLR_PROFILER", PROFILER_GUID)
         .env("CORECLR_PROFILER_PATH", &agent)
-        .env("CLRPROF_OUTPUT", &output)
         .env("CLRPROF_STATUS", &status_file.0)
         .env("CLRPROF_STACKS", if args.no_stacks { "none" } else { args.stacks.as_deref().unwrap_or("shadow") })
         .env("CLRPROF_CALLS", if args.calls { "1" } else { "0" });
+    match &given {
+        Some(p) => cmd.env("CLRPROF_OUTPUT", p),
+        None => cmd.env_remove("CLRPROF_OUTPUT"),
+    };
+    if args.force {
+        cmd.env("CLRPROF_FORCE", "1");
+    } else {
+        cmd.env_remove("CLRPROF_FORCE");
+    }
     if let Some(ms) = args.flush_ms {
         cmd.env("CLRPROF_FLUSH_MS", ms.to_string());
     }
@@ -119,7 +139,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if let (Some(target), Some(token_file)) = (&args.target, &args.token_file) {
         let token = clrprof_collect::token_file::read(token_file)?;
-        let spool = output.with_extension("spool.log");
+        let spool = match &given {
+            Some(p) => p.with_extension("spool.log"),
+            None => spool_default.clone(),
+        };
         cmd.env("CLRPROF_TARGET", target).env("CLRPROF_TOKEN", token.to_hex()).env("CLRPROF_SPOOL", &spool);
     }
     let shown = args.command[0].to_string_lossy().into_owned();
@@ -127,6 +150,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let (status, saw_runtime) = wait_watching(child)?;
     let report = std::fs::read_to_string(&status_file.0).ok();
     let code = exit_code(&status);
+    // The log the agent wrote: its status names it.
+    let output = report
+        .as_deref()
+        .and_then(|l| l.trim_end().split_once(" output=").map(|(_, rest)| PathBuf::from(rest.split(" write_error=").next().unwrap_or(rest))))
+        .or_else(|| given.clone())
+        .unwrap_or_else(|| dir.clone());
     let log_bytes = std::fs::metadata(&output).map(|m| m.len()).ok();
 
     match report.as_deref().map(str::trim) {
@@ -153,6 +182,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Ok(ExitCode::from(code))
         }
         Some(line) if line.starts_with("ok") => {
+            if let Some((_, why)) = line.split_once(" write_error=") {
+                eprintln!(
+                    "clrprof record: writing {} failed ({}): the log is incomplete",
+                    output.display(),
+                    why.replace('_', " ")
+                );
+            }
             if !args.quiet {
                 eprintln!(
                     "clrprof record: {} exited with {}; wrote {} ({} bytes); try `clrprof summary {}`",
@@ -240,8 +276,35 @@ pub(crate) fn absolute(p: &Path) -> Result<PathBuf> {
     Ok(std::env::current_dir().context("cannot read the current directory")?.join(p))
 }
 
-/// `<program>_<stamp>.log`: the program is the `.dll` given to `dotnet`, or
-/// the command's own name.
+/// Refuses a place the log cannot be written to before the program
+/// starts: not a directory, not writable, or a (nearly) full file system.
+fn check_place(dir: &Path, shown: &str) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    if !dir.is_dir() {
+        bail!("cannot write {shown}: {} is not a directory", dir.display());
+    }
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).context("a path with a NUL byte")?;
+    // Safety: `c` is NUL-terminated.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        bail!("cannot write {shown}: {} is not writable ({})", dir.display(), std::io::Error::last_os_error());
+    }
+    // Safety: a zeroed statvfs is a valid plain C struct; `c` is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 {
+        let free = st.f_bavail as u64 * st.f_frsize as u64;
+        if free < MIN_FREE {
+            bail!("cannot write {shown}: the file system of {} is full ({free} bytes free)", dir.display());
+        }
+    }
+    Ok(())
+}
+
+/// The least free space to start a recording with (the agent checks the
+/// same).
+const MIN_FREE: u64 = 16 << 20;
+
+/// `<program>_%p_<stamp>.log` (the agent puts its process id for `%p`): the
+/// program is the `.dll` given to `dotnet`, or the command's own name.
 fn default_name(command: &[OsString], stamp: &str) -> String {
     let stem = |p: &OsString| Path::new(p).file_stem().map(|s| s.to_string_lossy().into_owned());
     let first = command.first().and_then(stem).unwrap_or_else(|| "program".into());
@@ -255,7 +318,7 @@ fn default_name(command: &[OsString], stamp: &str) -> String {
     } else {
         first
     };
-    format!("{program}_{stamp}.log")
+    format!("{program}_%p_{stamp}.log")
 }
 
 /// Local time as `yyyyMMdd_HHmmss`.
@@ -347,10 +410,10 @@ mod tests {
 
     #[test]
     fn default_names() {
-        assert_eq!(default_name(&os(&["dotnet", "bin/App.dll", "x"]), "20261121_101500"), "App_20261121_101500.log");
-        assert_eq!(default_name(&os(&["/usr/bin/dotnet", "--roll-forward", "Major", "a.dll"]), "s"), "a_s.log");
-        assert_eq!(default_name(&os(&["./Service", "--port", "1"]), "s"), "Service_s.log");
-        assert_eq!(default_name(&os(&["dotnet", "run"]), "s"), "dotnet_s.log");
+        assert_eq!(default_name(&os(&["dotnet", "bin/App.dll", "x"]), "20261121_101500"), "App_%p_20261121_101500.log");
+        assert_eq!(default_name(&os(&["/usr/bin/dotnet", "--roll-forward", "Major", "a.dll"]), "s"), "a_%p_s.log");
+        assert_eq!(default_name(&os(&["./Service", "--port", "1"]), "s"), "Service_%p_s.log");
+        assert_eq!(default_name(&os(&["dotnet", "run"]), "s"), "dotnet_%p_s.log");
         let stamp = local_timestamp();
         assert_eq!(stamp.len(), 15, "{stamp}");
         assert_eq!(&stamp[8..9], "_");

@@ -37,7 +37,13 @@ pub fn run(pid: u32, args: &crate::cmd_record::Args) -> Result<ExitCode> {
         None => PathBuf::from(format!("pid{pid}_{}.log", crate::cmd_record::local_timestamp())),
     };
     let output = crate::cmd_record::absolute(&output)?;
+    if output.exists() && !args.force {
+        bail!("{} exists; clrprof record never overwrites a log (--force allows it, or pick another --output)", output.display());
+    }
     let mut settings = vec![("CLRPROF_OUTPUT", output.display().to_string())];
+    if args.force {
+        settings.push(("CLRPROF_FORCE", "1".to_string()));
+    }
     if let Some(s) = args.heap_dump_every {
         settings.push(("CLRPROF_HEAP_DUMP_EVERY", s.to_string()));
     }

@@ -190,16 +190,16 @@ fn passes_the_exit_code_of_a_crash_and_leaves_a_loadable_log() {
         };
         assert!(code(&direct) != Some(0), "{rt:?}: the program must fail");
         assert_eq!(out.status.code(), code(&direct), "{rt:?}: the exit code passes through: {}", stderr(&out));
-        // The default name: <program>_<yyyyMMdd>_<HHmmss>.log.
+        // The default name: <program>_<pid>_<yyyyMMdd>_<HHmmss>.log.
         let logs: Vec<PathBuf> = std::fs::read_dir(&dir)
             .expect("read the run directory")
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("crash_") && n.to_string_lossy().ends_with(".log")))
             .collect();
-        assert_eq!(logs.len(), 1, "{rt:?}: one log named crash_<stamp>.log in {}", dir.display());
-        let stamp = logs[0].file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        assert_eq!(stamp.len(), "crash_yyyyMMdd_HHmmss".len(), "{stamp}");
+        assert_eq!(logs.len(), 1, "{rt:?}: one log named crash_<pid>_<stamp>.log in {}", dir.display());
+        let stem = logs[0].file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        assert!(default_name_parts(&stem, "crash").is_some(), "{stem}");
         let log = logs[0].to_str().expect("UTF-8");
         let program = dotnet::json_line(&out.stdout).expect("JSON from the program");
         let allocated = query(&["types", "--kind", "allocated", "--json", "--top", "0", log]);
@@ -248,4 +248,115 @@ fn errors_clearly_without_an_agent_or_program() {
     let out = record(dir.path(), &["--agent", exe.to_str().expect("UTF-8")], &["/nonexistent/program"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("cannot start /nonexistent/program"), "{}", stderr(&out));
+}
+
+/// `(pid, stamp)` of a default log name `<program>_<pid>_<yyyyMMdd>_<HHmmss>`.
+fn default_name_parts(stem: &str, program: &str) -> Option<(u32, String)> {
+    let rest = stem.strip_prefix(program)?.strip_prefix('_')?;
+    let (pid, stamp) = rest.split_once('_')?;
+    let ok = stamp.len() == 15 && stamp.as_bytes()[8] == b'_' && stamp.chars().filter(|c| c.is_ascii_digit()).count() == 14;
+    ok.then(|| Some((pid.parse().ok()?, stamp.to_string()))).flatten()
+}
+
+#[test]
+fn two_recordings_started_in_the_same_second_keep_both_logs() {
+    let Some(dn) = setup() else { return };
+    let rt = Runtime::Net8;
+    let host = dn.host(rt).to_string_lossy().into_owned();
+    // Started together they nearly always share a second; try again when
+    // the clock ticked between them.
+    for attempt in 0..3 {
+        let dir = dn.app_dir("markers", rt, &work().join(format!("same-second-{attempt}")));
+        let start = |dir: &Path| {
+            let mut cmd = Command::new(clrprof_exe());
+            cmd.args(["record", "-q", "--no-stacks", "--", &host, "markers.dll"])
+                .current_dir(dir)
+                .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            if let Some(a) = agent() {
+                cmd.env("CLRPROF_AGENT", a);
+            }
+            cmd.spawn().expect("start clrprof record")
+        };
+        let (a, b) = (start(&dir), start(&dir));
+        for child in [a, b] {
+            let out = child.wait_with_output().expect("wait for clrprof record");
+            assert!(out.status.success(), "record failed: {}", stderr(&out));
+        }
+        let mut logs: Vec<(u32, String, PathBuf)> = std::fs::read_dir(&dir)
+            .expect("read the run directory")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .filter_map(|p| {
+                let stem = p.file_stem()?.to_string_lossy().into_owned();
+                let (pid, stamp) = default_name_parts(&stem, "markers")?;
+                Some((pid, stamp, p))
+            })
+            .collect();
+        logs.sort();
+        assert_eq!(logs.len(), 2, "two logs named markers_<pid>_<stamp>.log in {}", dir.display());
+        assert_ne!(logs[0].0, logs[1].0, "each log carries its own process id");
+        for (_, _, log) in &logs {
+            let stats = query(&["stats", "--json", log.to_str().expect("UTF-8")]);
+            assert_eq!(stats["warnings"]["total"], 0, "{}: {stats}", log.display());
+            assert!(std::fs::metadata(log).map_or(0, |m| m.len()) > 1000, "{}: a whole log", log.display());
+        }
+        if logs[0].1 == logs[1].1 {
+            return;
+        }
+    }
+    panic!("three attempts never started two recordings in the same second");
+}
+
+#[test]
+fn output_onto_an_existing_file_refuses_without_force() {
+    let Some(dn) = setup() else { return };
+    let rt = Runtime::Net8;
+    let host = dn.host(rt).to_string_lossy().into_owned();
+    let dir = dn.app_dir("markers", rt, &work().join("no-overwrite"));
+    let log = dir.join("keep.log");
+    std::fs::write(&log, "an earlier log\n").expect("write the earlier log");
+    let out = record(&dir, &["-o", "keep.log", "--no-stacks"], &[&host, "markers.dll"]);
+    assert!(!out.status.success(), "record must refuse: {}", stderr(&out));
+    assert!(stderr(&out).contains("exists") && stderr(&out).contains("--force"), "{}", stderr(&out));
+    assert!(dotnet::json_line(&out.stdout).is_none(), "the program must not run");
+    assert_eq!(std::fs::read_to_string(&log).expect("the earlier log"), "an earlier log\n");
+    // The agent refuses too, whoever starts it.
+    let status = dir.join("status");
+    let direct = Command::new(&host)
+        .arg("markers.dll")
+        .current_dir(&dir)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .env("CORECLR_ENABLE_PROFILING", "1")
+        .env("CORECLR_PROFILER", "{BC620A3A-B286-4C9C-8138-256EE44F802D}")
+        .env("CORECLR_PROFILER_PATH", agent().expect("the agent"))
+        .env("CLRPROF_OUTPUT", &log)
+        .env("CLRPROF_STATUS", &status)
+        .output()
+        .expect("run the program");
+    assert!(direct.status.success());
+    let line = std::fs::read_to_string(&status).expect("the agent's status");
+    assert!(line.starts_with("error") && line.contains("exists"), "{line}");
+    assert_eq!(std::fs::read_to_string(&log).expect("the earlier log"), "an earlier log\n");
+    // --force replaces it.
+    let out = record(&dir, &["-o", "keep.log", "--no-stacks", "--force"], &[&host, "markers.dll"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stats = query(&["stats", "--json", log.to_str().expect("UTF-8")]);
+    assert_eq!(stats["warnings"]["total"], 0, "{stats}");
+    assert!(std::fs::metadata(&log).map_or(0, |m| m.len()) > 1000, "the new log replaced the earlier one");
+}
+
+#[test]
+fn an_unwritable_place_is_refused_before_the_program_starts() {
+    let Some(dn) = setup() else { return };
+    let rt = Runtime::Net8;
+    let host = dn.host(rt).to_string_lossy().into_owned();
+    let dir = dn.app_dir("markers", rt, &work().join("unwritable"));
+    // /proc is never writable, even for root.
+    let out = record(&dir, &["-o", "/proc/clrprof.log"], &[&host, "markers.dll"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("cannot write /proc/clrprof.log"), "{}", stderr(&out));
+    assert!(dotnet::json_line(&out.stdout).is_none(), "the program must not run");
 }

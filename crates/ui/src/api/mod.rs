@@ -1,5 +1,7 @@
-//! The routes. Each `/api/log/{id}/...` route answers with the JSON of the
-//! CLI command it mirrors, from the same library query:
+//! The routes. Each `/api/log/{id}/...` route answers from the same library
+//! query as the CLI command it mirrors, with the same fields (where the CLI
+//! prints a list as `{"<list>": [...], "<list>_left_out": n}`, the route
+//! gives the list):
 //!
 //! | route | CLI |
 //! |---|---|

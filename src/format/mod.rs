@@ -20,6 +20,7 @@
 mod diagnostics;
 mod error;
 mod fields;
+mod hot;
 mod ids;
 mod list;
 #[cfg(feature = "parallel")]

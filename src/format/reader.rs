@@ -7,6 +7,7 @@
 
 use super::diagnostics::{Diagnostics, WarningKind, DEFAULT_KEPT_WARNINGS};
 use super::fields::Fields;
+use super::hot;
 use super::record::{Kind, Parsed, Record};
 use super::records::*;
 
@@ -129,6 +130,12 @@ impl<'a> RecordReader<'a> {
                 self.skip_unknown(start, first);
                 continue;
             };
+            if kind.is_frequent() {
+                if let Some((record, len)) = hot::record(kind, &data[start + 1..]) {
+                    self.pos = start + 1 + len;
+                    return Some(Parsed { record, offset: start as u64, at_end_of_file: false });
+                }
+            }
             let mut f = Fields::new(&data[start + 1..]);
             let record = parse_fields(kind, &mut f);
             match kind {

@@ -201,7 +201,7 @@ mod tests {
 
     /// The general reader's answer for the first line of `text`.
     fn general(text: &[u8]) -> (Record<'_>, usize, bool) {
-        let mut r = RecordReader::new(text);
+        let mut r = RecordReader::new(text).general_only();
         let p = r.next_record().unwrap_or_else(|| panic!("no record in {:?}", String::from_utf8_lossy(text)));
         (p.record, r.offset(), r.diagnostics().total() == 0 && !p.at_end_of_file)
     }

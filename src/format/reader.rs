@@ -24,6 +24,8 @@ pub struct RecordReader<'a> {
     state: DumpState,
     initial: DumpState,
     used_initial: bool,
+    /// Whether the frequent records try [`hot`] first.
+    fast: bool,
 }
 
 /// The little state that decides how far the reference reader consumes
@@ -60,7 +62,17 @@ impl<'a> RecordReader<'a> {
             state,
             initial: state,
             used_initial: false,
+            fast: true,
         }
+    }
+
+    /// The same reader without the fast path for the frequent records
+    /// (every line read by the general field parser). The records and
+    /// warnings are the same either way; tests and the fuzz targets compare
+    /// the two.
+    pub fn general_only(mut self) -> Self {
+        self.fast = false;
+        self
     }
 
     /// The state after the records read so far.
@@ -130,7 +142,7 @@ impl<'a> RecordReader<'a> {
                 self.skip_unknown(start, first);
                 continue;
             };
-            if kind.is_frequent() {
+            if self.fast && kind.is_frequent() {
                 if let Some((record, len)) = hot::record(kind, &data[start + 1..]) {
                     self.pos = start + 1 + len;
                     return Some(Parsed { record, offset: start as u64, at_end_of_file: false });

@@ -5,21 +5,35 @@
 #![no_main]
 
 use clrprof::format::{read_all, ChunkOptions};
-use clrprof::model::{load, Builder, LoadOptions, Model};
+use clrprof::model::{load, Builder, LoadOptions, Model, ObjectId};
 use clrprof::query::summary::summary;
 use libfuzzer_sys::fuzz_target;
+
+/// Folds values into a hash (FNV-1a over 64-bit words): a model can hold
+/// millions of samples (one object over a 4 GB range makes four million),
+/// too many to format and compare as text on every input.
+fn fold(h: u64, v: u64) -> u64 {
+    (h ^ v).wrapping_mul(0x0000_0100_0000_01B3)
+}
 
 /// What both paths must agree on.
 fn figures(m: &Model) -> String {
     let s = summary(m);
-    let samples: Vec<_> = m.samples().samples().iter().collect();
+    let samples = m.samples().samples().iter().fold(0xCBF2_9CE4_8422_2325, |h, (id, x)| {
+        let h = fold(fold(h, id.0 as u64), x.type_id.0 as u64);
+        let h = fold(fold(h, x.change.0 as u64), x.alloc.0 as u64);
+        fold(h, x.prev.map_or(u64::MAX, |p| p.0 as u64))
+    });
+    let deaths = (0..m.allocations().len() as u32)
+        .map(|i| m.death_tick(ObjectId(i)).map_or(u64::MAX, |t| t.0 as u64))
+        .fold(0xCBF2_9CE4_8422_2325, fold);
     format!(
-        "{s:?} objects={} samples={samples:?} live={} records={} gcs={} fates={:?}",
+        "{s:?} objects={} samples={} {samples:x} deaths={deaths:x} live={} records={} gcs={}",
         m.allocations().len(),
+        m.samples().len(),
         m.live_objects_at_end(),
         m.records(),
         m.gcs().len(),
-        (0..m.allocations().len() as u32).map(|i| m.death_tick(clrprof::model::ObjectId(i))).collect::<Vec<_>>(),
     )
 }
 

@@ -105,3 +105,31 @@ fn quirk_logs_warn_on_the_right_line() {
         }
     }
 }
+
+#[test]
+fn fast_path_reads_every_reference_log_as_the_general_parser_does() {
+    let Some(dir) = reference_dir() else { return };
+    let mut logs = 0;
+    let mut records = 0;
+    for entry in std::fs::read_dir(&dir).expect("list reference logs") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("log") {
+            continue;
+        }
+        let data = std::fs::read(&path).expect("read");
+        let mut fast = clrprof::format::RecordReader::new(&data);
+        let mut general = clrprof::format::RecordReader::new(&data).general_only();
+        loop {
+            let (a, b) = (fast.next_record(), general.next_record());
+            assert_eq!(a, b, "{}", path.display());
+            if a.is_none() {
+                break;
+            }
+            records += 1;
+        }
+        let w = |r: &clrprof::format::RecordReader<'_>| format!("{:?}", r.diagnostics().warnings());
+        assert_eq!(w(&fast), w(&general), "{}", path.display());
+        logs += 1;
+    }
+    assert!(logs >= 4 && records > 100_000, "{logs} logs, {records} records");
+}

@@ -21,6 +21,7 @@ mod decompress;
 mod diagnostics;
 mod error;
 mod fields;
+mod hot;
 mod ids;
 mod list;
 #[cfg(feature = "parallel")]

@@ -7,6 +7,7 @@
 
 use super::diagnostics::{Diagnostics, WarningKind, DEFAULT_KEPT_WARNINGS};
 use super::fields::Fields;
+use super::hot;
 use super::record::{Kind, Parsed, Record};
 use super::records::*;
 
@@ -23,6 +24,8 @@ pub struct RecordReader<'a> {
     state: DumpState,
     initial: DumpState,
     used_initial: bool,
+    /// Whether the frequent records try [`hot`] first.
+    fast: bool,
 }
 
 /// The little state that decides how far the reference reader consumes
@@ -59,7 +62,17 @@ impl<'a> RecordReader<'a> {
             state,
             initial: state,
             used_initial: false,
+            fast: true,
         }
+    }
+
+    /// The same reader without the fast path for the frequent records
+    /// (every line read by the general field parser). The records and
+    /// warnings are the same either way; tests and the fuzz targets compare
+    /// the two.
+    pub fn general_only(mut self) -> Self {
+        self.fast = false;
+        self
     }
 
     /// The state after the records read so far.
@@ -129,6 +142,12 @@ impl<'a> RecordReader<'a> {
                 self.skip_unknown(start, first);
                 continue;
             };
+            if self.fast && kind.is_frequent() {
+                if let Some((record, len)) = hot::record(kind, &data[start + 1..]) {
+                    self.pos = start + 1 + len;
+                    return Some(Parsed { record, offset: start as u64, at_end_of_file: false });
+                }
+            }
             let mut f = Fields::new(&data[start + 1..]);
             let record = parse_fields(kind, &mut f);
             match kind {

@@ -99,6 +99,13 @@ impl Kind {
         KIND_TABLE[b as usize]
     }
 
+    /// One of the records that make up nearly every line of a large log
+    /// (`!`, `c`, `i`, `u`, `v`): the reader tries its fast path first.
+    #[inline]
+    pub(crate) fn is_frequent(self) -> bool {
+        matches!(self, Kind::Alloc | Kind::Call | Kind::Tick | Kind::Moved | Kind::Survived)
+    }
+
     /// Whether CLRProfiler's reader drops this record when the file ends
     /// inside it (no line end after its last field).
     pub fn dropped_at_end_of_file(self) -> bool {

@@ -27,6 +27,10 @@ class FinObj
     ~FinObj()
     {
         if (Interlocked.Increment(ref Entered) == 1) Release.WaitOne();
+        // Keep the object being finalized on this thread's stack while its
+        // finalizer blocks: optimized code (the agent's hooks switch tiering
+        // off) would otherwise let it go, and the dump would hold F - 1.
+        GC.KeepAlive(this);
     }
 }
 class Garbage { public long A; }

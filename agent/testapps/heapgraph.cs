@@ -78,20 +78,22 @@ static class P
     {
         var keep = new Garbage[64];
         int i = 0;
-        while (!Stop)
+        // At least one round, so that the last line does not depend on
+        // whether the thread got to run before "exit" arrived.
+        do
         {
             keep[i++ & 63] = new Garbage();
             Interlocked.Increment(ref Allocated);
-        }
+        } while (!Stop);
     }
 
     static void Storm()
     {
-        while (!Stop)
+        do
         {
             try { throw new InvalidOperationException("storm"); }
             catch (InvalidOperationException) { Interlocked.Increment(ref Thrown); }
-        }
+        } while (!Stop);
     }
 
     static int Main(string[] args)

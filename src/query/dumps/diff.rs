@@ -128,44 +128,104 @@ impl Members {
     }
 }
 
+/// Which dump an object belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// The earlier dump.
+    A,
+    /// The later dump.
+    B,
+}
+
+/// Gives a per-group delta type (same field names as [`TypeDelta`]) the
+/// `add` that [`walk`] feeds it with.
+macro_rules! delta_counts {
+    ($t:ty) => {
+        impl $t {
+            /// Counts one object of `side` of `size` bytes; `changed` when
+            /// it is gone (an A object not in B) or new (a B object not in A).
+            pub(crate) fn add(&mut self, side: $crate::query::dumps::diff::Side, size: u64, changed: bool) {
+                use $crate::query::dumps::diff::Side;
+                match side {
+                    Side::A => {
+                        self.objects_a += 1;
+                        self.bytes_a += size;
+                        if changed {
+                            self.gone_objects += 1;
+                            self.gone_bytes += size;
+                        }
+                    }
+                    Side::B => {
+                        self.objects_b += 1;
+                        self.bytes_b += size;
+                        if changed {
+                            self.new_objects += 1;
+                            self.new_bytes += size;
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+pub(crate) use delta_counts;
+
+delta_counts!(TypeDelta);
+
+/// What [`walk`] counts over both dumps.
+pub(crate) struct Totals {
+    pub(crate) matching: Matching,
+    pub(crate) kept: u64,
+    pub(crate) new_objects: u64,
+    pub(crate) new_bytes: u64,
+    pub(crate) gone_objects: u64,
+    pub(crate) gone_bytes: u64,
+}
+
+/// Visits every object of dump `da` then of dump `db`, with its side and
+/// whether it changed (gone from B, or new since A), and counts the totals.
+pub(crate) fn walk(model: &Model, da: &HeapDump, db: &HeapDump, mut visit: impl FnMut(Side, &DumpObject, bool)) -> Totals {
+    let t = model.heap_dumps();
+    let (in_a, in_b) = (Members::of(model, da), Members::of(model, db));
+    let mut w = Totals {
+        matching: Matching { by_identity: 0, by_address: 0, relocation_followed: true },
+        kept: 0,
+        new_objects: 0,
+        new_bytes: 0,
+        gone_objects: 0,
+        gone_bytes: 0,
+    };
+    for (side, dump, other) in [(Side::A, da, &in_b), (Side::B, db, &in_a)] {
+        for o in t.objects(dump) {
+            let (held, identity) = other.holds(&o);
+            w.matching.count(identity);
+            let size = o.size as u64;
+            match (side, held) {
+                (Side::A, false) => {
+                    w.gone_objects += 1;
+                    w.gone_bytes += size;
+                }
+                (Side::B, false) => {
+                    w.new_objects += 1;
+                    w.new_bytes += size;
+                }
+                (Side::B, true) => w.kept += 1,
+                (Side::A, true) => {}
+            }
+            visit(side, &o, !held);
+        }
+    }
+    w.matching.relocation_followed = w.matching.by_address == 0;
+    w
+}
+
 /// The difference between dumps `a` and `b`; `None` if either is missing.
 pub fn diff(model: &Model, a: DumpIndex, b: DumpIndex) -> Option<DumpDiff> {
     let (da, db) = (a.get(model)?, b.get(model)?);
     let t = model.heap_dumps();
-    let (in_a, in_b) = (Members::of(model, da), Members::of(model, db));
     let mut acc: PerType<TypeDelta> =
         PerType::new(t.objects(da).chain(t.objects(db)).map(|o| o.type_id.0));
-    let mut matching = Matching { by_identity: 0, by_address: 0, relocation_followed: true };
-    let (mut kept, mut new_objects, mut new_bytes, mut gone_objects, mut gone_bytes) = (0, 0, 0, 0, 0);
-    for o in t.objects(da) {
-        let s = acc.slot(o.type_id.0);
-        s.objects_a += 1;
-        s.bytes_a += o.size as u64;
-        let (held, identity) = in_b.holds(&o);
-        matching.count(identity);
-        if !held {
-            s.gone_objects += 1;
-            s.gone_bytes += o.size as u64;
-            gone_objects += 1;
-            gone_bytes += o.size as u64;
-        }
-    }
-    for o in t.objects(db) {
-        let s = acc.slot(o.type_id.0);
-        s.objects_b += 1;
-        s.bytes_b += o.size as u64;
-        let (held, identity) = in_a.holds(&o);
-        matching.count(identity);
-        if held {
-            kept += 1;
-        } else {
-            s.new_objects += 1;
-            s.new_bytes += o.size as u64;
-            new_objects += 1;
-            new_bytes += o.size as u64;
-        }
-    }
-    matching.relocation_followed = matching.by_address == 0;
+    let w = walk(model, da, db, |side, o, changed| acc.slot(o.type_id.0).add(side, o.size as u64, changed));
     let mut types: Vec<TypeDelta> = acc
         .entries()
         .filter(|(_, d)| d.objects_a + d.objects_b > 0)
@@ -178,5 +238,15 @@ pub fn diff(model: &Model, a: DumpIndex, b: DumpIndex) -> Option<DumpDiff> {
     types.sort_by(|x, y| {
         y.new_bytes.cmp(&x.new_bytes).then(y.bytes_delta().cmp(&x.bytes_delta())).then(x.type_id.cmp(&y.type_id))
     });
-    Some(DumpDiff { a, b, matching, new_objects, new_bytes, gone_objects, gone_bytes, kept_objects: kept, types })
+    Some(DumpDiff {
+        a,
+        b,
+        matching: w.matching,
+        new_objects: w.new_objects,
+        new_bytes: w.new_bytes,
+        gone_objects: w.gone_objects,
+        gone_bytes: w.gone_bytes,
+        kept_objects: w.kept,
+        types,
+    })
 }

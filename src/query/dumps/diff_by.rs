@@ -10,7 +10,7 @@
 //! both dumps, so the groups' new, gone and per-dump figures add up to the
 //! totals.
 
-use super::diff::{Matching, Members};
+use super::diff::{delta_counts, walk, Matching, Side};
 use super::sites::{Site, SiteBy, Sites, UnknownAllocations, UnknownTally};
 use super::DumpIndex;
 use crate::model::{DumpObject, Model};
@@ -77,6 +77,8 @@ pub struct DumpDiffBySite {
     pub sites: Vec<SiteDelta>,
 }
 
+delta_counts!(SiteDelta);
+
 impl Default for SiteDelta {
     fn default() -> Self {
         SiteDelta {
@@ -106,46 +108,17 @@ fn slot(sites: &mut Sites<'_>, o: &DumpObject, acc: &mut Vec<SiteDelta>) -> usiz
 /// either is missing.
 pub fn diff_by(model: &Model, a: DumpIndex, b: DumpIndex, by: SiteBy) -> Option<DumpDiffBySite> {
     let (da, db) = (a.get(model)?, b.get(model)?);
-    let t = model.heap_dumps();
-    let (in_a, in_b) = (Members::of(model, da), Members::of(model, db));
     let mut sites = Sites::new(model, by);
     let mut acc: Vec<SiteDelta> = Vec::new();
-    let mut matching = Matching { by_identity: 0, by_address: 0, relocation_followed: true };
-    let (mut kept, mut new_objects, mut new_bytes, mut gone_objects, mut gone_bytes) = (0, 0, 0, 0, 0);
     let (mut unknown_a, mut unknown_b) = (UnknownTally::default(), UnknownTally::default());
-    for o in t.objects(da) {
-        unknown_a.add(model, &o);
-        let g = slot(&mut sites, &o, &mut acc);
-        let s = &mut acc[g];
-        s.objects_a += 1;
-        s.bytes_a += o.size as u64;
-        let (held, identity) = in_b.holds(&o);
-        matching.count(identity);
-        if !held {
-            s.gone_objects += 1;
-            s.gone_bytes += o.size as u64;
-            gone_objects += 1;
-            gone_bytes += o.size as u64;
+    let w = walk(model, da, db, |side, o, changed| {
+        match side {
+            Side::A => unknown_a.add(model, o),
+            Side::B => unknown_b.add(model, o),
         }
-    }
-    for o in t.objects(db) {
-        unknown_b.add(model, &o);
-        let g = slot(&mut sites, &o, &mut acc);
-        let s = &mut acc[g];
-        s.objects_b += 1;
-        s.bytes_b += o.size as u64;
-        let (held, identity) = in_a.holds(&o);
-        matching.count(identity);
-        if held {
-            kept += 1;
-        } else {
-            s.new_objects += 1;
-            s.new_bytes += o.size as u64;
-            new_objects += 1;
-            new_bytes += o.size as u64;
-        }
-    }
-    matching.relocation_followed = matching.by_address == 0;
+        let g = slot(&mut sites, o, &mut acc);
+        acc[g].add(side, o.size as u64, changed);
+    });
     let mut rows: Vec<SiteDelta> = sites
         .into_sites()
         .into_iter()
@@ -167,12 +140,12 @@ pub fn diff_by(model: &Model, a: DumpIndex, b: DumpIndex, by: SiteBy) -> Option<
         a,
         b,
         by,
-        matching,
-        new_objects,
-        new_bytes,
-        gone_objects,
-        gone_bytes,
-        kept_objects: kept,
+        matching: w.matching,
+        new_objects: w.new_objects,
+        new_bytes: w.new_bytes,
+        gone_objects: w.gone_objects,
+        gone_bytes: w.gone_bytes,
+        kept_objects: w.kept,
         unknown_a: unknown_a.finish(model, da),
         unknown_b: unknown_b.finish(model, db),
         sites: rows,

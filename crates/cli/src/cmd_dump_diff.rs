@@ -4,7 +4,7 @@
 use crate::common::{cut_json, print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
 use anyhow::{anyhow, Result};
-use crate::dump_sites::{print_diff, ByArg};
+use crate::dump_sites::{print_diff, print_diff_head, ByArg};
 use clrprof::query::dumps::{diff, diff_by, DumpIndex, TypeDelta};
 
 /// Arguments of `clrprof dump-diff`.
@@ -58,25 +58,7 @@ pub fn run(args: Args) -> Result<()> {
         cut_json(&mut v, "types", top);
         return print_json(&v);
     }
-    println!(
-        "dump {} -> dump {}: {} new objects ({} bytes), {} gone ({} bytes), {} kept",
-        d.a,
-        d.b,
-        thousands(d.new_objects),
-        thousands(d.new_bytes),
-        thousands(d.gone_objects),
-        thousands(d.gone_bytes),
-        thousands(d.kept_objects)
-    );
-    if d.matching.relocation_followed {
-        println!("objects matched through the heap simulation (relocations followed)");
-    } else {
-        println!(
-            "{} objects matched through the heap simulation (relocations followed), {} by address and type only (relocations not known for those)",
-            thousands(d.matching.by_identity),
-            thousands(d.matching.by_address)
-        );
-    }
+    print_diff_head(d.a, d.b, [d.new_objects, d.new_bytes, d.gone_objects, d.gone_bytes, d.kept_objects], &d.matching);
     println!("\nnew objects by type");
     let new: Vec<&TypeDelta> = d.types.iter().filter(|t| t.new_objects > 0).take(top).collect();
     let rows: Vec<Vec<String>> =

@@ -2,7 +2,7 @@
 //! dump-diff`: dump objects grouped by their allocation, as tables.
 
 use crate::common::{count, more_note, print_table, thousands};
-use clrprof::query::dumps::{DumpDiffBySite, RetainedBySite, Site, SiteBy, UnknownAllocations, UnknownReason};
+use clrprof::query::dumps::{DumpDiffBySite, DumpIndex, Matching, RetainedBySite, Site, SiteBy, UnknownAllocations, UnknownReason};
 
 /// What dump objects are grouped by (`--by`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,27 +141,26 @@ pub fn print_retained(r: &RetainedBySite, top: usize) {
     }
 }
 
-/// Prints `clrprof dump-diff A B --by ...`.
-pub fn print_diff(d: &DumpDiffBySite, top: usize) {
-    println!(
-        "dump {} -> dump {}: {} new objects ({} bytes), {} gone ({} bytes), {} kept",
-        d.a,
-        d.b,
-        thousands(d.new_objects),
-        thousands(d.new_bytes),
-        thousands(d.gone_objects),
-        thousands(d.gone_bytes),
-        thousands(d.kept_objects)
-    );
-    if d.matching.relocation_followed {
+/// Prints the first lines of `clrprof dump-diff`: the totals of new, gone
+/// and kept objects (`[new objects, new bytes, gone objects, gone bytes,
+/// kept objects]`), and how objects were matched.
+pub fn print_diff_head(a: DumpIndex, b: DumpIndex, totals: [u64; 5], m: &Matching) {
+    let [new_objects, new_bytes, gone_objects, gone_bytes, kept] = totals.map(thousands);
+    println!("dump {a} -> dump {b}: {new_objects} new objects ({new_bytes} bytes), {gone_objects} gone ({gone_bytes} bytes), {kept} kept");
+    if m.relocation_followed {
         println!("objects matched through the heap simulation (relocations followed)");
     } else {
         println!(
             "{} objects matched through the heap simulation (relocations followed), {} by address and type only (relocations not known for those)",
-            thousands(d.matching.by_identity),
-            thousands(d.matching.by_address)
+            thousands(m.by_identity),
+            thousands(m.by_address)
         );
     }
+}
+
+/// Prints `clrprof dump-diff A B --by ...`.
+pub fn print_diff(d: &DumpDiffBySite, top: usize) {
+    print_diff_head(d.a, d.b, [d.new_objects, d.new_bytes, d.gone_objects, d.gone_bytes, d.kept_objects], &d.matching);
     println!("{}", unknown_line(&format!("dump {}", d.a), &d.unknown_a));
     println!("{}", unknown_line(&format!("dump {}", d.b), &d.unknown_b));
     println!("\nnew since dump {} by {}", d.a, column(d.by));

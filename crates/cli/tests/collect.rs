@@ -24,12 +24,7 @@ fn clrprof_exe() -> PathBuf {
 }
 
 fn agent() -> Option<PathBuf> {
-    let dir = clrprof_exe().parent()?.to_path_buf();
-    let found = [dir.join("libclrprof_agent.so"), dir.join("deps/libclrprof_agent.so")].into_iter().find(|p| p.is_file());
-    if found.is_none() {
-        return dotnet::skip(&format!("libclrprof_agent.so is not built in {} (test the whole workspace)", dir.display()));
-    }
-    found
+    dotnet::agent_beside(&clrprof_exe())
 }
 
 fn work() -> PathBuf {

@@ -20,15 +20,8 @@ fn clrprof_exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_clrprof"))
 }
 
-/// The agent the workspace built: beside the binary after `cargo build`,
-/// in `deps/` after `cargo test`; `None` with a message.
 fn agent() -> Option<PathBuf> {
-    let dir = clrprof_exe().parent()?.to_path_buf();
-    let found = [dir.join("libclrprof_agent.so"), dir.join("deps/libclrprof_agent.so")].into_iter().find(|p| p.is_file());
-    if found.is_none() {
-        return common::dotnet::skip(&format!("libclrprof_agent.so is not built in {} (test the whole workspace)", dir.display()));
-    }
-    found
+    dotnet::agent_beside(&clrprof_exe())
 }
 
 /// A copy of `clrprof` with the agent beside it, as `cargo build` leaves

@@ -78,6 +78,18 @@ fn site_packages(venv: &Path) -> Option<PathBuf> {
     std::fs::read_dir(&lib).ok()?.flatten().map(|e| e.path().join("site-packages")).find(|p| p.is_dir())
 }
 
+/// The agent the workspace built for the `clrprof` at `exe`: beside the
+/// binary after `cargo build`, in `deps/` after `cargo test`; `None` with
+/// a message (a failure under `CI=true`).
+pub fn agent_beside(exe: &Path) -> Option<PathBuf> {
+    let dir = exe.parent()?.to_path_buf();
+    let found = [dir.join("libclrprof_agent.so"), dir.join("deps/libclrprof_agent.so")].into_iter().find(|p| p.is_file());
+    if found.is_none() {
+        return skip(&format!("libclrprof_agent.so is not built in {} (test the whole workspace)", dir.display()));
+    }
+    found
+}
+
 /// The runtimes, with `agent/testapps/*.cs` compiled into `work` (each
 /// with `agent/dotnet/ClrProfControl.cs`); `None`
 /// (after a message saying why) when something is not installed.

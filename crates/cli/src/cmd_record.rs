@@ -59,10 +59,10 @@ pub struct Args {
     /// instead of writing it here; the log goes to a spool file beside
     /// `--output`'s place when the collector cannot be reached.
     #[arg(long, value_name = "ADDR", requires = "token_file")]
-    target: Option<String>,
+    pub(crate) target: Option<String>,
     /// The collector's token file (with --target).
     #[arg(long, value_name = "FILE", requires = "target")]
-    token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
     /// Print nothing of its own (the program's output is untouched).
     #[arg(long, short)]
     pub(crate) quiet: bool,

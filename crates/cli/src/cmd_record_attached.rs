@@ -47,6 +47,16 @@ pub fn run(pid: u32, args: &crate::cmd_record::Args) -> Result<ExitCode> {
     if let Some(s) = args.heap_dump_every {
         settings.push(("CLRPROF_HEAP_DUMP_EVERY", s.to_string()));
     }
+    let streaming = match (&args.target, &args.token_file) {
+        (Some(target), Some(token_file)) => {
+            let token = clrprof_collect::token_file::read(token_file)?;
+            settings.push(("CLRPROF_TARGET", target.clone()));
+            settings.push(("CLRPROF_TOKEN", token.to_hex()));
+            settings.push(("CLRPROF_SPOOL", output.with_extension("spool.log").display().to_string()));
+            Some(target.clone())
+        }
+        _ => None,
+    };
     let mut client = crate::live::attach(pid, args.agent.as_deref(), &settings)?;
     // Safety: the handler only stores to an atomic.
     unsafe {
@@ -55,8 +65,11 @@ pub fn run(pid: u32, args: &crate::cmd_record::Args) -> Result<ExitCode> {
     }
     if !args.quiet {
         eprintln!(
-            "clrprof record: attached to process {pid}; recording GCs and heap dumps into {} {}",
-            output.display(),
+            "clrprof record: attached to process {pid}; recording GCs and heap dumps {} {}",
+            match &streaming {
+                Some(t) => format!("to the collector at {t}"),
+                None => format!("into {}", output.display()),
+            },
             match args.duration {
                 Some(d) => format!("for {d} s"),
                 None => "until it ends (Ctrl-C stops)".into(),
@@ -79,7 +92,14 @@ pub fn run(pid: u32, args: &crate::cmd_record::Args) -> Result<ExitCode> {
     if !ended {
         client.request(&Request::Stop, Duration::from_secs(60))?;
     }
-    if !args.quiet {
+    if let (Some(t), false) = (&streaming, args.quiet) {
+        eprintln!(
+            "clrprof record: {}; streamed the log to {t} (to the spool {} if it could not be reached); \
+             `clrprof sessions --dir DIR` lists it",
+            if ended { format!("process {pid} ended") } else { "stopped".to_string() },
+            output.with_extension("spool.log").display()
+        );
+    } else if !args.quiet {
         let bytes = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
         eprintln!(
             "clrprof record: {}; wrote {} ({bytes} bytes); try `clrprof dumps {}`",

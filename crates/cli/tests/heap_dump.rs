@@ -430,6 +430,93 @@ fn dumps_attached_on_net8() {
     attached(Runtime::Net8);
 }
 
+/// Started bare: `record -p --target` attaches and streams the recording
+/// to a `clrprof collect`; `heap-dump` reuses the agent, so its dumps go
+/// into the stream; the collector's stored session holds the same graph as
+/// a local recording does, and ends when the recording stops.
+fn attached_streaming(rt: Runtime) {
+    let Some((dn, _)) = setup() else { return };
+    let dir = app_dir(dn, "heapgraph", rt, "attached-streaming");
+    let sessions = dir.join("sessions");
+    std::fs::create_dir_all(&sessions).expect("sessions dir");
+    let mut collector = Command::new(clrprof_exe())
+        .args(["collect", "--listen", "127.0.0.1:0", "--dir"])
+        .arg(&sessions)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start clrprof collect");
+    let mut out = BufReader::new(collector.stdout.take().expect("collector stdout"));
+    let mut target = String::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        out.read_line(&mut line).expect("collector output");
+        if let Some(t) = line.trim().strip_prefix("CLRPROF_TARGET=") {
+            target = t.to_string();
+        }
+    }
+    assert!(!target.is_empty(), "{rt:?}: the collector printed no CLRPROF_TARGET");
+    let token_file = sessions.join("collector.token");
+    let args = graph_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut p = Program::start(dn, rt, &dir, &args, &[]);
+    let (pid, pid_n) = (p.pid.to_string(), p.pid);
+    let mut record = Command::new(clrprof_exe())
+        .args(["record", "-p", &pid, "-o", "rec.log", "--duration", "120", "--target", &target, "--token-file"])
+        .arg(&token_file)
+        .current_dir(&dir)
+        .env("CLRPROF_AGENT", agent().unwrap_or_default())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start record -p --target");
+    let socket = clrprof_control::paths::control_socket(&clrprof_control::paths::temp_dir_of(p.pid), p.pid);
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(record.try_wait().expect("record").is_none(), "{rt:?}: record -p --target ended early");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let first = heap_dump(&dir, p.pid, &["--label", "streamed dump"]);
+    assert_eq!(first["attached"], false, "{rt:?}: heap-dump reused the recording's agent: {first}");
+    assert_eq!(p.send("drop")["dropped"].as_u64(), Some(N / 2));
+    heap_dump(&dir, p.pid, &["--label", "second streamed dump"]);
+    let (_, status) = p.finish();
+    assert_eq!(status.code(), Some(3), "{rt:?}: the program's exit code");
+    let rec = record.wait_with_output().expect("record -p --target");
+    let err = String::from_utf8_lossy(&rec.stderr).into_owned();
+    assert!(rec.status.success(), "{rt:?}: record -p --target: {err}");
+    assert!(err.contains(&format!("streamed the log to {target}")), "{rt:?}: {err}");
+    assert!(!dir.join("rec.log").exists(), "{rt:?}: a streamed recording wrote a local log too");
+    assert!(!dir.join("rec.spool.log").exists(), "{rt:?}: the collector was reachable, yet the agent spooled");
+    // The session: listed for this process, ended, and its log holds both dumps.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let session = loop {
+        let listed = ok_json(&dir, &["sessions", "--json", "--dir", sessions.to_str().expect("UTF-8")]);
+        let found = listed.as_array().and_then(|a| a.iter().find(|s| s["pid"].as_u64() == Some(pid_n as u64)).cloned());
+        if let Some(s) = found.filter(|s| s["state"] != "live") {
+            assert_eq!(s["state"], "ended", "{rt:?}: the session did not end cleanly: {s}");
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "{rt:?}: no ended session for pid {pid}: {listed}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let log = sessions.join(session["log"].as_str().expect("the session's log"));
+    check_graph(rt, &dir, &log, 0);
+    check_drop(rt, &dir, &log, 0, 1);
+    let text = std::fs::read_to_string(&log).expect("the stored log");
+    assert!(text.contains("\nz streamed dump\n") && text.contains("\nz second streamed dump\n"), "{rt:?}: the dumps' labels");
+    let _ = collector.kill();
+    let _ = collector.wait();
+}
+
+#[test]
+fn dumps_attached_streaming_on_core31() {
+    attached_streaming(Runtime::Core31);
+}
+
+#[test]
+fn dumps_attached_streaming_on_net8() {
+    attached_streaming(Runtime::Net8);
+}
+
 /// Started bare: `heap-dump` attaches an agent without a log and writes a
 /// file that loads alone; a second `heap-dump` reuses it; `record -p`
 /// then says why it cannot.

@@ -140,6 +140,37 @@ pub struct Agent {
     pub(crate) event_mask: AtomicU32,
 }
 
+/// What the fast path of a record found.
+enum Fast {
+    /// The thread is inside the agent already: no record.
+    Busy,
+    /// Recorded; `true` when a new chunk was started.
+    Done(bool),
+    /// The stack is new (or needs a snapshot): the thread is marked busy
+    /// and takes the slow path.
+    Miss,
+}
+
+/// The stack id of the thread's current stack with `(class, size)` (0, 0
+/// for a call) if it is known, without calling into the runtime; notes it
+/// as the thread's last stack.
+#[inline(always)]
+fn known_stack(l: &mut crate::thread::Local, mode: StackMode, (class, size): (usize, u64)) -> Option<i32> {
+    let node = match mode {
+        StackMode::Shadow => l.top_node(),
+        StackMode::None => 0,
+        StackMode::Snapshot => return None,
+    };
+    let key = (node, class, size);
+    let id = match l.memo {
+        Some((k, id)) if k == key => id,
+        _ => l.stack_of(key)?,
+    };
+    l.last_stack = Some(id);
+    l.memo = Some((key, id));
+    Some(id)
+}
+
 fn clock() -> libc::timespec {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // Safety: clock_gettime writes into `ts`.
@@ -374,11 +405,35 @@ impl Agent {
         }
         let Some(size) = self.info.object_size(object) else { return };
         let Some(ts) = thread::current() else { return };
-        if ts.with_local(|l| std::mem::replace(&mut l.busy, true)) {
-            return;
-        }
-        let stack = self.stack_id(ts, Some((class, size)));
         let tick = self.now_ms();
+        // The common case in one visit to the thread's state: a known
+        // stack, found without calling into the runtime.
+        let mode = self.config.stacks;
+        let fast = ts.with_local(|l| {
+            if l.busy {
+                return Fast::Busy;
+            }
+            match known_stack(l, mode, (class, size)) {
+                Some(id) => Fast::Done(l.log.push(tick, Slot::alloc(object as u64, id))),
+                None => {
+                    l.busy = true;
+                    Fast::Miss
+                }
+            }
+        });
+        match fast {
+            Fast::Busy | Fast::Done(false) => {}
+            Fast::Done(true) => self.chunk_started(ts),
+            Fast::Miss => self.allocated_slow(ts, tick, object, class, size),
+        }
+    }
+
+    /// An allocation at a new stack (or a snapshot): defines what it
+    /// needs, then records it. The thread is marked busy.
+    #[cold]
+    #[inline(never)]
+    fn allocated_slow(&self, ts: &ThreadState, tick: u32, object: usize, class: usize, size: u64) {
+        let stack = self.stack_id(ts, Some((class, size)));
         let fresh = ts.with_local(|l| {
             l.busy = false;
             l.log.push(tick, Slot::alloc(object as u64, stack))
@@ -404,11 +459,32 @@ impl Agent {
 
     /// `c`: a call (call logging), from the enter hook.
     pub fn called(&self, ts: &ThreadState) {
-        if ts.with_local(|l| std::mem::replace(&mut l.busy, true)) {
-            return;
-        }
-        let stack = self.stack_id(ts, None);
         let tick = self.now_ms();
+        let mode = self.config.stacks;
+        let fast = ts.with_local(|l| {
+            if l.busy {
+                return Fast::Busy;
+            }
+            match known_stack(l, mode, (0, 0)) {
+                Some(id) => Fast::Done(l.log.push(tick, Slot::call(id))),
+                None => {
+                    l.busy = true;
+                    Fast::Miss
+                }
+            }
+        });
+        match fast {
+            Fast::Busy | Fast::Done(false) => {}
+            Fast::Done(true) => self.chunk_started(ts),
+            Fast::Miss => self.called_slow(ts, tick),
+        }
+    }
+
+    /// A call at a new stack: as [`Agent::allocated_slow`].
+    #[cold]
+    #[inline(never)]
+    fn called_slow(&self, ts: &ThreadState, tick: u32) {
+        let stack = self.stack_id(ts, None);
         let fresh = ts.with_local(|l| {
             l.busy = false;
             l.log.push(tick, Slot::call(stack))

@@ -228,6 +228,13 @@ impl Local {
                 return child;
             }
         }
+        self.intern_slow(parent, func)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn intern_slow(&mut self, parent: u32, func: usize) -> u32 {
+        let slot = parent as usize;
         let next = self.nodes.len() as u32 + 1;
         let child = *self.nodes.entry((parent, func)).or_insert(next);
         if self.last_child.len() <= slot {
@@ -247,6 +254,12 @@ impl Local {
                 return Some(id);
             }
         }
+        self.stack_of_slow(key)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn stack_of_slow(&mut self, key: (u32, usize, u64)) -> Option<i32> {
         let id = self.stack_ids.get(&key).copied()?;
         self.remember_stack(key, id);
         Some(id)

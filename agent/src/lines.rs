@@ -9,7 +9,6 @@
 //! array and copying it cost a store-forwarding stall per line).
 
 use crate::threadlog::{kind, take_text, Slot};
-use std::mem::MaybeUninit;
 
 const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 2021222324252627282930313233343536373839\
@@ -34,8 +33,9 @@ pub struct Prefixes {
 impl Prefixes {
     /// The prefixes of thread `tid`.
     pub fn new(tid: i32) -> Prefixes {
-        let mut digits = [0u8; 16];
-        let n = dec(&mut digits, 0, tid);
+        let mut digits = [0u8; COPY];
+        // Safety: `digits` has room for any i32.
+        let n = unsafe { put_dec(digits.as_mut_ptr(), tid) };
         let mut p = Prefixes { alloc: [0; 24], alloc_len: 0, call: [0; 24], call_len: 0 };
         for (buf, len, head, tail) in
             [(&mut p.alloc, &mut p.alloc_len, &b"! "[..], &b" 0x"[..]), (&mut p.call, &mut p.call_len, &b"c "[..], &b" "[..])]
@@ -52,39 +52,62 @@ impl Prefixes {
     }
 }
 
-/// Writes `v` in decimal at `at`; returns the end.
+/// Decimal digits of `u`.
 #[inline]
-fn dec<B: Byte>(buf: &mut [B], at: usize, v: i32) -> usize {
-    let mut at = at;
-    if v < 0 {
-        buf[at] = B::from(b'-');
-        at += 1;
-    }
-    let mut u = v.unsigned_abs();
-    let n = if u == 0 { 1 } else { u.ilog10() as usize + 1 };
-    let mut end = at + n;
-    while u >= 100 {
-        let d = (u % 100) as usize * 2;
-        u /= 100;
-        end -= 2;
-        buf[end] = B::from(PAIRS[d]);
-        buf[end + 1] = B::from(PAIRS[d + 1]);
-    }
-    if u >= 10 {
-        let d = u as usize * 2;
-        buf[end - 2] = B::from(PAIRS[d]);
-        buf[end - 1] = B::from(PAIRS[d + 1]);
+fn digits(u: u32) -> usize {
+    if u < 10 {
+        1
+    } else if u < 100 {
+        2
+    } else if u < 1000 {
+        3
+    } else if u < 10_000 {
+        4
+    } else if u < 100_000 {
+        5
     } else {
-        buf[end - 1] = B::from(b'0' + u as u8);
+        u.ilog10() as usize + 1
     }
-    at + n
+}
+
+/// Writes `v` in decimal at `dst`; returns the bytes written.
+///
+/// # Safety
+/// `dst` is valid for 11 bytes of writes.
+#[inline]
+unsafe fn put_dec(dst: *mut u8, v: i32) -> usize {
+    let mut at = 0;
+    // Safety (all writes): within the first 11 bytes of `dst`, the sign
+    // and at most 10 digits.
+    unsafe {
+        if v < 0 {
+            *dst = b'-';
+            at = 1;
+        }
+        let mut u = v.unsigned_abs();
+        let n = digits(u);
+        let mut end = at + n;
+        while u >= 100 {
+            let d = (u % 100) as usize * 2;
+            u /= 100;
+            end -= 2;
+            std::ptr::copy_nonoverlapping(PAIRS.as_ptr().add(d), dst.add(end), 2);
+        }
+        if u >= 10 {
+            std::ptr::copy_nonoverlapping(PAIRS.as_ptr().add(u as usize * 2), dst.add(end - 2), 2);
+        } else {
+            *dst.add(end - 1) = b'0' + u as u8;
+        }
+        at + n
+    }
 }
 
 /// Eight nibbles (`v`, most significant first) as eight ASCII hex digits
-/// in memory order, without a loop: spread one nibble per byte, then add
-/// `'0'`, and `'a' - '0' - 10` more where a nibble is 10 or more.
+/// in memory order (a little-endian u64's bytes), without a loop: spread
+/// one nibble per byte, then add `'0'`, and `'a' - '0' - 10` more where a
+/// nibble is 10 or more.
 #[inline]
-fn hex8(v: u32) -> [u8; 8] {
+fn hex8(v: u32) -> u64 {
     let x = v as u64;
     let x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
     let x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
@@ -93,65 +116,52 @@ fn hex8(v: u32) -> [u8; 8] {
     let letters = ((x + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
     let ascii = x + 0x3030_3030_3030_3030 + letters * (b'a' - b'0' - 10) as u64;
     // Byte i holds nibble i (least significant first): reverse.
-    ascii.swap_bytes().to_le_bytes()
+    ascii.swap_bytes().to_le()
 }
 
-/// `v` in lower-case hex (no leading zeros, `0` for zero) at `at`;
-/// returns the end. Writes sixteen bytes at `at` (the digits, then bytes the
-/// caller overwrites): `buf` must have room for them.
+/// Writes `v` in lower-case hex (no leading zeros, `0` for zero) at
+/// `dst`; returns the digits written. Writes sixteen bytes (the digits,
+/// then bytes the caller overwrites).
+///
+/// # Safety
+/// `dst` is valid for 16 bytes of writes.
 #[inline]
-fn hex_wide(buf: &mut [MaybeUninit<u8>], at: usize, v: u64) -> usize {
+unsafe fn put_hex(dst: *mut u8, v: u64) -> usize {
     let n = if v == 0 { 1 } else { (67 - v.leading_zeros() as usize) / 4 };
     // The first `n` digits of the shifted value are `v`'s.
     let w = v << (4 * (16 - n));
-    let (hi, lo) = (hex8((w >> 32) as u32), hex8(w as u32));
-    for (d, &b) in buf[at..at + 16].iter_mut().zip(hi.iter().chain(&lo)) {
-        *d = MaybeUninit::new(b);
+    // Safety: the caller's contract; unaligned 8-byte writes.
+    unsafe {
+        (dst as *mut u64).write_unaligned(hex8((w >> 32) as u32));
+        (dst.add(8) as *mut u64).write_unaligned(hex8(w as u32));
     }
-    at + n
+    n
 }
 
-/// A byte or a not yet initialized byte: lines are written straight into
-/// the output's spare capacity.
-trait Byte: Copy {
-    fn from(b: u8) -> Self;
-}
-
-impl Byte for u8 {
-    #[inline]
-    fn from(b: u8) -> u8 {
-        b
-    }
-}
-
-impl Byte for MaybeUninit<u8> {
-    #[inline]
-    fn from(b: u8) -> MaybeUninit<u8> {
-        MaybeUninit::new(b)
-    }
-}
-
-/// One record's line at the start of `line` (at least [`COPY`] long);
-/// returns its length (0 for TEXT and TICK slots, which are not lines of
-/// their own).
+/// Writes one record's line at `dst`; returns its length (0 for TEXT and
+/// TICK slots, which are not lines of their own).
+///
+/// # Safety
+/// `dst` is valid for [`COPY`] bytes of writes.
 #[inline]
-fn line(line: &mut [MaybeUninit<u8>], p: &Prefixes, s: &Slot) -> usize {
-    let (prefix, len) = match s.kind {
+unsafe fn put_line(dst: *mut u8, p: &Prefixes, s: &Slot) -> usize {
+    let (prefix, mut at) = match s.kind {
         kind::ALLOC => (&p.alloc, p.alloc_len),
         kind::CALL => (&p.call, p.call_len),
         _ => return 0,
     };
-    for (d, &b) in line[..24].iter_mut().zip(prefix) {
-        *d = MaybeUninit::new(b);
+    // Safety: the longest line is MAX_LINE bytes, and the widest writes
+    // (24 bytes of prefix, 16 of hex, 11 of decimal) end before COPY.
+    unsafe {
+        std::ptr::copy_nonoverlapping(prefix.as_ptr(), dst, 24);
+        if s.kind == kind::ALLOC {
+            at += put_hex(dst.add(at), s.word);
+            *dst.add(at) = b' ';
+            at += 1;
+        }
+        at += put_dec(dst.add(at), s.value as i32);
+        *dst.add(at) = b'\n';
     }
-    let mut at = len;
-    if s.kind == kind::ALLOC {
-        at = hex_wide(line, at, s.word);
-        line[at] = MaybeUninit::new(b' ');
-        at += 1;
-    }
-    at = dec(line, at, s.value as i32);
-    line[at] = MaybeUninit::new(b'\n');
     at + 1
 }
 
@@ -164,16 +174,16 @@ pub fn format(out: &mut Vec<u8>, p: &Prefixes, slots: &[Slot]) {
         // Lines up to the next TEXT slot go straight into reserved room.
         let run = slots[i..].iter().position(|s| s.kind == kind::TEXT).unwrap_or(slots.len() - i);
         out.reserve(run * MAX_LINE + COPY);
-        let mut written = 0;
-        {
-            let room = out.spare_capacity_mut();
-            for s in &slots[i..i + run] {
-                written += line(&mut room[written..written + COPY], p, s);
-            }
+        let mut len = out.len();
+        let base = out.as_mut_ptr();
+        for s in &slots[i..i + run] {
+            // Safety: `reserve` made room for `run` lines of at most
+            // MAX_LINE bytes plus COPY: each line's COPY bytes of writes
+            // start at most `(run - 1) * MAX_LINE` past the old length.
+            len += unsafe { put_line(base.add(len), p, s) };
         }
-        // Safety: the first `written` bytes of the spare capacity were
-        // written above, line after line.
-        unsafe { out.set_len(out.len() + written) };
+        // Safety: every byte up to `len` was written above.
+        unsafe { out.set_len(len) };
         i += run;
         if let Some(s) = slots.get(i) {
             // Safety: the drain formats each slot once.
@@ -248,14 +258,14 @@ mod tests {
 
     proptest! {
         #[test]
-        fn hex_wide_equals_hex(v in any::<u64>(), shift in 0u32..64) {
+        fn put_hex_equals_hex(v in any::<u64>(), shift in 0u32..64) {
             let v = v >> shift;
             let mut plain = [0u8; 32];
             let n = hex(&mut plain, 3, v);
-            let mut wide = [MaybeUninit::new(0u8); 32];
-            prop_assert_eq!(hex_wide(&mut wide, 3, v), n);
-            let wide: Vec<u8> = wide[3..n].iter().map(|b| unsafe { b.assume_init() }).collect();
-            prop_assert_eq!(&wide[..], &plain[3..n]);
+            let mut wide = [0u8; 32];
+            // Safety: 16 bytes of room from offset 3.
+            prop_assert_eq!(unsafe { put_hex(wide.as_mut_ptr().add(3), v) } + 3, n);
+            prop_assert_eq!(&wide[3..n], &plain[3..n]);
         }
     }
 

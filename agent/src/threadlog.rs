@@ -22,8 +22,9 @@
 //! current chunk and publishes how many slots are valid with a release
 //! store; a full chunk gets a successor, published through `next` after
 //! the chunk's last `committed` store, and the writer never touches it
-//! again, so the reader frees a chunk it has read to the end once `next`
-//! is set. A drain first takes a [`Mark`] (where the writer has published
+//! again, so the reader may take back a chunk it has read to the end once
+//! `next` is set: it keeps up to 16 for the writer to reuse (a lock per
+//! chunk, 4096 records), and frees the rest. A drain first takes a [`Mark`] (where the writer has published
 //! up to) while it holds the definitions lock, then reads up to the mark
 //! only: every record it formats has its definitions in that drain.
 //!
@@ -34,6 +35,7 @@ use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Slots per chunk (64 KiB chunks).
 pub const SLOTS: usize = 4096;
@@ -121,10 +123,67 @@ unsafe fn free_chunk(c: *mut Chunk, from: usize, to: usize) {
     drop(unsafe { Box::from_raw(c) });
 }
 
+/// Read chunks kept for the writer to reuse (fresh memory would cost a
+/// page fault per page and its zeroing in the kernel).
+const SPARES: usize = 16;
+
+/// What both ends share: chunks read to the end, for reuse. The lock is
+/// taken once per chunk (4096 records) on each side.
+#[derive(Default)]
+struct Spares(Mutex<Vec<SendChunk>>);
+
+struct SendChunk(*mut Chunk);
+
+// Safety: a spare chunk belongs to nobody until popped.
+unsafe impl Send for SendChunk {}
+
+impl Spares {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<SendChunk>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A chunk read to the end: kept, or freed when enough are kept.
+    fn give(&self, c: *mut Chunk) {
+        let mut spares = self.lock();
+        if spares.len() < SPARES {
+            spares.push(SendChunk(c));
+        } else {
+            drop(spares);
+            // Safety: read to the end, unused by the writer.
+            unsafe { free_chunk(c, 0, 0) };
+        }
+    }
+
+    /// An empty chunk, reused or new.
+    fn take(&self) -> *mut Chunk {
+        match self.lock().pop() {
+            Some(SendChunk(c)) => {
+                // Safety: a spare chunk is owned by whoever pops it.
+                unsafe {
+                    (*c).committed.store(0, Ordering::Relaxed);
+                    (*c).next.store(null_mut(), Ordering::Relaxed);
+                }
+                c
+            }
+            None => new_chunk(),
+        }
+    }
+}
+
+impl Drop for Spares {
+    fn drop(&mut self) {
+        for SendChunk(c) in self.0.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            // Safety: spare chunks are owned by the list.
+            unsafe { free_chunk(c, 0, 0) };
+        }
+    }
+}
+
 /// A new, empty log: its writer and its reader share the first chunk.
 pub fn new() -> (Writer, Reader) {
     let c = new_chunk();
-    (Writer { chunk: c, len: 0, tick: None }, Reader { chunk: c, pos: 0, tick: 0 })
+    let spares = Arc::new(Spares::default());
+    (Writer { chunk: c, len: 0, tick: None, spares: Arc::clone(&spares) }, Reader { chunk: c, pos: 0, tick: 0, spares })
 }
 
 /// The owner thread's end.
@@ -132,6 +191,7 @@ pub struct Writer {
     chunk: *mut Chunk,
     len: usize,
     tick: Option<u32>,
+    spares: Arc<Spares>,
 }
 
 impl Writer {
@@ -168,7 +228,7 @@ impl Writer {
 
     #[cold]
     fn next_chunk(&mut self) {
-        let new = new_chunk();
+        let new = self.spares.take();
         // Safety: the current chunk is alive (see `push`); after `next` is
         // stored the writer never touches it again.
         unsafe {
@@ -193,6 +253,7 @@ pub struct Reader {
     pos: usize,
     /// The tick of the records being read.
     tick: u32,
+    spares: Arc<Spares>,
 }
 
 impl Reader {
@@ -232,11 +293,9 @@ impl Reader {
         while self.pos >= self.end(mark) && self.chunk != mark.chunk {
             // Safety: the chunk is before the mark's, so `next` is set and
             // the writer is done with it; it was read to the end.
-            unsafe {
-                let next = (*self.chunk).next.load(Ordering::Acquire);
-                free_chunk(self.chunk, 0, 0);
-                self.chunk = next;
-            }
+            let next = unsafe { (*self.chunk).next.load(Ordering::Acquire) };
+            self.spares.give(self.chunk);
+            self.chunk = next;
             self.pos = 0;
             *freed += 1;
         }

@@ -32,6 +32,7 @@
 use crate::config::{Config, StackMode};
 use crate::info::{GenerationRange, Info};
 use crate::segments::Segments;
+use crate::merge::ThreadSource;
 use crate::threadlog::{Mark, Slot};
 use crate::tables::{StackKey, Tables};
 use crate::thread::{self, ThreadState};
@@ -105,6 +106,19 @@ impl Out {
     /// Condemned generations of the GCs in progress.
     pub(crate) fn gc_depth(&self) -> usize {
         self.gc_stack.len()
+    }
+}
+
+impl crate::merge::Output for Out {
+    fn tick(&mut self, t: u32) {
+        Out::tick(self, t)
+    }
+    fn raw(&mut self, bytes: &[u8]) {
+        self.writer.raw(bytes);
+    }
+    fn lines(&mut self, f: &mut dyn FnMut(&mut Vec<u8>)) {
+        f(self.writer.buffer());
+        self.writer.maybe_hand_over();
     }
 }
 
@@ -276,7 +290,7 @@ impl Agent {
     #[inline]
     pub fn now_ms(&self) -> u32 {
         let t = clock();
-        let ms = (t.tv_sec - self.start.tv_sec) as i64 * 1000 + (t.tv_nsec - self.start.tv_nsec) as i64 / 1_000_000;
+        let ms = (t.tv_sec - self.start.tv_sec) * 1000 + (t.tv_nsec - self.start.tv_nsec) / 1_000_000;
         ms.max(0) as u32
     }
 
@@ -450,7 +464,7 @@ impl Agent {
         let n = ts.pending.fetch_add(1, Ordering::Relaxed) + 1;
         if n >= DRAIN_AT {
             self.flush_async();
-        } else if n % WAKE_EVERY == 0 {
+        } else if n.is_multiple_of(WAKE_EVERY) {
             let (m, cv) = &self.wake;
             *lock(m) = true;
             cv.notify_one();
@@ -743,52 +757,22 @@ impl Agent {
             (std::mem::take(&mut *defs), events)
         };
         out.writer.raw(&defs);
-        // Merge by tick: the source with the lowest next tick goes first,
-        // the events (source 0) and then threads in registration order on
-        // equal ticks; each source keeps its own order.
-        let (bytes, marks) = &events;
-        let mut next_event = 0;
-        loop {
-            let mut best: Option<(u32, usize)> = None;
-            while let Some(&(tick, start)) = marks.get(next_event) {
-                let end = marks.get(next_event + 1).map_or(bytes.len(), |m| m.1);
-                if end > start {
-                    best = Some((tick, 0));
-                    break;
-                }
-                next_event += 1;
-            }
-            for (i, (ts, mark)) in threads.iter().enumerate() {
-                let mut done = 0;
-                // Safety: as above; no other reference to the reader lives.
-                let head = unsafe { ts.reader() }.head(mark, &mut done);
-                if done > 0 {
-                    ts.pending.fetch_sub(done, Ordering::Relaxed);
-                }
-                if let Some(t) = head {
-                    if best.is_none_or(|(b, _)| t < b) {
-                        best = Some((t, i + 1));
-                    }
-                }
-            }
-            let Some((tick, source)) = best else { break };
-            out.tick(tick);
-            if source == 0 {
-                let start = marks[next_event].1;
-                let end = marks.get(next_event + 1).map_or(bytes.len(), |m| m.1);
-                out.writer.raw(&bytes[start..end]);
-                next_event += 1;
-            } else {
-                let (ts, mark) = &threads[source - 1];
-                let mut done = 0;
-                let writer = &mut out.writer;
-                // Safety: as above.
-                unsafe { ts.reader() }.run(mark, &mut done, |slots| {
-                    crate::lines::format(writer.buffer(), &ts.prefixes, slots);
-                    writer.maybe_hand_over();
-                });
-                if done > 0 {
-                    ts.pending.fetch_sub(done, Ordering::Relaxed);
+        {
+            let mut sources: Vec<ThreadSource<'_>> = threads
+                .iter()
+                .map(|(ts, mark)| ThreadSource {
+                    // Safety: as above; one reference per thread state,
+                    // dropped at the end of this block.
+                    reader: unsafe { ts.reader() },
+                    mark: *mark,
+                    prefixes: &ts.prefixes,
+                    freed: 0,
+                })
+                .collect();
+            crate::merge::merge(&mut *out, (&events.0, &events.1), &mut sources);
+            for (source, (ts, _)) in sources.iter().zip(&threads) {
+                if source.freed > 0 {
+                    ts.pending.fetch_sub(source.freed, Ordering::Relaxed);
                 }
             }
         }

@@ -6,6 +6,9 @@
 //! in the same millisecond are concurrent, so any interleaving of them is
 //! a serialization the program could have produced.
 
+/// Lines and their `(tick, offset)` marks, as taken from [`Segments`].
+pub type Taken = (Vec<u8>, Vec<(u32, usize)>);
+
 /// A buffer of whole lines, cut into segments by tick.
 #[derive(Default)]
 pub struct Segments {
@@ -14,7 +17,7 @@ pub struct Segments {
     /// `(tick, offset)`: the segment starting at `offset` has `tick`.
     pub marks: Vec<(u32, usize)>,
     /// A cleared buffer handed back by the last drain, reused next time.
-    pub spare: Option<(Vec<u8>, Vec<(u32, usize)>)>,
+    pub spare: Option<Taken>,
 }
 
 impl Segments {
@@ -35,7 +38,7 @@ impl Segments {
     }
 
     /// Takes the contents, leaving the spare (or an empty buffer) behind.
-    pub fn take(&mut self) -> (Vec<u8>, Vec<(u32, usize)>) {
+    pub fn take(&mut self) -> Taken {
         let (b, m) = self.spare.take().unwrap_or_default();
         (std::mem::replace(&mut self.bytes, b), std::mem::replace(&mut self.marks, m))
     }

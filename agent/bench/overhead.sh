@@ -4,8 +4,8 @@
 # loaded with allocation callbacks on but doing nothing: CLRPROF_FLOOR=return
 # only returns from ObjectAllocated, CLRPROF_FLOOR=size also asks the
 # object's size), then the agent in each mode. Prints one line per mode:
-# the wall time and the CPU time (user + system) of the best of RUNS, the
-# ratio of the wall time to the program alone, and the agent's own cost per
+# the wall time and the CPU time (user + system) of the best of RUNS, each
+# with its ratio to the program alone, and the agent's own cost per
 # allocation above the floor (CLRPROF_FLOOR=size), from CPU time, which a
 # loaded machine disturbs less than wall time. The load average is printed
 # with the figures: on a shared machine every timing depends on it.
@@ -53,13 +53,15 @@ run_mode() { # runtime host version mode [VAR=value...]
         if [ "$mode" = no-stacks ]; then allocs=$(grep -c '^!' "$work/out.log" || true); fi
     fi
     [ -n "$base" ] || base=$best
+    [ -n "$base_cpu" ] || base_cpu=$best_cpu
     if [ "$mode" = floor-size ]; then floor_cpu=$best_cpu; fi
     local above="-"
     if [ -n "$floor_cpu" ] && [ "$allocs" -gt 0 ] && [ "$mode" != floor-size ]; then
         above=$(awk -v c="$best_cpu" -v f="$floor_cpu" -v n="$allocs" 'BEGIN { printf "%+.0f ns", (c - f) * 1e6 / n }')
     fi
-    printf '%-4s %-11s %6d ms %5sx  cpu %6d ms  above floor %9s/alloc  %5d MB log  gc %s\n' "$rt" "$mode" "$best" \
-        "$(awk -v a="$best" -v b="$base" 'BEGIN { printf "%.1f", a / b }')" "$best_cpu" "$above" "$((size / 1000000))" \
+    printf '%-4s %-11s %6d ms %5sx  cpu %6d ms %5sx  above floor %9s/alloc  %5d MB log  gc %s\n' "$rt" "$mode" "$best" \
+        "$(awk -v a="$best" -v b="$base" 'BEGIN { printf "%.1f", a / b }')" "$best_cpu" \
+        "$(awk -v a="$best_cpu" -v b="$base_cpu" 'BEGIN { printf "%.1f", a / b }')" "$above" "$((size / 1000000))" \
         "$(sed -n 's/.*"gc":\(\[[0-9,]*\]\).*/\1/p' "$work/stdout")"
 }
 
@@ -68,7 +70,7 @@ prof=(CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={BC620A3A-B286-4C9C-8138-256E
 echo "$rounds rounds, best of $runs; load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 for rt in 3.1 8; do
     if [ "$rt" = 3.1 ]; then host="$DOTNET31"; version=3.1.0; else host="$DOTNET8"; version=8.0.0; fi
-    base="" floor_cpu="" allocs=0
+    base="" base_cpu="" floor_cpu="" allocs=0
     # The allocation count comes from the no-stacks log: run it first.
     run_mode "$rt" "$host" "$version" alone CLRPROF_UNUSED=1
     run_mode "$rt" "$host" "$version" no-stacks "${prof[@]}" CLRPROF_STACKS=none

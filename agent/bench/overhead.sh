@@ -4,11 +4,17 @@
 # loaded with allocation callbacks on but doing nothing: CLRPROF_FLOOR=return
 # only returns from ObjectAllocated, CLRPROF_FLOOR=size also asks the
 # object's size), then the agent in each mode. Prints one line per mode:
-# the wall time and the CPU time (user + system) of the best of RUNS, the
-# ratio of the wall time to the program alone, and the agent's own cost per
+# the wall time and the CPU time (user + system) of the best of RUNS, each
+# with its ratio to the program alone, and the agent's own cost per
 # allocation above the floor (CLRPROF_FLOOR=size), from CPU time, which a
-# loaded machine disturbs less than wall time. The load average is printed
-# with the figures: on a shared machine every timing depends on it.
+# loaded machine disturbs less than wall time. Each mode also runs one
+# round (start-up: the runtime, JIT compilation) for the CPU time of its
+# start-up, and the cost per allocation is given again without it: the
+# extra CPU time of RUNS rounds over one round, above the floor's, per
+# allocation (with hooks the runtime compiles every method optimized at
+# first call, a fixed start-up cost the first figure spreads over the
+# allocations). The load average is printed with the figures: on a shared
+# machine every timing depends on it.
 #
 #   agent/bench/overhead.sh [ROUNDS] [RUNS]      (defaults 1000 and 3)
 #   SNAPSHOT=1 agent/bench/overhead.sh ...       (also snapshot stacks: slow)
@@ -40,7 +46,14 @@ run_mode() { # runtime host version mode [VAR=value...]
     local rt="$1" host="$2" version="$3" mode="$4"; shift 4
     printf '{"runtimeOptions":{"framework":{"name":"Microsoft.NETCore.App","version":"%s"}}}' "$version" \
         > "$work/alloc_heavy.runtimeconfig.json"
-    local best="" best_cpu=""
+    local best="" best_cpu="" start_cpu=""
+    # Start-up alone (one round: a few thousand allocations): the fixed
+    # cost, JIT compilation included.
+    for _ in $(seq "$runs"); do
+        rm -f "$work/out.log"
+        timed "$@" "$host" "$work/alloc_heavy.dll" 1
+        if [ -z "$start_cpu" ] || [ "$cpu_ms" -lt "$start_cpu" ]; then start_cpu=$cpu_ms; fi
+    done
     for _ in $(seq "$runs"); do
         rm -f "$work/out.log"
         timed "$@" "$host" "$work/alloc_heavy.dll" "$rounds"
@@ -53,13 +66,18 @@ run_mode() { # runtime host version mode [VAR=value...]
         if [ "$mode" = no-stacks ]; then allocs=$(grep -c '^!' "$work/out.log" || true); fi
     fi
     [ -n "$base" ] || base=$best
-    if [ "$mode" = floor-size ]; then floor_cpu=$best_cpu; fi
-    local above="-"
+    [ -n "$base_cpu" ] || base_cpu=$best_cpu
+    if [ "$mode" = floor-size ]; then floor_cpu=$best_cpu; floor_start=$start_cpu; fi
+    local above="-" marginal="-"
     if [ -n "$floor_cpu" ] && [ "$allocs" -gt 0 ] && [ "$mode" != floor-size ]; then
         above=$(awk -v c="$best_cpu" -v f="$floor_cpu" -v n="$allocs" 'BEGIN { printf "%+.0f ns", (c - f) * 1e6 / n }')
+        marginal=$(awk -v c="$best_cpu" -v cs="$start_cpu" -v f="$floor_cpu" -v fs="$floor_start" -v n="$allocs" \
+            'BEGIN { printf "%+.0f ns", ((c - cs) - (f - fs)) * 1e6 / n }')
     fi
-    printf '%-4s %-11s %6d ms %5sx  cpu %6d ms  above floor %9s/alloc  %5d MB log  gc %s\n' "$rt" "$mode" "$best" \
-        "$(awk -v a="$best" -v b="$base" 'BEGIN { printf "%.1f", a / b }')" "$best_cpu" "$above" "$((size / 1000000))" \
+    printf '%-4s %-11s %6d ms %5sx  cpu %6d ms %5sx  start %4d ms  above floor %9s/alloc, %9s without start-up  %5d MB log  gc %s\n' \
+        "$rt" "$mode" "$best" \
+        "$(awk -v a="$best" -v b="$base" 'BEGIN { printf "%.1f", a / b }')" "$best_cpu" \
+        "$(awk -v a="$best_cpu" -v b="$base_cpu" 'BEGIN { printf "%.1f", a / b }')" "$start_cpu" "$above" "$marginal" "$((size / 1000000))" \
         "$(sed -n 's/.*"gc":\(\[[0-9,]*\]\).*/\1/p' "$work/stdout")"
 }
 
@@ -68,7 +86,7 @@ prof=(CORECLR_ENABLE_PROFILING=1 "CORECLR_PROFILER={BC620A3A-B286-4C9C-8138-256E
 echo "$rounds rounds, best of $runs; load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 for rt in 3.1 8; do
     if [ "$rt" = 3.1 ]; then host="$DOTNET31"; version=3.1.0; else host="$DOTNET8"; version=8.0.0; fi
-    base="" floor_cpu="" allocs=0
+    base="" base_cpu="" floor_cpu="" floor_start="" allocs=0
     # The allocation count comes from the no-stacks log: run it first.
     run_mode "$rt" "$host" "$version" alone CLRPROF_UNUSED=1
     run_mode "$rt" "$host" "$version" no-stacks "${prof[@]}" CLRPROF_STACKS=none

@@ -4,12 +4,19 @@
 //! # Buffers and order
 //!
 //! ```text
-//!  thread A --! c-->  Segments(A) --\
-//!  thread B --! c-->  Segments(B) ---+-- drain: defs, then segments --> Sink --> writer thread
-//!  any -- h j y -->   events      --/     merged by tick, `i` lines
-//!  any -- t f m n -->  defs  -----------/  between; GC records go
-//!                                           straight to the writer
+//!  thread A --! c z--> threadlog(A) --\      (binary records, no lock)
+//!  thread B --! c z--> threadlog(B) ---+-- drain: defs, then records --> Sink --> writer thread
+//!  any -- h j y -->    events       --/     merged by tick and formatted
+//!  any -- t f m n -->   defs  -----------/   to text, `i` lines between;
+//!                                             GC records go straight to
+//!                                             the writer
 //! ```
+//!
+//! A thread appends a 16-byte binary record per allocation or call to its
+//! own [`crate::threadlog`] (no lock, no formatting); the drain formats
+//! them ([`crate::lines`]). Drains run on the flush thread (woken when a
+//! thread has written a megabyte of records, and on its timer), so most
+//! formatting and copying leave the program's threads.
 //!
 //! A drain happens at every GC start (managed threads are suspended, so
 //! everything allocated before the GC precedes its `b` line), at every GC
@@ -18,26 +25,28 @@
 //! definition always enters `defs` before the line using it enters a
 //! segment, so ids are defined before use. The drain holds the `defs` lock
 //! while it takes the segment buffers, so no use can overtake its
-//! definition. Lock order: `out` -> `tables` -> `defs` -> segment buffers;
+//! definition (it reads where each thread's records end while it holds the
+//! `defs` lock). Lock order: `out` -> `tables` -> `defs` -> `events`/`threads`;
 //! no lock is held across a call into the runtime.
 
 use crate::config::{Config, StackMode};
 use crate::info::{GenerationRange, Info};
-use crate::segments::{merge_order, Segments};
+use crate::segments::Segments;
+use crate::merge::ThreadSource;
+use crate::threadlog::{Mark, Slot};
 use crate::tables::{StackKey, Tables};
 use crate::thread::{self, ThreadState};
 use clrprof::format::records::{
-    AssemblyLoad, Call, Comment, FinalizerQueued, GcBoundary, GcCounts, GenerationRange as LogRange, HandleCreated,
+    AssemblyLoad, Comment, FinalizerQueued, GcBoundary, GcCounts, GenerationRange as LogRange, HandleCreated,
     HandleDestroyed, Moved, Survived, Tick,
 };
 use crate::sink::{Destination, Sink};
 use crate::stream::Streamer;
 use clrprof::format::{write_record, Address, HandleId, List, Record, StackId, Style, ThreadId};
-use clrprof::format::records::Alloc;
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
 
@@ -47,8 +56,12 @@ pub fn get() -> Option<&'static Agent> {
     AGENT.get()
 }
 
-/// A thread buffer larger than this is drained by its own thread.
-const DRAIN_AT: usize = 8 << 20;
+/// Every so many new chunks of a thread's records (a megabyte) the flush
+/// thread is woken to drain.
+const WAKE_EVERY: usize = 16;
+/// A thread with this many chunks not yet drained (32 MiB) drains itself:
+/// memory stays bounded when the flush thread cannot keep up.
+const DRAIN_AT: usize = 512;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -96,6 +109,19 @@ impl Out {
     }
 }
 
+impl crate::merge::Output for Out {
+    fn tick(&mut self, t: u32) {
+        Out::tick(self, t)
+    }
+    fn raw(&mut self, bytes: &[u8]) {
+        self.writer.raw(bytes);
+    }
+    fn lines(&mut self, f: &mut dyn FnMut(&mut Vec<u8>)) {
+        f(self.writer.buffer());
+        self.writer.maybe_hand_over();
+    }
+}
+
 /// The agent's state.
 pub struct Agent {
     /// The runtime's info interface.
@@ -110,6 +136,8 @@ pub struct Agent {
     threads: Mutex<Vec<&'static ThreadState>>,
     pub(crate) tables: Mutex<Tables>,
     shutdown: AtomicBool,
+    /// Wakes the flush thread before its timer (`true`: drain now).
+    wake: (Mutex<bool>, Condvar),
     /// The log being written (`None` once `stop`ped, or for an agent
     /// attached only to take dumps).
     pub(crate) log: Mutex<Option<PathBuf>>,
@@ -124,6 +152,37 @@ pub struct Agent {
     pub(crate) dumps_in_log: AtomicU32,
     /// The event mask the agent runs with.
     pub(crate) event_mask: AtomicU32,
+}
+
+/// What the fast path of a record found.
+enum Fast {
+    /// The thread is inside the agent already: no record.
+    Busy,
+    /// Recorded; `true` when a new chunk was started.
+    Done(bool),
+    /// The stack is new (or needs a snapshot): the thread is marked busy
+    /// and takes the slow path.
+    Miss,
+}
+
+/// The stack id of the thread's current stack with `(class, size)` (0, 0
+/// for a call) if it is known, without calling into the runtime; notes it
+/// as the thread's last stack.
+#[inline(always)]
+fn known_stack(l: &mut crate::thread::Local, mode: StackMode, (class, size): (usize, u64)) -> Option<i32> {
+    let node = match mode {
+        StackMode::Shadow => l.top_node(),
+        StackMode::None => 0,
+        StackMode::Snapshot => return None,
+    };
+    let key = (node, class, size);
+    let id = match l.memo {
+        Some((k, id)) if k == key => id,
+        _ => l.stack_of(key)?,
+    };
+    l.last_stack = Some(id);
+    l.memo = Some((key, id));
+    Some(id)
 }
 
 fn clock() -> libc::timespec {
@@ -182,6 +241,7 @@ impl Agent {
             threads: Mutex::new(Vec::new()),
             tables: Mutex::new(Tables::default()),
             shutdown: AtomicBool::new(false),
+            wake: (Mutex::new(false), Condvar::new()),
             log: Mutex::new(log),
             allocations_on: AtomicBool::new(config.allocations),
             calls_on: AtomicBool::new(config.calls),
@@ -197,7 +257,14 @@ impl Agent {
             .name("clrprof-flush".into())
             .spawn(move || {
                 while !agent.shutdown.load(Ordering::Acquire) {
-                    std::thread::sleep(period);
+                    {
+                        let (m, cv) = &agent.wake;
+                        let mut woken = lock(m);
+                        if !*woken {
+                            woken = cv.wait_timeout(woken, period).map_or_else(|e| e.into_inner().0, |r| r.0);
+                        }
+                        *woken = false;
+                    }
                     crate::guard((), || agent.flush_async());
                 }
             })
@@ -223,7 +290,7 @@ impl Agent {
     #[inline]
     pub fn now_ms(&self) -> u32 {
         let t = clock();
-        let ms = (t.tv_sec - self.start.tv_sec) as i64 * 1000 + (t.tv_nsec - self.start.tv_nsec) as i64 / 1_000_000;
+        let ms = (t.tv_sec - self.start.tv_sec) * 1000 + (t.tv_nsec - self.start.tv_nsec) / 1_000_000;
         ms.max(0) as u32
     }
 
@@ -265,7 +332,7 @@ impl Agent {
         }
         let (frames, previous) = ts.with_local(|l| {
             let frames = match self.config.stacks {
-                StackMode::Shadow => l.frames.iter().map(|f| f.func).collect(),
+                StackMode::Shadow => l.frames.as_slice().iter().map(|f| f.func).collect(),
                 StackMode::Snapshot => std::mem::take(&mut snapshot),
                 StackMode::None => Vec::new(),
             };
@@ -352,43 +419,92 @@ impl Agent {
         }
         let Some(size) = self.info.object_size(object) else { return };
         let Some(ts) = thread::current() else { return };
-        if ts.with_local(|l| std::mem::replace(&mut l.busy, true)) {
-            return;
-        }
-        let stack = self.stack_id(ts, Some((class, size)));
         let tick = self.now_ms();
-        let big = {
-            let mut buf = ts.lock_buf();
-            let out = buf.at(tick);
-            write_record(
-                out,
-                &Record::Alloc(Alloc { thread: Some(ThreadId(ts.os_tid)), address: Address(object as u64), stack: StackId(stack) }),
-                self.style,
-            );
-            out.len() > DRAIN_AT
-        };
-        ts.with_local(|l| l.busy = false);
-        if big {
+        // The common case in one visit to the thread's state: a known
+        // stack, found without calling into the runtime.
+        let mode = self.config.stacks;
+        let fast = ts.with_local(|l| {
+            if l.busy {
+                return Fast::Busy;
+            }
+            match known_stack(l, mode, (class, size)) {
+                Some(id) => Fast::Done(l.log.push(tick, Slot::alloc(object as u64, id))),
+                None => {
+                    l.busy = true;
+                    Fast::Miss
+                }
+            }
+        });
+        match fast {
+            Fast::Busy | Fast::Done(false) => {}
+            Fast::Done(true) => self.chunk_started(ts),
+            Fast::Miss => self.allocated_slow(ts, tick, object, class, size),
+        }
+    }
+
+    /// An allocation at a new stack (or a snapshot): defines what it
+    /// needs, then records it. The thread is marked busy.
+    #[cold]
+    #[inline(never)]
+    fn allocated_slow(&self, ts: &ThreadState, tick: u32, object: usize, class: usize, size: u64) {
+        let stack = self.stack_id(ts, Some((class, size)));
+        let fresh = ts.with_local(|l| {
+            l.busy = false;
+            l.log.push(tick, Slot::alloc(object as u64, stack))
+        });
+        if fresh {
+            self.chunk_started(ts);
+        }
+    }
+
+    /// A thread started a new chunk of records: wake the flush thread
+    /// every megabyte, drain here when far behind.
+    #[cold]
+    fn chunk_started(&self, ts: &ThreadState) {
+        let n = ts.pending.fetch_add(1, Ordering::Relaxed) + 1;
+        if n >= DRAIN_AT {
             self.flush_async();
+        } else if n.is_multiple_of(WAKE_EVERY) {
+            let (m, cv) = &self.wake;
+            *lock(m) = true;
+            cv.notify_one();
         }
     }
 
     /// `c`: a call (call logging), from the enter hook.
     pub fn called(&self, ts: &ThreadState) {
-        if ts.with_local(|l| std::mem::replace(&mut l.busy, true)) {
-            return;
-        }
-        let stack = self.stack_id(ts, None);
         let tick = self.now_ms();
-        let big = {
-            let mut buf = ts.lock_buf();
-            let out = buf.at(tick);
-            write_record(out, &Record::Call(Call { thread: ThreadId(ts.os_tid), stack: StackId(stack) }), self.style);
-            out.len() > DRAIN_AT
-        };
-        ts.with_local(|l| l.busy = false);
-        if big {
-            self.flush_async();
+        let mode = self.config.stacks;
+        let fast = ts.with_local(|l| {
+            if l.busy {
+                return Fast::Busy;
+            }
+            match known_stack(l, mode, (0, 0)) {
+                Some(id) => Fast::Done(l.log.push(tick, Slot::call(id))),
+                None => {
+                    l.busy = true;
+                    Fast::Miss
+                }
+            }
+        });
+        match fast {
+            Fast::Busy | Fast::Done(false) => {}
+            Fast::Done(true) => self.chunk_started(ts),
+            Fast::Miss => self.called_slow(ts, tick),
+        }
+    }
+
+    /// A call at a new stack: as [`Agent::allocated_slow`].
+    #[cold]
+    #[inline(never)]
+    fn called_slow(&self, ts: &ThreadState, tick: u32) {
+        let stack = self.stack_id(ts, None);
+        let fresh = ts.with_local(|l| {
+            l.busy = false;
+            l.log.push(tick, Slot::call(stack))
+        });
+        if fresh {
+            self.chunk_started(ts);
         }
     }
 
@@ -420,7 +536,13 @@ impl Agent {
         let record = Record::Comment(Comment { text: &bytes });
         let tick = self.now_ms();
         match thread::current() {
-            Some(ts) => write_record(ts.lock_buf().at(tick), &record, self.style),
+            Some(ts) => {
+                let mut line = Vec::new();
+                write_record(&mut line, &record, self.style);
+                if ts.with_local(|l| l.log.push(tick, Slot::text(line))) {
+                    self.chunk_started(ts);
+                }
+            }
             None => self.event(&record),
         }
     }
@@ -613,45 +735,54 @@ impl Agent {
     }
 
     pub(crate) fn drain(&self, out: &mut Out) {
-        let mut sources = Vec::new();
-        let mut owners: Vec<Option<&'static ThreadState>> = Vec::new();
+        let mut threads: Vec<(&'static ThreadState, Mark)> = Vec::new();
         let mut freed: Vec<&'static ThreadState> = Vec::new();
-        let defs = {
+        let (defs, events) = {
             let mut defs = lock(&self.defs);
-            sources.push(lock(&self.events).take());
-            owners.push(None);
-            let mut threads = lock(&self.threads);
-            threads.retain(|&ts| {
+            let events = lock(&self.events).take();
+            let mut registry = lock(&self.threads);
+            registry.retain(|&ts| {
+                // `dead` first: a dead thread wrote everything before it
+                // was set, so the mark below covers all of it.
                 let dead = ts.dead.load(Ordering::Acquire);
-                let taken = ts.lock_buf().take();
-                if !taken.0.is_empty() {
-                    sources.push(taken);
-                    owners.push(if dead { None } else { Some(ts) });
-                }
+                // Safety: drains are serialized by the `out` lock (held:
+                // `out` is borrowed from it).
+                let mark = unsafe { ts.reader() }.mark();
+                threads.push((ts, mark));
                 if dead {
                     freed.push(ts);
                 }
                 !dead
             });
-            std::mem::take(&mut *defs)
+            (std::mem::take(&mut *defs), events)
         };
         out.writer.raw(&defs);
-        for piece in merge_order(&sources) {
-            out.tick(piece.tick);
-            out.writer.raw(&sources[piece.source].0[piece.start..piece.end]);
-        }
-        for (i, (bytes, marks)) in sources.into_iter().enumerate() {
-            match owners[i] {
-                Some(ts) => ts.lock_buf().give_back(bytes, marks),
-                None if i == 0 => lock(&self.events).give_back(bytes, marks),
-                None => {}
+        {
+            let mut sources: Vec<ThreadSource<'_>> = threads
+                .iter()
+                .map(|(ts, mark)| ThreadSource {
+                    // Safety: as above; one reference per thread state,
+                    // dropped at the end of this block.
+                    reader: unsafe { ts.reader() },
+                    mark: *mark,
+                    prefixes: &ts.prefixes,
+                    freed: 0,
+                })
+                .collect();
+            crate::merge::merge(&mut *out, (&events.0, &events.1), &mut sources);
+            for (source, (ts, _)) in sources.iter().zip(&threads) {
+                if source.freed > 0 {
+                    ts.pending.fetch_sub(source.freed, Ordering::Relaxed);
+                }
             }
         }
+        let (bytes, marks) = events;
+        lock(&self.events).give_back(bytes, marks);
         for ts in freed {
             // Safety: a dead thread's state is no longer reachable from its
-            // thread (CURRENT was cleared before `dead` was set) nor from
-            // the registry (just removed), and drains are serialized by
-            // the `out` lock.
+            // thread (its slot was cleared before `dead` was set) nor from
+            // the registry (just removed), everything it wrote was read
+            // above, and drains are serialized by the `out` lock.
             unsafe { drop(Box::from_raw(ts as *const ThreadState as *mut ThreadState)) };
         }
         // Give the definitions buffer's capacity back.

@@ -139,7 +139,7 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
             return E_FAIL;
         };
         let mut config = Config::from_env();
-        if config.stacks == StackMode::Shadow && crate::hooks::hook_addresses().is_none() {
+        if config.stacks == StackMode::Shadow && crate::hooks::hook_addresses(false).is_none() {
             config.stacks = StackMode::Snapshot;
         }
         let mut low = mask::OBJECT_ALLOCATED
@@ -196,7 +196,7 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
             return hr;
         }
         if hooks {
-            if let Some((enter, leave, tail)) = crate::hooks::hook_addresses() {
+            if let Some((enter, leave, tail)) = crate::hooks::hook_addresses(agent.config.calls) {
                 let hr = agent.info.set_enter_leave_hooks3(enter, leave, tail);
                 if !com::succeeded(hr) {
                     eprintln!("clrprof agent: SetEnterLeaveFunctionHooks3 failed (0x{:08x})", hr as u32);

@@ -4,9 +4,17 @@
 //! On x86-64 Linux the JIT calls the hooks directly with its own
 //! convention: Enter gets the FunctionID in R14 while the argument
 //! registers are live, Leave and Tailcall get it in RDI while the return
-//! registers are live. The stubs below save every register a C function
-//! may clobber (integer and the eight SSE argument/return registers),
-//! align the stack and call the Rust side.
+//! registers are live. The full stubs below save every register a C
+//! function may clobber (integer and the eight SSE argument/return
+//! registers), align the stack and call the Rust side.
+//!
+//! Most hooks need none of that: without call logging, `enter_fast` and
+//! `leave_fast` push and pop the shadow stack themselves, saving only the
+//! two registers they use. They find the thread's state through the
+//! agent's initial-exec thread-local slot (one `fs`-relative load; see
+//! `thread::slot`) and its shadow stack at offset 0 (`ptr`, `len`, `cap`;
+//! the layout is asserted in `thread`). A thread without a state yet, or a
+//! full shadow stack, takes the full stub.
 
 use crate::thread::{self, Frame, NO_NODE};
 
@@ -113,14 +121,74 @@ macro_rules! stub {
 stub!(enter_stub, "mov rdi, r14", enter);
 stub!(leave_stub, "nop", leave);
 
-/// The three hook addresses (enter, leave, tailcall), where supported.
-pub fn hook_addresses() -> Option<(usize, usize, usize)> {
-    #[cfg(target_arch = "x86_64")]
+/// Enter without call logging: pushes `{ func: R14, node: NO_NODE }` on
+/// the shadow stack, or goes to [`enter_stub`] (no state yet, stack full).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[unsafe(naked)]
+pub extern "C" fn enter_fast() {
+    core::arch::naked_asm!(
+        "push rax",
+        "push rcx",
+        "mov rax, qword ptr [rip + clrprof_agent_current_thread@GOTTPOFF]",
+        "mov rax, qword ptr fs:[rax]",
+        "test rax, rax",
+        "jz 2f",
+        "mov rcx, qword ptr [rax + 8]",
+        "cmp rcx, qword ptr [rax + 16]",
+        "jae 2f",
+        "shl rcx, 4",
+        "add rcx, qword ptr [rax]",
+        "mov qword ptr [rcx], r14",
+        "mov dword ptr [rcx + 8], -1",
+        "inc qword ptr [rax + 8]",
+        "pop rcx",
+        "pop rax",
+        "ret",
+        "2:",
+        "pop rcx",
+        "pop rax",
+        "jmp {slow}",
+        slow = sym enter_stub,
+    )
+}
+
+/// Leave (and tailcall) without call logging: pops the shadow stack if
+/// the thread has one and it is not empty.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[unsafe(naked)]
+pub extern "C" fn leave_fast() {
+    core::arch::naked_asm!(
+        "push rax",
+        "mov rax, qword ptr [rip + clrprof_agent_current_thread@GOTTPOFF]",
+        "mov rax, qword ptr fs:[rax]",
+        "test rax, rax",
+        "jz 2f",
+        "cmp qword ptr [rax + 8], 0",
+        "je 2f",
+        "dec qword ptr [rax + 8]",
+        "2:",
+        "pop rax",
+        "ret",
+    )
+}
+
+/// The three hook addresses (enter, leave, tailcall), where supported:
+/// the fast stubs, or with call logging the full ones (the enter hook
+/// then logs a call).
+pub fn hook_addresses(calls: bool) -> Option<(usize, usize, usize)> {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
+        let enter = if calls { enter_stub as *const () as usize } else { enter_fast as *const () as usize };
+        Some((enter, leave_fast as *const () as usize, leave_fast as *const () as usize))
+    }
+    #[cfg(all(target_arch = "x86_64", not(target_os = "linux")))]
+    {
+        let _ = calls;
         Some((enter_stub as *const () as usize, leave_stub as *const () as usize, leave_stub as *const () as usize))
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
+        let _ = calls;
         None
     }
 }

@@ -32,6 +32,9 @@
 //!   allocations and calls on/off, flush).
 //! - [`names`]: type and function names as CLRProfiler spells them.
 //! - [`hooks`]: the enter/leave stubs and the shadow stack.
+//! - [`thread`]: per-thread state; [`threadlog`]: a thread's binary
+//!   records; [`lines`]: their text, formatted by the drain;
+//!   [`merge`]: a drain's merge of all sources in tick order.
 //! - [`status`]: the start-up report `clrprof record` reads.
 //! - [`dump`]: heap dumps (an induced GC writing `o` and `e` lines).
 //! - [`control`]: what can be asked of a running agent (dump, comment,
@@ -57,6 +60,8 @@ pub mod dump;
 pub mod hooks;
 pub mod identity;
 pub mod info;
+pub mod lines;
+pub mod merge;
 pub mod logname;
 pub mod names;
 pub mod segments;
@@ -65,6 +70,7 @@ pub mod status;
 pub mod stream;
 pub mod tables;
 pub mod thread;
+pub mod threadlog;
 
 pub use com::CLSID_CLRPROF_AGENT;
 

@@ -1,12 +1,13 @@
-//! Tick-marked byte buffers and their merge into one time-ordered log.
-//!
-//! Each thread (and the shared event stream) appends whole formatted lines
-//! to its own [`Segments`], marking where each new clock tick starts. A
-//! drain takes every buffer and writes their segments in tick order (a
-//! stable merge: segments of one source keep their order), emitting an
-//! `i` line whenever the tick goes up. Records from different threads in
-//! the same millisecond are concurrent, so any interleaving of them is a
-//! serialization the program could have produced.
+//! A tick-marked byte buffer: the shared event stream (`h`, `j`, `y`
+//! lines from any thread) appends whole formatted lines to [`Segments`],
+//! marking where each new clock tick starts. A drain merges its segments
+//! with the threads' records in tick order (see `Agent::drain`), emitting
+//! an `i` line whenever the tick goes up. Records from different threads
+//! in the same millisecond are concurrent, so any interleaving of them is
+//! a serialization the program could have produced.
+
+/// Lines and their `(tick, offset)` marks, as taken from [`Segments`].
+pub type Taken = (Vec<u8>, Vec<(u32, usize)>);
 
 /// A buffer of whole lines, cut into segments by tick.
 #[derive(Default)]
@@ -16,7 +17,7 @@ pub struct Segments {
     /// `(tick, offset)`: the segment starting at `offset` has `tick`.
     pub marks: Vec<(u32, usize)>,
     /// A cleared buffer handed back by the last drain, reused next time.
-    pub spare: Option<(Vec<u8>, Vec<(u32, usize)>)>,
+    pub spare: Option<Taken>,
 }
 
 impl Segments {
@@ -37,7 +38,7 @@ impl Segments {
     }
 
     /// Takes the contents, leaving the spare (or an empty buffer) behind.
-    pub fn take(&mut self) -> (Vec<u8>, Vec<(u32, usize)>) {
+    pub fn take(&mut self) -> Taken {
         let (b, m) = self.spare.take().unwrap_or_default();
         (std::mem::replace(&mut self.bytes, b), std::mem::replace(&mut self.marks, m))
     }
@@ -53,56 +54,23 @@ impl Segments {
     }
 }
 
-/// One segment of one drained source.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Piece {
-    /// The tick.
-    pub tick: u32,
-    /// Which source.
-    pub source: usize,
-    /// Byte range in the source.
-    pub start: usize,
-    /// End of the byte range.
-    pub end: usize,
-}
-
-/// Orders the segments of drained sources by tick, stably.
-pub fn merge_order(sources: &[(Vec<u8>, Vec<(u32, usize)>)]) -> Vec<Piece> {
-    let mut pieces = Vec::new();
-    for (s, (bytes, marks)) in sources.iter().enumerate() {
-        for (k, &(tick, start)) in marks.iter().enumerate() {
-            let end = marks.get(k + 1).map_or(bytes.len(), |m| m.1);
-            if end > start {
-                pieces.push(Piece { tick, source: s, start, end });
-            }
-        }
-    }
-    // Stable: equal ticks keep source order, and a source's own pieces
-    // have nondecreasing ticks.
-    pieces.sort_by_key(|p| p.tick);
-    pieces
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn merges_by_tick_keeping_source_order() {
+    fn marks_ticks_and_reuses_buffers() {
         let mut a = Segments::default();
         a.at(1).extend_from_slice(b"a1\n");
         a.at(1).extend_from_slice(b"a1b\n");
         a.at(5).extend_from_slice(b"a5\n");
-        let mut b = Segments::default();
-        b.at(3).extend_from_slice(b"b3\n");
-        b.at(5).extend_from_slice(b"b5\n");
-        let sources = vec![a.take(), b.take()];
-        let order = merge_order(&sources);
-        let text: Vec<String> = order
-            .iter()
-            .map(|p| format!("{}:{}", p.tick, String::from_utf8_lossy(&sources[p.source].0[p.start..p.end]).trim()))
-            .collect();
-        assert_eq!(text, vec!["1:a1\na1b", "3:b3", "5:a5", "5:b5"]);
+        let (bytes, marks) = a.take();
+        assert_eq!(bytes, b"a1\na1b\na5\n");
+        assert_eq!(marks, vec![(1, 0), (5, 7)]);
         assert!(a.is_empty());
+        a.give_back(bytes, marks);
+        a.at(6).extend_from_slice(b"a6\n");
+        let (bytes, marks) = a.take();
+        assert_eq!((bytes, marks), (b"a6\n".to_vec(), vec![(6, 0)]));
     }
 }

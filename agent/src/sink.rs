@@ -130,8 +130,16 @@ impl Sink {
         self.maybe_hand_over();
     }
 
+    /// The buffer, for a caller formatting lines into it directly (then
+    /// [`Sink::maybe_hand_over`]).
     #[inline]
-    fn maybe_hand_over(&mut self) {
+    pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    /// Hands the buffer over once it is full.
+    #[inline]
+    pub(crate) fn maybe_hand_over(&mut self) {
         if self.buf.len() >= HAND_OVER_AT {
             self.flush();
         }

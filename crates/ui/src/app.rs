@@ -1,6 +1,8 @@
 //! The server's state and the token check every request passes through.
 
+use crate::collector::SessionDir;
 use crate::logs::{LoadedLog, LogId, LogSet};
+use clrprof::model::LoadOptions;
 use crate::token::{self, Token};
 use crate::ApiError;
 use axum::extract::{Request, State};
@@ -23,12 +25,45 @@ pub struct App {
 struct Inner {
     token: Token,
     logs: Arc<LogSet>,
+    collector: Option<SessionDir>,
+    load_options: LoadOptions,
 }
 
 impl App {
     /// A server over these logs, answering requests that carry `token`.
     pub fn new(token: Token, logs: Arc<LogSet>) -> App {
-        App { inner: Arc::new(Inner { token, logs }) }
+        App { inner: Arc::new(Inner { token, logs, collector: None, load_options: LoadOptions::default() }) }
+    }
+
+    /// A server over these logs and the sessions of the collector whose
+    /// directory is `collector` (`clrprof ui --collector DIR`).
+    pub fn with_collector(token: Token, logs: Arc<LogSet>, collector: SessionDir, load_options: LoadOptions) -> App {
+        App { inner: Arc::new(Inner { token, logs, collector: Some(collector), load_options }) }
+    }
+
+    /// A reference that does not keep the server's state alive.
+    pub(crate) fn downgrade(&self) -> WeakApp {
+        WeakApp(Arc::downgrade(&self.inner))
+    }
+
+    /// The collector's directory, if the server shows its sessions.
+    pub fn collector(&self) -> Option<&SessionDir> {
+        self.inner.collector.as_ref()
+    }
+
+    /// The collector's directory, or the answer that there is none.
+    pub(crate) fn sessions(&self) -> Result<&SessionDir, ApiError> {
+        self.collector().ok_or_else(|| ApiError::not_found("the server was started without --collector: it shows no sessions"))
+    }
+
+    /// Loads the opened sessions' logs not loaded yet and loads again
+    /// those that grew (a blocking call; the server runs it every second).
+    /// Gives the logs (re)loaded.
+    pub fn refresh_sessions(&self) -> Vec<LogId> {
+        match &self.inner.collector {
+            Some(c) => self.inner.logs.refresh_sessions(&self.inner.load_options, |name| c.state_of(name)),
+            None => Vec::new(),
+        }
     }
 
     /// The token.
@@ -72,6 +107,16 @@ impl App {
         tokio::task::spawn_blocking(move || answer(&la, &lb).and_then(|v| json(&v)))
             .await
             .map_err(|e| ApiError::internal(format!("the query failed: {e}")))?
+    }
+}
+
+/// An [`App`] that may have gone away.
+pub(crate) struct WeakApp(std::sync::Weak<Inner>);
+
+impl WeakApp {
+    /// The app, if it is still there.
+    pub(crate) fn upgrade(&self) -> Option<App> {
+        self.0.upgrade().map(|inner| App { inner })
     }
 }
 

@@ -62,7 +62,8 @@ async function render() {
   }
   const fn = CP.views[view];
   if (!fn) { root.replaceChildren(CP.el('p', {}, `No view ${view}.`)); return; }
-  const box = CP.el('div', { 'data-view': view, 'data-route': location.hash });
+  // A session's views say which load of its log they were drawn from.
+  const box = CP.el('div', { 'data-view': view, 'data-route': location.hash, 'data-generation': log && log.session ? log.session.generation : undefined });
   root.replaceChildren(box);
   try {
     await fn(box, CP.state.route.params, () => gen === CP.state.generation);
@@ -99,7 +100,7 @@ async function poll() {
   const cur = logs[CP.logId()];
   const grown = cur && cur.session && CP.state.route.view !== 'sessions' && CP.state.shownGeneration !== null &&
     cur.session.generation !== CP.state.shownGeneration;
-  if (before !== logs.map((l) => l.state).join() || grown) render();
+  if (!CP.state.drawn || before !== logs.map((l) => l.state).join() || grown) { CP.state.drawn = true; render(); }
   if (loading.length) pollTimer = setTimeout(poll, 250);
   else if (CP.live.collector) pollTimer = setTimeout(poll, 1000);
 }

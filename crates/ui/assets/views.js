@@ -30,7 +30,6 @@ CP.views.summary = async function (root) {
   const log = CP.state.logs[CP.logId()];
   root.append(CP.el('h2', {}, `Summary of ${log.name}`),
     CP.el('p', { class: 'note' }, `Loaded in ${log.seconds.toFixed(2)} s. Each figure opens the view it comes from.`));
-  root.setAttribute('data-generation', log.session ? log.session.generation : 0);
   const rows = CP.SUMMARY.map(([key, label, view, params]) => ({ key, label, view, params, value: s[key] }));
   root.append(CP.table('summary', [
     { key: 'label', label: 'Figure' },

@@ -42,7 +42,7 @@ CP.views.sessions = async function (root, params, current) {
       { key: 'session', label: 'Session', show: (r) => CP.el('a', { class: 'link', 'data-open': r.session, onclick: () => CP.openSession(r.session).catch((e) => holder.prepend(CP.error(e))) }, r.session) },
       { key: 'state', label: 'State', show: (r) => CP.el('span', { class: `state ${r.state}` }, STATE_TEXT[r.state] || r.state) },
       { key: 'program', label: 'Program' },
-      { key: 'pid', label: 'pid', num: true },
+      { key: 'pid', label: 'pid', num: true, show: (r) => String(r.pid) },
       { key: 'runtime', label: 'Runtime' },
       { key: 'bytes', label: 'Bytes', num: true },
       { key: 'start', label: 'Started' },

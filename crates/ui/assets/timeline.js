@@ -92,7 +92,12 @@ CP.views.timeline = async function (root, params, current) {
   for (const c of marks.comments) {
     const x = xOf(c.ms);
     ctx.strokeStyle = '#111'; ctx.beginPath(); ctx.moveTo(x, M.top); ctx.lineTo(x, M.top + plotH); ctx.stroke();
-    ctx.fillStyle = '#111'; ctx.fillText(c.text.slice(0, 24), x + 3, M.top + 12);
+    const label = c.text.length > 24 ? c.text.slice(0, 23) + '…' : c.text;
+    const lw = ctx.measureText(label).width;
+    // Near the right edge the label goes to the left of its line.
+    const lx = x + 3 + lw > M.left + plotW ? x - 3 - lw : x + 3;
+    ctx.fillStyle = 'rgba(255,255,255,.8)'; ctx.fillRect(lx - 1, M.top + 2, lw + 2, 13);
+    ctx.fillStyle = '#111'; ctx.fillText(label, lx, M.top + 12);
   }
   ctx.setLineDash([]);
   const base = ctx.getImageData(0, 0, width, height);

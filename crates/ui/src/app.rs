@@ -79,6 +79,7 @@ impl App {
     /// Every route, behind the token check.
     pub fn router(&self) -> Router {
         crate::api::routes()
+            .layer(axum::middleware::from_fn_with_state(self.clone(), kept_answer))
             .layer(axum::middleware::from_fn_with_state(self.clone(), require_token))
             .with_state(self.clone())
     }
@@ -142,4 +143,43 @@ async fn require_token(State(app): State<App>, request: Request, next: Next) -> 
         _ => (StatusCode::FORBIDDEN, "clrprof ui: this request needs the token printed when the server started\n")
             .into_response(),
     }
+}
+
+/// Answers a `GET /api/log/{id}/...` from the log's kept answers when the
+/// same request was answered before (for the same load of the log), and
+/// keeps the answers it did not have.
+async fn kept_answer(State(app): State<App>, request: Request, next: Next) -> Response {
+    let log = (request.method() == axum::http::Method::GET)
+        .then(|| request.uri().path().strip_prefix("/api/log/"))
+        .flatten()
+        .and_then(|rest| rest.split_once('/'))
+        .and_then(|(id, _)| id.parse::<u32>().ok())
+        .and_then(|id| app.logs().ready(LogId(id)).ok());
+    let Some(log) = log else { return next.run(request).await };
+    let key = crate::answer_cache::key(request.uri().path(), request.uri().query());
+    if let Some(body) = log.answers.get(&key) {
+        return json_body(axum::body::Body::from(axum::body::Bytes::from_owner(body)));
+    }
+    let response = next.run(request).await;
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => {
+            if bytes.len() <= crate::answer_cache::MAX_ANSWER {
+                log.answers.put(key, std::sync::Arc::from(bytes.as_ref()));
+            }
+            Response::from_parts(parts, axum::body::Body::from(bytes))
+        }
+        Err(e) => ApiError::internal(format!("cannot read the answer: {e}")).into_response(),
+    }
+}
+
+fn json_body(body: axum::body::Body) -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json")), (header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+        body,
+    )
+        .into_response()
 }

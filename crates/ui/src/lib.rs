@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod answer_cache;
 mod api;
 mod app;
 mod assets;

@@ -2,6 +2,7 @@
 //! already answers, and is then kept, with the answers worth keeping, for
 //! the server's life.
 
+use crate::answer_cache::AnswerCache;
 use crate::dominator_tree::DominatorCache;
 use crate::flame_tree::FlameTree;
 use clrprof::format::LogSource;
@@ -32,6 +33,8 @@ pub struct LoadedLog {
     flame_windows: Mutex<Vec<(Filter, Arc<FlameTree>)>>,
     /// Dominator trees of the heap dumps, built when first asked for.
     pub dominators: DominatorCache,
+    /// The encoded answers of the last requests.
+    pub answers: AnswerCache,
 }
 
 impl LoadedLog {
@@ -46,6 +49,7 @@ impl LoadedLog {
             flame_all: OnceLock::new(),
             flame_windows: Mutex::new(Vec::new()),
             dominators: DominatorCache::new(dumps),
+            answers: AnswerCache::default(),
         }
     }
 

@@ -4,7 +4,7 @@
 
 use crate::answer_cache::AnswerCache;
 use crate::dominator_tree::DominatorCache;
-use crate::flame_tree::FlameTree;
+use crate::flame_tree::{FlameIndex, FlameTree};
 use clrprof::format::LogSource;
 use clrprof::model::{self, LoadOptions, Model};
 use clrprof::query::{ages, lifetime, Ages, Filter, Lifetime};
@@ -27,6 +27,7 @@ pub struct LoadedLog {
     pub seconds: f64,
     lifetime_all: OnceLock<Lifetime>,
     ages_all: OnceLock<Ages>,
+    flame_index: OnceLock<FlameIndex>,
     flame_all: OnceLock<FlameTree>,
     /// The flame trees of the last windows asked for, newest last (zooming
     /// and searching within a window ask for the same tree again).
@@ -46,6 +47,7 @@ impl LoadedLog {
             seconds,
             lifetime_all: OnceLock::new(),
             ages_all: OnceLock::new(),
+            flame_index: OnceLock::new(),
             flame_all: OnceLock::new(),
             flame_windows: Mutex::new(Vec::new()),
             dominators: DominatorCache::new(dumps),
@@ -63,9 +65,14 @@ impl LoadedLog {
         self.ages_all.get_or_init(|| ages(&self.model, &Filter::all()))
     }
 
+    /// The flame graph's shape (computed once).
+    pub fn flame_index(&self) -> &FlameIndex {
+        self.flame_index.get_or_init(|| FlameIndex::build(&self.model))
+    }
+
     /// The flame graph's tree over the whole log (computed once).
     pub fn flame_all(&self) -> &FlameTree {
-        self.flame_all.get_or_init(|| FlameTree::build(&self.model, &Filter::all()))
+        self.flame_all.get_or_init(|| FlameTree::build(&self.model, self.flame_index(), &Filter::all()))
     }
 
     /// The flame graph's tree of the objects a filter keeps: built once per
@@ -77,7 +84,7 @@ impl LoadedLog {
                 return t.clone();
             }
         }
-        let tree = Arc::new(FlameTree::build(&self.model, filter));
+        let tree = Arc::new(FlameTree::build(&self.model, self.flame_index(), filter));
         if let Ok(mut kept) = self.flame_windows.lock() {
             if kept.len() >= KEPT {
                 kept.remove(0);

@@ -11,8 +11,14 @@ use std::path::PathBuf;
 pub struct Args {
     /// The logs to show (each is named by its position in the page; no
     /// other file can be reached through the server).
-    #[arg(required = true, value_name = "LOG")]
+    #[arg(value_name = "LOG", required_unless_present = "collector")]
     logs: Vec<PathBuf>,
+    /// A collector's directory (`clrprof collect --dir DIR`): the page
+    /// lists its sessions, running and ended, opens any of them (a running
+    /// one's figures refresh as its log grows) and sends a running one
+    /// commands (heap dump, comment, allocations on/off) as `clrprof ctl`.
+    #[arg(long, value_name = "DIR")]
+    collector: Option<PathBuf>,
     /// The address to listen on (loopback by default; port 0: any free
     /// port). The page's address, printed at start, carries a random token
     /// that every request needs.
@@ -33,6 +39,7 @@ pub fn run(args: Args) -> Result<()> {
         listen: args.listen,
         threads: args.threads.map(usize::from),
         quiet: args.quiet,
+        collector: args.collector,
     };
     clrprof_ui::serve(options, |url| {
         let mut out = std::io::stdout().lock();

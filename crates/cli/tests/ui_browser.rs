@@ -3,7 +3,8 @@
 //! and runs `crates/ui/browser/ui.test.mjs` (playwright-core), which checks
 //! every view against this `clrprof`'s `--json`, the Time Line's drag and
 //! click, the dominator tree's expansion, and that requests without the
-//! token or for other files are refused. Screenshots of each view go to
+//! token or for other files are refused, every Summary figure links to its
+//! view, and the Handles view matches `clrprof handles`. Screenshots of each view go to
 //! `target/ui-screenshots/`.
 //!
 //! Needs node, `/usr/bin/chromium` (or `$CLRPROF_CHROMIUM`) and
@@ -89,7 +90,7 @@ fn every_view_matches_the_cli_in_headless_chromium() {
         .expect("run node");
     drop(server);
     assert!(status.success(), "the browser tests failed (screenshots in {})", shots.display());
-    for view in ["gen-small-summary", "gen-small-timeline", "gen-small-flame", "gen-small-dump-types", "real-timeline"] {
+    for view in ["gen-small-summary", "gen-small-timeline", "gen-small-flame", "gen-small-dump-types", "gen-small-handles", "real-timeline", "real-handles"] {
         assert!(shots.join(format!("{view}.png")).is_file(), "no screenshot of {view}");
     }
 }

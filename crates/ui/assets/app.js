@@ -8,7 +8,9 @@ CP.parseHash = function () {
   const h = location.hash.replace(/^#\/?/, '');
   const [view, query] = h.split('?');
   const params = Object.fromEntries(new URLSearchParams(query || ''));
-  return { view: view || 'summary', params };
+  // With no log given at start, the collector's sessions come first.
+  const first = CP.live.collector && CP.state.logs.length === 0 ? 'sessions' : 'summary';
+  return { view: view || first, params };
 };
 
 // Goes to a view; `params` replace the current ones, except the log and
@@ -50,14 +52,18 @@ async function render() {
   const gen = ++CP.state.generation;
   const root = document.getElementById('view');
   const log = CP.state.logs[CP.logId()];
-  if (!log) { root.replaceChildren(CP.el('p', {}, 'No such log.')); return; }
-  if (log.state !== 'ready' && view !== 'compare') {
+  const needsLog = view !== 'sessions';
+  CP.liveBar();
+  CP.state.shownGeneration = log && log.session ? log.session.generation : null;
+  if (needsLog && !log) { root.replaceChildren(CP.el('p', {}, CP.live.collector ? 'No log opened yet: open a session from the Sessions tab.' : 'No such log.')); return; }
+  if (needsLog && log.state !== 'ready' && view !== 'compare') {
     root.replaceChildren(CP.el('p', { class: 'note' }, log.state === 'failed' ? `${log.name} failed to load: ${log.error}` : `${log.name} is loading…`));
     return;
   }
   const fn = CP.views[view];
   if (!fn) { root.replaceChildren(CP.el('p', {}, `No view ${view}.`)); return; }
-  const box = CP.el('div', { 'data-view': view, 'data-route': location.hash });
+  // A session's views say which load of its log they were drawn from.
+  const box = CP.el('div', { 'data-view': view, 'data-route': location.hash, 'data-generation': log && log.session ? log.session.generation : undefined });
   root.replaceChildren(box);
   try {
     await fn(box, CP.state.route.params, () => gen === CP.state.generation);
@@ -67,11 +73,16 @@ async function render() {
   if (gen === CP.state.generation) box.setAttribute('data-ready', '1');
 }
 
-// Polls the logs' progress while any is loading; the page is usable
+// Polls the logs' progress while any is loading (every 250 ms) and, with
+// a collector, the opened sessions (every second): a running session's
+// view is drawn again when its log was loaded again. The page is usable
 // (other logs, other tabs) meanwhile.
+let pollTimer = null;
 async function poll() {
+  clearTimeout(pollTimer);
+  pollTimer = null;
   let logs;
-  try { logs = await CP.api('/api/logs'); } catch (e) { setTimeout(poll, 1000); return; }
+  try { logs = await CP.api('/api/logs'); } catch (e) { pollTimer = setTimeout(poll, 1000); return; }
   const before = CP.state.logs.map((l) => l.state).join();
   CP.state.logs = logs;
   const sel = document.getElementById('log-select');
@@ -79,15 +90,21 @@ async function poll() {
     sel.replaceChildren(...logs.map((l) => CP.el('option', { value: l.id }, l.name)));
     sel.value = String(CP.logId());
   }
+  CP.liveBar();
   const loading = logs.filter((l) => l.state === 'loading');
   const panel = document.getElementById('loading');
   panel.hidden = loading.length === 0;
   panel.replaceChildren(...loading.map((l) => CP.el('div', { 'data-loading': l.name },
     `loading ${l.name} `, CP.el('span', { class: 'progress' }, CP.el('div', { style: `width:${l.total ? (100 * l.done / l.total).toFixed(1) : 0}%` })),
     ` ${CP.size(l.done)} of ${CP.size(l.total)}`)));
-  if (before !== logs.map((l) => l.state).join()) render();
-  if (loading.length) setTimeout(poll, 250);
+  const cur = logs[CP.logId()];
+  const grown = cur && cur.session && CP.state.route.view !== 'sessions' && CP.state.shownGeneration !== null &&
+    cur.session.generation !== CP.state.shownGeneration;
+  if (!CP.state.drawn || before !== logs.map((l) => l.state).join() || grown) { CP.state.drawn = true; render(); }
+  if (loading.length) pollTimer = setTimeout(poll, 250);
+  else if (CP.live.collector) pollTimer = setTimeout(poll, 1000);
 }
+CP.pollNow = poll;
 
 document.getElementById('log-select').addEventListener('change', (e) => CP.go(CP.state.route.view, { log: e.target.value, from: undefined, to: undefined }));
 document.getElementById('window-clear').addEventListener('click', () => {
@@ -97,5 +114,9 @@ document.getElementById('window-clear').addEventListener('click', () => {
 });
 for (const a of document.querySelectorAll('#tabs a')) a.addEventListener('click', () => CP.go(a.dataset.view));
 window.addEventListener('hashchange', render);
-CP.state.route = CP.parseHash();
-poll();
+// Whether the server shows a collector's sessions.
+CP.api('/api/sessions').then(() => { CP.live.collector = true; }, () => { CP.live.collector = false; }).then(() => {
+  document.querySelector('#tabs a[data-view="sessions"]').hidden = !CP.live.collector;
+  CP.state.route = CP.parseHash();
+  poll();
+});

@@ -23,11 +23,12 @@ CP.views.timeline = async function (root, params, current) {
   const canvas = CP.el('canvas', { width, height, 'data-plot': `${M.left},${M.top},${plotW},${plotH}` });
   const wrap = CP.el('div', { class: 'tl-wrap' }, canvas);
   const legend = CP.el('div', { class: 'tl-legend' });
+  const commentList = CP.el('div', { class: 'tl-comments' });
   const below = CP.el('div', { class: 'cols halves' });
   const live = CP.el('div', { 'data-panel': 'live' });
   const who = CP.el('div', { 'data-panel': 'who' });
   below.append(live, who);
-  root.append(wrap, legend, below);
+  root.append(wrap, legend, commentList, below);
 
   const [marks, grid] = await Promise.all([
     CP.api(CP.logPath('timeline'), { from, to }),
@@ -91,7 +92,12 @@ CP.views.timeline = async function (root, params, current) {
   for (const c of marks.comments) {
     const x = xOf(c.ms);
     ctx.strokeStyle = '#111'; ctx.beginPath(); ctx.moveTo(x, M.top); ctx.lineTo(x, M.top + plotH); ctx.stroke();
-    ctx.fillStyle = '#111'; ctx.fillText(c.text.slice(0, 24), x + 3, M.top + 12);
+    const label = c.text.length > 24 ? c.text.slice(0, 23) + '…' : c.text;
+    const lw = ctx.measureText(label).width;
+    // Near the right edge the label goes to the left of its line.
+    const lx = x + 3 + lw > M.left + plotW ? x - 3 - lw : x + 3;
+    ctx.fillStyle = 'rgba(255,255,255,.8)'; ctx.fillRect(lx - 1, M.top + 2, lw + 2, 13);
+    ctx.fillStyle = '#111'; ctx.fillText(label, lx, M.top + 12);
   }
   ctx.setLineDash([]);
   const base = ctx.getImageData(0, 0, width, height);
@@ -99,6 +105,8 @@ CP.views.timeline = async function (root, params, current) {
   legend.replaceChildren(...grid.types.slice(0, 24).map((t) => CP.el('span', {},
     CP.el('span', { class: 'swatch', style: `background:${CP.typeColour(CP.hashName(t.name))}` }), t.name)),
     CP.el('span', { class: 'note' }, `GC: `, ...['gen 0', 'gen 1', 'gen 2'].map((l, i) => CP.el('span', { style: `color:${genColour[i]}` }, ` ▼ ${l}`)), `; ${marks.gcs.length} GCs, ${marks.comments.length} comments in view`));
+
+  commentList.replaceChildren(...marks.comments.map((c) => CP.el('span', { 'data-comment': c.text, 'data-ms': c.ms }, `${CP.ms(c.ms)}: ${c.text}`)));
 
   // Interactions.
   let drag = null;

@@ -14,13 +14,13 @@ CP.SUMMARY = [
   ['gen1_collections', 'Gen 1 collections', 'timeline', {}],
   ['gen2_collections', 'Gen 2 collections', 'timeline', {}],
   ['induced_collections', 'Induced collections', 'timeline', {}],
-  ['gen0_heap_bytes', 'Gen 0 heap bytes', 'lifetime', {}],
-  ['gen1_heap_bytes', 'Gen 1 heap bytes', 'lifetime', {}],
-  ['gen2_heap_bytes', 'Gen 2 heap bytes', 'lifetime', {}],
-  ['loh_bytes', 'Large object heap bytes', 'lifetime', {}],
-  ['handles_created', 'Handles created', null, {}],
-  ['handles_destroyed', 'Handles destroyed', null, {}],
-  ['handles_surviving', 'Handles surviving', null, {}],
+  ['gen0_heap_bytes', 'Gen 0 heap bytes', 'lifetime', { tab: 'lifetime' }],
+  ['gen1_heap_bytes', 'Gen 1 heap bytes', 'lifetime', { tab: 'lifetime' }],
+  ['gen2_heap_bytes', 'Gen 2 heap bytes', 'lifetime', { tab: 'lifetime' }],
+  ['loh_bytes', 'Large object heap bytes', 'lifetime', { tab: 'lifetime' }],
+  ['handles_created', 'Handles created', 'handles', { show: 'created' }],
+  ['handles_destroyed', 'Handles destroyed', 'handles', { show: 'destroyed' }],
+  ['handles_surviving', 'Handles surviving', 'handles', { show: 'surviving' }],
   ['heap_dumps', 'Heap dumps', 'dumps', {}],
   ['comments', 'Comments', 'timeline', {}],
 ];
@@ -314,4 +314,43 @@ CP.views.compare = async function (root, params) {
       { key: 'diff_count', label: 'Objects B−A', num: true, show: (r) => CP.signed(r.diff_count) },
     ], d[key], (r) => r.name));
   }
+};
+
+// ---- GC handles by the stack that created them (`clrprof handles`):
+// CLRProfiler's Summary buttons for handles created, destroyed and
+// surviving open this view sorted by that figure.
+CP.views.handles = async function (root, params) {
+  const show = ['created', 'destroyed', 'surviving'].includes(params.show) ? params.show : 'created';
+  const depth = Number(params.depth || 6);
+  const r = await CP.api(CP.logPath('handles'), Object.assign({ top: 0 }, CP.windowParams()));
+  root.append(CP.el('h2', {}, 'GC handles by creating stack'),
+    CP.el('div', { class: 'controls' }, CP.el('label', {}, 'show stacks that '),
+      ...[['created', 'created handles'], ['destroyed', 'destroyed handles'], ['surviving', 'have handles surviving']].map(([k, label]) =>
+        CP.el('button', { class: k === show ? 'on' : '', 'data-show': k, onclick: () => CP.go('handles', { show: k }) }, label))),
+    CP.el('p', { class: 'note', 'data-created': r.created, 'data-destroyed': r.destroyed, 'data-surviving': r.surviving },
+      `${CP.num(r.created)} handles created, ${CP.num(r.destroyed)} destroyed, ${CP.num(r.surviving)} surviving` +
+      (CP.windowParams().from !== undefined ? ' in the window' : '') + `; ${CP.num(r.groups.length)} groups. Stacks leaf (innermost) first.`));
+  const rows = r.groups.map((g, i) => Object.assign({ order: i }, g))
+    .filter((g) => g[show] > 0)
+    .sort((a, b) => b[show] - a[show] || a.order - b.order);
+  const stackText = (g) => {
+    if (g.stack_id === null) return '(j records naming no live handle)';
+    if (!g.stack_defined) return `(stack ${g.stack_id} not defined)`;
+    if (!g.frames.length) return `(stack ${g.stack_id}: no frames)`;
+    const shown = g.frames.slice(0, depth).join(' ← ');
+    return g.frames.length > depth ? `${shown} ← … (${g.frames.length - depth} more)` : shown;
+  };
+  const types = (g) => {
+    if (!g.object_types.length) return g.null_objects === g.created && g.created > 0 ? '(null)' : '-';
+    return g.object_types.slice(0, 3).map((t) => `${t.type} ×${CP.num(t.count)}`).join(', ') + (g.object_types.length > 3 ? ` +${g.object_types.length - 3}` : '');
+  };
+  const max = Math.max(1, ...rows.map((g) => g[show]));
+  if (!rows.length) { root.append(CP.el('p', { class: 'note' }, `No stack ${show === 'surviving' ? 'has handles surviving' : show + ' handles'}.`)); return; }
+  root.append(CP.table('handles', [
+    { key: 'created', label: 'Created', num: true, show: (g) => show === 'created' ? CP.el('span', {}, CP.num(g.created), CP.el('span', { class: 'bar', style: `width:${Math.round(80 * g.created / max)}px` })) : CP.num(g.created) },
+    { key: 'destroyed', label: 'Destroyed', num: true, show: (g) => show === 'destroyed' ? CP.el('span', {}, CP.num(g.destroyed), CP.el('span', { class: 'bar', style: `width:${Math.round(80 * g.destroyed / max)}px` })) : CP.num(g.destroyed) },
+    { key: 'surviving', label: 'Surviving', num: true, show: (g) => show === 'surviving' ? CP.el('span', {}, CP.num(g.surviving), CP.el('span', { class: 'bar', style: `width:${Math.round(80 * g.surviving / max)}px` })) : CP.num(g.surviving) },
+    { key: 'object_types', label: 'Object types', value: types },
+    { key: 'stack', label: 'Creating stack (leaf first)', value: stackText, show: (g) => CP.el('span', { title: g.frames.join('\n') }, stackText(g)) },
+  ], rows.slice(0, 500), (g) => (g.stack_id === null ? 'none' : String(g.stack_id))));
 };

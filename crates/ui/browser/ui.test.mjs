@@ -102,6 +102,45 @@ for (let id = 0; id < LOGS.length; id++) {
     await page.click('tr[data-name="final_heap_bytes"] a');
     await page.waitForSelector('[data-view="types"][data-ready]');
     assert.match(await page.evaluate(() => location.hash), /kind=final/);
+    // Every figure links to the view it comes from (CLRProfiler's Summary
+    // buttons).
+    const views = { allocated_bytes: 'types', relocated_bytes: 'types', final_heap_bytes: 'types', objects_finalized: 'types',
+      critical_objects_finalized: 'types', gen0_collections: 'timeline', gen1_collections: 'timeline', gen2_collections: 'timeline',
+      induced_collections: 'timeline', gen0_heap_bytes: 'lifetime', gen1_heap_bytes: 'lifetime', gen2_heap_bytes: 'lifetime',
+      loh_bytes: 'lifetime', handles_created: 'handles', handles_destroyed: 'handles', handles_surviving: 'handles', heap_dumps: 'dumps',
+      comments: 'timeline' };
+    for (const key of SUMMARY_KEYS) {
+      await open(`summary?log=${id}`);
+      const link = await page.$(`tr[data-name="${key}"] a[data-link]`);
+      assert.ok(link, `${key} links to a view`);
+      await link.click();
+      await page.waitForSelector(`[data-view="${views[key]}"][data-ready]`, { timeout: 60000 });
+      assert.equal(await page.$eval('main [data-view] .error', (e) => e.textContent).catch(() => null), null, `${key}'s view shows no error`);
+    }
+  });
+
+  test(`${tag}: the handles view and the Summary's handle figures match clrprof handles`, async () => {
+    const want = cli(id, ['handles', '--top', '0']);
+    const summary = cli(id, ['summary']);
+    assert.deepEqual([want.created, want.destroyed, want.surviving], [summary.handles_created, summary.handles_destroyed, summary.handles_surviving]);
+    for (const show of ['created', 'destroyed', 'surviving']) {
+      await open(`summary?log=${id}`);
+      await page.click(`tr[data-name="handles_${show}"] a`);
+      await page.waitForSelector(`[data-view="handles"][data-ready]`, { timeout: 60000 });
+      assert.match(await page.evaluate(() => location.hash), new RegExp(`show=${show}`));
+      const note = await page.$('[data-created]');
+      assert.deepEqual(await note.evaluate((e) => [+e.dataset.created, +e.dataset.destroyed, +e.dataset.surviving]), [want.created, want.destroyed, want.surviving], 'totals');
+      const groups = want.groups.map((g, i) => Object.assign({ i }, g)).filter((g) => g[show] > 0).sort((a, b) => b[show] - a[show] || a.i - b.i);
+      const shown = await rows('handles');
+      same(shown.map((r) => [r.name, r.created, r.destroyed, r.surviving]),
+        groups.slice(0, 500).map((g) => [g.stack_id === null ? 'none' : String(g.stack_id), g.created, g.destroyed, g.surviving]), `stacks that ${show} handles`);
+      if (groups.length && show === 'created') {
+        const first = groups[0];
+        const text = shown[0].stack;
+        if (first.frames.length) assert.ok(text.startsWith(first.frames[0]), `the stack is shown leaf first: ${text}`);
+        await page.screenshot({ path: join(SHOTS, `${tag}-handles.png`) });
+      }
+    }
   });
 
   for (const kind of ['allocated', 'relocated', 'final', 'finalized', 'critical']) {

@@ -1,6 +1,8 @@
 //! The server's state and the token check every request passes through.
 
+use crate::collector::SessionDir;
 use crate::logs::{LoadedLog, LogId, LogSet};
+use clrprof::model::LoadOptions;
 use crate::token::{self, Token};
 use crate::ApiError;
 use axum::extract::{Request, State};
@@ -23,12 +25,45 @@ pub struct App {
 struct Inner {
     token: Token,
     logs: Arc<LogSet>,
+    collector: Option<SessionDir>,
+    load_options: LoadOptions,
 }
 
 impl App {
     /// A server over these logs, answering requests that carry `token`.
     pub fn new(token: Token, logs: Arc<LogSet>) -> App {
-        App { inner: Arc::new(Inner { token, logs }) }
+        App { inner: Arc::new(Inner { token, logs, collector: None, load_options: LoadOptions::default() }) }
+    }
+
+    /// A server over these logs and the sessions of the collector whose
+    /// directory is `collector` (`clrprof ui --collector DIR`).
+    pub fn with_collector(token: Token, logs: Arc<LogSet>, collector: SessionDir, load_options: LoadOptions) -> App {
+        App { inner: Arc::new(Inner { token, logs, collector: Some(collector), load_options }) }
+    }
+
+    /// A reference that does not keep the server's state alive.
+    pub(crate) fn downgrade(&self) -> WeakApp {
+        WeakApp(Arc::downgrade(&self.inner))
+    }
+
+    /// The collector's directory, if the server shows its sessions.
+    pub fn collector(&self) -> Option<&SessionDir> {
+        self.inner.collector.as_ref()
+    }
+
+    /// The collector's directory, or the answer that there is none.
+    pub(crate) fn sessions(&self) -> Result<&SessionDir, ApiError> {
+        self.collector().ok_or_else(|| ApiError::not_found("the server was started without --collector: it shows no sessions"))
+    }
+
+    /// Loads the opened sessions' logs not loaded yet and loads again
+    /// those that grew (a blocking call; the server runs it every second).
+    /// Gives the logs (re)loaded.
+    pub fn refresh_sessions(&self) -> Vec<LogId> {
+        match &self.inner.collector {
+            Some(c) => self.inner.logs.refresh_sessions(&self.inner.load_options, |name| c.state_of(name)),
+            None => Vec::new(),
+        }
     }
 
     /// The token.
@@ -44,6 +79,7 @@ impl App {
     /// Every route, behind the token check.
     pub fn router(&self) -> Router {
         crate::api::routes()
+            .layer(axum::middleware::from_fn_with_state(self.clone(), kept_answer))
             .layer(axum::middleware::from_fn_with_state(self.clone(), require_token))
             .with_state(self.clone())
     }
@@ -75,6 +111,16 @@ impl App {
     }
 }
 
+/// An [`App`] that may have gone away.
+pub(crate) struct WeakApp(std::sync::Weak<Inner>);
+
+impl WeakApp {
+    /// The app, if it is still there.
+    pub(crate) fn upgrade(&self) -> Option<App> {
+        self.0.upgrade().map(|inner| App { inner })
+    }
+}
+
 /// A JSON response, not to be cached.
 pub(crate) fn json<T: Serialize>(v: &T) -> Result<Response, ApiError> {
     let body = serde_json::to_vec(v)?;
@@ -97,4 +143,43 @@ async fn require_token(State(app): State<App>, request: Request, next: Next) -> 
         _ => (StatusCode::FORBIDDEN, "clrprof ui: this request needs the token printed when the server started\n")
             .into_response(),
     }
+}
+
+/// Answers a `GET /api/log/{id}/...` from the log's kept answers when the
+/// same request was answered before (for the same load of the log), and
+/// keeps the answers it did not have.
+async fn kept_answer(State(app): State<App>, request: Request, next: Next) -> Response {
+    let log = (request.method() == axum::http::Method::GET)
+        .then(|| request.uri().path().strip_prefix("/api/log/"))
+        .flatten()
+        .and_then(|rest| rest.split_once('/'))
+        .and_then(|(id, _)| id.parse::<u32>().ok())
+        .and_then(|id| app.logs().ready(LogId(id)).ok());
+    let Some(log) = log else { return next.run(request).await };
+    let key = crate::answer_cache::key(request.uri().path(), request.uri().query());
+    if let Some(body) = log.answers.get(&key) {
+        return json_body(axum::body::Body::from(axum::body::Bytes::from_owner(body)));
+    }
+    let response = next.run(request).await;
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => {
+            if bytes.len() <= crate::answer_cache::MAX_ANSWER {
+                log.answers.put(key, std::sync::Arc::from(bytes.as_ref()));
+            }
+            Response::from_parts(parts, axum::body::Body::from(bytes))
+        }
+        Err(e) => ApiError::internal(format!("cannot read the answer: {e}")).into_response(),
+    }
+}
+
+fn json_body(body: axum::body::Body) -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json")), (header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+        body,
+    )
+        .into_response()
 }

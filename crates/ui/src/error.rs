@@ -53,7 +53,7 @@ impl From<serde_json::Error> for ApiError {
 #[derive(Debug, thiserror::Error)]
 pub enum UiError {
     /// No log was given.
-    #[error("give at least one log to show")]
+    #[error("give at least one log to show, or --collector DIR")]
     NoLogs,
     /// A log could not be opened.
     #[error("cannot open {path}: {error}")]

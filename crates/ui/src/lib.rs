@@ -17,14 +17,23 @@
 //! - The JSON of each `/api/...` route is the `--json` output of the CLI
 //!   command it mirrors (the table in `api/mod.rs`), built by the same
 //!   library query.
+//! - With a collector's directory ([`SessionDir`], `--collector DIR`),
+//!   its sessions are listed (`/api/sessions`), any of them can be opened
+//!   as a log of the server (a new [`LogId`]), a live one's log is loaded
+//!   again as it grows ([`App::refresh_sessions`], every second), and
+//!   commands reach it through the collector's admin socket as
+//!   `clrprof ctl` sends them. Only session records and their logs in
+//!   that directory can be reached, by session name.
 //! - The page (`assets/`: plain HTML, CSS and JavaScript, no build step) is
 //!   embedded in the library.
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod answer_cache;
 mod api;
 mod app;
 mod assets;
+mod collector;
 mod error;
 mod flame_tree;
 mod dominator_tree;
@@ -35,7 +44,8 @@ mod serve;
 mod token;
 
 pub use app::App;
+pub use collector::{CtlReply, ListedSession, SessionDir};
 pub use error::{ApiError, UiError};
-pub use logs::{LogId, LogSet, LogStatus};
+pub use logs::{LogId, LogSet, LogStatus, SessionStatus};
 pub use serve::{serve, ServeOptions, DEFAULT_LISTEN};
 pub use token::Token;

@@ -2,14 +2,15 @@
 //! already answers, and is then kept, with the answers worth keeping, for
 //! the server's life.
 
+use crate::answer_cache::AnswerCache;
 use crate::dominator_tree::DominatorCache;
-use crate::flame_tree::FlameTree;
+use crate::flame_tree::{FlameIndex, FlameTree};
 use clrprof::format::LogSource;
 use clrprof::model::{self, LoadOptions, Model};
 use clrprof::query::{ages, lifetime, Ages, Filter, Lifetime};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// A log of the server: its position among the logs given (from 0). Routes
@@ -26,12 +27,15 @@ pub struct LoadedLog {
     pub seconds: f64,
     lifetime_all: OnceLock<Lifetime>,
     ages_all: OnceLock<Ages>,
+    flame_index: OnceLock<FlameIndex>,
     flame_all: OnceLock<FlameTree>,
     /// The flame trees of the last windows asked for, newest last (zooming
     /// and searching within a window ask for the same tree again).
     flame_windows: Mutex<Vec<(Filter, Arc<FlameTree>)>>,
     /// Dominator trees of the heap dumps, built when first asked for.
     pub dominators: DominatorCache,
+    /// The encoded answers of the last requests.
+    pub answers: AnswerCache,
 }
 
 impl LoadedLog {
@@ -43,9 +47,11 @@ impl LoadedLog {
             seconds,
             lifetime_all: OnceLock::new(),
             ages_all: OnceLock::new(),
+            flame_index: OnceLock::new(),
             flame_all: OnceLock::new(),
             flame_windows: Mutex::new(Vec::new()),
             dominators: DominatorCache::new(dumps),
+            answers: AnswerCache::default(),
         }
     }
 
@@ -59,9 +65,14 @@ impl LoadedLog {
         self.ages_all.get_or_init(|| ages(&self.model, &Filter::all()))
     }
 
+    /// The flame graph's shape (computed once).
+    pub fn flame_index(&self) -> &FlameIndex {
+        self.flame_index.get_or_init(|| FlameIndex::build(&self.model))
+    }
+
     /// The flame graph's tree over the whole log (computed once).
     pub fn flame_all(&self) -> &FlameTree {
-        self.flame_all.get_or_init(|| FlameTree::build(&self.model, &Filter::all()))
+        self.flame_all.get_or_init(|| FlameTree::build(&self.model, self.flame_index(), &Filter::all()))
     }
 
     /// The flame graph's tree of the objects a filter keeps: built once per
@@ -73,7 +84,7 @@ impl LoadedLog {
                 return t.clone();
             }
         }
-        let tree = Arc::new(FlameTree::build(&self.model, filter));
+        let tree = Arc::new(FlameTree::build(&self.model, self.flame_index(), filter));
         if let Ok(mut kept) = self.flame_windows.lock() {
             if kept.len() >= KEPT {
                 kept.remove(0);
@@ -106,9 +117,50 @@ enum State {
 pub struct LogSlot {
     name: String,
     path: Option<PathBuf>,
+    /// The collector's session this log is (its file grows while it runs).
+    session: Option<String>,
     done: AtomicU64,
     total: AtomicU64,
     state: RwLock<State>,
+    /// For a session: whether its record says it is still live.
+    live: AtomicBool,
+    /// For a session: how many times its log was (re)loaded.
+    generation: AtomicU64,
+    /// For a session: bytes of the log loaded (up to its last whole line).
+    loaded_bytes: AtomicU64,
+    /// For a session: when the server last looked at the log and had all
+    /// of it loaded (ms since the Unix epoch).
+    refreshed_ms: AtomicU64,
+    /// For a session: its record's state, as the collector wrote it.
+    record_state: Mutex<Option<String>>,
+}
+
+impl LogSlot {
+    fn new(name: String, path: Option<PathBuf>, session: Option<String>, state: State) -> LogSlot {
+        LogSlot {
+            name,
+            path,
+            session,
+            done: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+            state: RwLock::new(state),
+            live: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+            loaded_bytes: AtomicU64::new(0),
+            refreshed_ms: AtomicU64::new(0),
+            record_state: Mutex::new(None),
+        }
+    }
+
+    fn set_state(&self, s: State) {
+        if let Ok(mut state) = self.state.write() {
+            *state = s;
+        }
+    }
+
+    fn is_ready(&self) -> bool {
+        self.state.read().is_ok_and(|s| matches!(&*s, State::Ready(_)))
+    }
 }
 
 /// What the page is told about a log.
@@ -130,27 +182,48 @@ pub struct LogStatus {
     pub error: Option<String>,
     /// Heap dumps in the log, once ready.
     pub dumps: Option<usize>,
+    /// The collector's session this log is, if it is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionStatus>,
 }
 
-/// The logs of a server, by [`LogId`].
+/// What the page is told about a session's log: whether it is still
+/// growing and when it was last brought up to date.
+#[derive(Clone, Debug, Serialize)]
+pub struct SessionStatus {
+    /// The session's name.
+    pub name: String,
+    /// Whether the session is live (the collector still receives it).
+    pub live: bool,
+    /// The record's state (`live`, `ended`, `cut`).
+    pub record_state: Option<String>,
+    /// How many times the log was loaded (1 once opened; each refresh
+    /// that found new lines adds one).
+    pub generation: u64,
+    /// Bytes of the log loaded (whole lines).
+    pub loaded_bytes: u64,
+    /// When the server last had the whole log loaded (ms since the Unix
+    /// epoch; 0: not yet).
+    pub refreshed_ms: u64,
+}
+
+/// The logs of a server, by [`LogId`]: those given at start, then the
+/// collector's sessions in the order they were opened.
 pub struct LogSet {
-    slots: Vec<LogSlot>,
+    slots: RwLock<Vec<Arc<LogSlot>>>,
+    /// Held while sessions are refreshed (one refresh at a time).
+    refreshing: Mutex<()>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 impl LogSet {
     /// A set of logs still to be loaded from these files.
     pub fn from_paths(paths: &[PathBuf]) -> LogSet {
-        let slots = paths
-            .iter()
-            .map(|p| LogSlot {
-                name: file_name(p),
-                path: Some(p.clone()),
-                done: AtomicU64::new(0),
-                total: AtomicU64::new(0),
-                state: RwLock::new(State::Loading),
-            })
-            .collect();
-        LogSet { slots }
+        let slots = paths.iter().map(|p| Arc::new(LogSlot::new(file_name(p), Some(p.clone()), None, State::Loading))).collect();
+        LogSet { slots: RwLock::new(slots), refreshing: Mutex::new(()) }
     }
 
     /// A set of models already loaded (benchmarks and tests), with the
@@ -160,34 +233,38 @@ impl LogSet {
             .into_iter()
             .map(|(name, model)| {
                 let bytes = model.file_bytes();
-                LogSlot {
-                    name,
-                    path: None,
-                    done: AtomicU64::new(bytes),
-                    total: AtomicU64::new(bytes),
-                    state: RwLock::new(State::Ready(Arc::new(LoadedLog::new(model, 0.0)))),
-                }
+                let slot = LogSlot::new(name, None, None, State::Ready(Arc::new(LoadedLog::new(model, 0.0))));
+                slot.done.store(bytes, Ordering::Relaxed);
+                slot.total.store(bytes, Ordering::Relaxed);
+                Arc::new(slot)
             })
             .collect();
-        LogSet { slots }
+        LogSet { slots: RwLock::new(slots), refreshing: Mutex::new(()) }
+    }
+
+    fn all(&self) -> Vec<Arc<LogSlot>> {
+        self.slots.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn slot(&self, id: LogId) -> Option<Arc<LogSlot>> {
+        self.slots.read().ok()?.get(id.0 as usize).cloned()
     }
 
     /// How many logs.
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.slots.read().map_or(0, |s| s.len())
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.len() == 0
     }
 
     /// The loaded log with this id, or why there is none.
     pub fn ready(&self, id: LogId) -> Result<Arc<LoadedLog>, crate::ApiError> {
         let slot = self
-            .slots
-            .get(id.0 as usize)
-            .ok_or_else(|| crate::ApiError::not_found(format!("no log {} (the server shows {})", id.0, self.slots.len())))?;
+            .slot(id)
+            .ok_or_else(|| crate::ApiError::not_found(format!("no log {} (the server shows {})", id.0, self.len())))?;
         let state = slot.state.read().map_err(|_| crate::ApiError::internal("log state lock poisoned"))?;
         match &*state {
             State::Ready(l) => Ok(l.clone()),
@@ -196,9 +273,26 @@ impl LogSet {
         }
     }
 
+    /// The id of the log of session `name`, if it was opened.
+    pub fn session_log(&self, name: &str) -> Option<LogId> {
+        self.all().iter().position(|s| s.session.as_deref() == Some(name)).map(|k| LogId(k as u32))
+    }
+
+    /// Adds the log of the collector's session `name` (its file is
+    /// `path`), to be loaded by [`LogSet::refresh_sessions`]; a session
+    /// added before keeps its id. Gives the id and whether it is new.
+    pub fn add_session(&self, name: &str, path: PathBuf) -> Result<(LogId, bool), crate::ApiError> {
+        let mut slots = self.slots.write().map_err(|_| crate::ApiError::internal("log list lock poisoned"))?;
+        if let Some(k) = slots.iter().position(|s| s.session.as_deref() == Some(name)) {
+            return Ok((LogId(k as u32), false));
+        }
+        slots.push(Arc::new(LogSlot::new(format!("{name}.log"), Some(path), Some(name.to_string()), State::Loading)));
+        Ok((LogId(slots.len() as u32 - 1), true))
+    }
+
     /// What the page is told about every log.
     pub fn statuses(&self) -> Vec<LogStatus> {
-        self.slots
+        self.all()
             .iter()
             .enumerate()
             .map(|(k, s)| {
@@ -211,6 +305,14 @@ impl LogSet {
                     seconds: None,
                     error: None,
                     dumps: None,
+                    session: s.session.as_ref().map(|name| SessionStatus {
+                        name: name.clone(),
+                        live: s.live.load(Ordering::Relaxed),
+                        record_state: s.record_state.lock().ok().and_then(|r| r.clone()),
+                        generation: s.generation.load(Ordering::Relaxed),
+                        loaded_bytes: s.loaded_bytes.load(Ordering::Relaxed),
+                        refreshed_ms: s.refreshed_ms.load(Ordering::Relaxed),
+                    }),
                 };
                 if let Ok(state) = s.state.read() {
                     match &*state {
@@ -231,28 +333,37 @@ impl LogSet {
             .collect()
     }
 
-    /// Loads every log not loaded yet, one after the other (each load uses
-    /// every core), calling `progress` with (log, bytes done, total) as it
-    /// goes; then computes each log's slow whole-log answers.
+    /// Loads every log given at start not loaded yet, one after the other
+    /// (each load uses every core), calling `progress` with (log, bytes
+    /// done, total) as it goes; then computes each log's slow whole-log
+    /// answers. Sessions' logs are loaded by [`LogSet::refresh_sessions`].
     pub fn load_all(&self, options: &LoadOptions, mut progress: impl FnMut(LogId, u64, u64)) {
-        for (k, slot) in self.slots.iter().enumerate() {
+        for (k, slot) in self.all().iter().enumerate() {
             let id = LogId(k as u32);
-            let Some(path) = &slot.path else { continue };
-            let outcome = load_one(slot, path, options, |d, t| progress(id, d, t));
-            if let Ok(mut state) = slot.state.write() {
-                *state = match outcome {
-                    Ok(l) => State::Ready(l),
-                    Err(e) => State::Failed(e),
-                };
+            if slot.session.is_some() {
+                continue;
             }
+            let Some(path) = &slot.path else { continue };
+            if !matches!(slot.state.read().as_deref(), Ok(State::Loading)) {
+                continue;
+            }
+            let outcome = load_one(slot, path, options, |d, t| progress(id, d, t));
+            slot.set_state(match outcome {
+                Ok(l) => State::Ready(l),
+                Err(e) => State::Failed(e),
+            });
         }
         self.warm();
     }
 
     /// Computes every loaded log's slow whole-log answers (the server does
-    /// it once the logs are loaded).
+    /// it once the logs are loaded), but those of sessions still live
+    /// (their model is replaced at each refresh).
     pub fn warm(&self) {
-        for slot in &self.slots {
+        for slot in self.all() {
+            if slot.live.load(Ordering::Relaxed) {
+                continue;
+            }
             let ready = match slot.state.read() {
                 Ok(s) => match &*s {
                     State::Ready(l) => Some(l.clone()),
@@ -264,6 +375,59 @@ impl LogSet {
                 l.warm();
             }
         }
+    }
+
+    /// Brings every opened session's log up to date: a session not loaded
+    /// yet is loaded; a session whose log has grown by whole lines since
+    /// it was loaded is loaded again, up to its last whole line (the
+    /// collector writes whole lines only), and replaces the previous model
+    /// when done (requests are answered from the previous one meanwhile).
+    /// `state_of` gives a session's record state (`live`, `ended`, `cut`).
+    /// Gives the ids of the logs (re)loaded.
+    pub fn refresh_sessions(&self, options: &LoadOptions, state_of: impl Fn(&str) -> Option<String>) -> Vec<LogId> {
+        let _one = self.refreshing.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = Vec::new();
+        for (k, slot) in self.all().iter().enumerate() {
+            let (Some(name), Some(path)) = (&slot.session, &slot.path) else { continue };
+            let record = state_of(name);
+            let live = record.as_deref() == Some("live");
+            let whole = match whole_lines_len(path) {
+                Ok(n) => n,
+                Err(e) => {
+                    if !slot.is_ready() {
+                        slot.set_state(State::Failed(format!("cannot read {}: {e}", path.display())));
+                    }
+                    continue;
+                }
+            };
+            let loaded = slot.loaded_bytes.load(Ordering::Relaxed);
+            if slot.is_ready() && whole == loaded {
+                slot.live.store(live, Ordering::Relaxed);
+                if let Ok(mut r) = slot.record_state.lock() {
+                    *r = record;
+                }
+                slot.refreshed_ms.store(now_ms(), Ordering::Relaxed);
+                continue;
+            }
+            match load_prefix(slot, path, whole, options) {
+                Ok(l) => {
+                    slot.set_state(State::Ready(l));
+                    slot.loaded_bytes.store(whole, Ordering::Relaxed);
+                    slot.generation.fetch_add(1, Ordering::Relaxed);
+                    slot.live.store(live, Ordering::Relaxed);
+                    if let Ok(mut r) = slot.record_state.lock() {
+                        *r = record;
+                    }
+                    slot.refreshed_ms.store(now_ms(), Ordering::Relaxed);
+                    changed.push(LogId(k as u32));
+                }
+                Err(e) if !slot.is_ready() => slot.set_state(State::Failed(e)),
+                // A refresh that failed keeps the last model; the next
+                // one tries again.
+                Err(_) => {}
+            }
+        }
+        changed
     }
 }
 
@@ -286,6 +450,41 @@ fn load_one(
     slot.done.store(total, Ordering::Relaxed);
     progress(total, total);
     Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())))
+}
+
+/// Loads the first `len` bytes of a growing log (whole lines).
+fn load_prefix(slot: &LogSlot, path: &Path, len: u64, options: &LoadOptions) -> Result<Arc<LoadedLog>, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut data = Vec::with_capacity(len as usize);
+    file.take(len).read_to_end(&mut data).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if (data.len() as u64) < len {
+        return Err(format!("{} is shorter than the {len} bytes it had", path.display()));
+    }
+    slot.total.store(len, Ordering::Relaxed);
+    let start = std::time::Instant::now();
+    let model = model::load_with_progress(&data, options, |done| slot.done.store(done, Ordering::Relaxed)).map_err(|e| e.to_string())?;
+    slot.done.store(len, Ordering::Relaxed);
+    Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())))
+}
+
+/// The length of a file up to and including its last newline.
+fn whole_lines_len(path: &Path) -> std::io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let mut end = f.metadata()?.len();
+    let mut buf = vec![0u8; 64 << 10];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        f.seek(SeekFrom::Start(start))?;
+        let n = (end - start) as usize;
+        f.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
 }
 
 fn file_name(p: &Path) -> String {

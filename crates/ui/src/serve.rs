@@ -3,7 +3,8 @@
 
 use crate::logs::LogSet;
 use crate::progress::TerminalProgress;
-use crate::{App, Token, UiError};
+use crate::app::WeakApp;
+use crate::{App, SessionDir, Token, UiError};
 use clrprof::format::ChunkOptions;
 use clrprof::model::LoadOptions;
 use std::net::SocketAddr;
@@ -25,21 +26,42 @@ pub struct ServeOptions {
     pub threads: Option<usize>,
     /// No progress bars.
     pub quiet: bool,
+    /// The collector's directory whose sessions the page lists, opens and
+    /// steers (`--collector DIR`).
+    pub collector: Option<PathBuf>,
 }
+
+/// How often the opened sessions' logs are looked at (and loaded again
+/// when they grew); a log that takes longer to load is looked at less
+/// often (twice its load time).
+pub const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Serves the logs until interrupted (Ctrl-C). Once listening, calls
 /// `ready` with the page's address (with its token); the logs load in the
 /// background meanwhile.
 pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiError> {
-    if options.logs.is_empty() {
+    if options.logs.is_empty() && options.collector.is_none() {
         return Err(UiError::NoLogs);
     }
+    let sessions = match &options.collector {
+        Some(dir) => Some(SessionDir::new(dir).map_err(|error| UiError::Open { path: dir.clone(), error })?),
+        None => None,
+    };
     for p in &options.logs {
         std::fs::File::open(p).map_err(|error| UiError::Open { path: p.clone(), error })?;
     }
     let token = Token::random().map_err(UiError::Token)?;
     let logs = Arc::new(LogSet::from_paths(&options.logs));
-    let app = App::new(token, logs.clone());
+    let load_options =
+        LoadOptions { chunks: ChunkOptions { threads: options.threads, ..LoadOptions::default().chunks } };
+    let app = match sessions {
+        Some(dir) => App::with_collector(token, logs.clone(), dir, load_options.clone()),
+        None => App::new(token, logs.clone()),
+    };
+    if app.collector().is_some() {
+        let weak = app.downgrade();
+        std::thread::Builder::new().name("clrprof-ui-sessions".into()).spawn(move || refresh_loop(weak))?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(options.listen)
@@ -54,8 +76,6 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiEr
         ready(&format!("http://{addr}/?token={}", app.token().as_str()));
         let names: Vec<String> = logs.statuses().into_iter().map(|s| s.name).collect();
         let quiet = options.quiet;
-        let load_options =
-            LoadOptions { chunks: ChunkOptions { threads: options.threads, ..LoadOptions::default().chunks } };
         std::thread::Builder::new().name("clrprof-ui-load".into()).spawn(move || {
             let bars = TerminalProgress::new(&names, quiet);
             logs.load_all(&load_options, |id, done, total| bars.update(id.0 as usize, done, total));
@@ -67,4 +87,15 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiEr
             .await?;
         Ok(())
     })
+}
+
+/// Brings the opened sessions' logs up to date until the server goes away.
+fn refresh_loop(app: WeakApp) {
+    loop {
+        let Some(app) = app.upgrade() else { return };
+        let start = std::time::Instant::now();
+        app.refresh_sessions();
+        drop(app);
+        std::thread::sleep(REFRESH_EVERY.max(start.elapsed() * 2));
+    }
 }

@@ -72,7 +72,7 @@ async fn nothing_but_the_logs_and_the_page_can_be_reached() {
         assert!(status == StatusCode::NOT_FOUND || status == StatusCode::BAD_REQUEST, "{uri}: {status}");
         assert!(!String::from_utf8_lossy(&body).contains("[package]"), "{uri} leaked a file");
     }
-    for a in ["style.css", "util.js", "views.js", "timeline.js", "flame.js", "dumps.js", "app.js"] {
+    for a in ["style.css", "util.js", "views.js", "timeline.js", "flame.js", "dumps.js", "live.js", "app.js"] {
         let (status, body) = get(&app, &format!("/assets/{a}"), Some(TOKEN)).await;
         assert_eq!(status, StatusCode::OK, "{a}");
         // The SVG namespace is a name, not an address to load.
@@ -105,6 +105,16 @@ async fn answers_are_the_library_queries() {
     assert!(!want.is_empty());
     assert_eq!(shown, want);
     assert_eq!(tree["parent"]["retained"].as_u64(), Some(r.root_retained));
+    // Handles by creating stack: `clrprof handles --json`.
+    let h = query::handles_by_stack(&m, &Filter::all());
+    let got = json(&app, "/api/log/0/handles?top=0").await;
+    for k in ["created", "destroyed", "surviving", "groups"] {
+        assert_eq!(got[k], serde_json::to_value(&h).expect("json")[k], "handles {k}");
+    }
+    assert_eq!(got["groups_left_out"].as_u64(), Some(0));
+    let one = json(&app, "/api/log/0/handles?top=1").await;
+    assert_eq!(one["groups"].as_array().map(Vec::len), Some(h.groups.len().min(1)));
+    assert_eq!(one["groups_left_out"].as_u64(), Some(h.groups.len().saturating_sub(1) as u64));
     // A window is the CLI's --from/--to.
     let end = query::timeline::end_ms(&m);
     let (from, to) = (end * 0.25, end * 0.5);

@@ -20,22 +20,30 @@
 //! | `dump/{n}/types`, `dump/{n}/retained`, `dump/{n}/paths?type=` | `clrprof dump N [--retained / --path-to T] --json` |
 //! | `dump/{n}/tree?node=` | one node of `--retained`'s dominator tree and its children |
 //! | `dump-diff/{a}/{b}` | `clrprof dump-diff A B --json` |
+//! | `handles` | `clrprof handles --top N --json` |
 //!
-//! and `/api/compare/{a}/{b}` is `clrprof diff A B --json`. Every route
+//! and `/api/compare/{a}/{b}` is `clrprof diff A B --json`. With
+//! `--collector DIR`: `/api/sessions` is `clrprof sessions --dir DIR
+//! --json` (with each opened session's log id), `POST
+//! /api/session/{name}/open` makes the session a log of the server (its
+//! id in the answer), and `POST /api/session/{name}/ctl` with
+//! `{"command": "dump"}` is `clrprof ctl --dir DIR SESSION dump`. Every route
 //! taking `from`, `to`, `threads` and `top` maps them as the CLI maps
 //! `--from`, `--to`, `--thread` and `--top`.
 
 mod code;
 mod compare;
 mod dumps;
+mod handles;
 mod lifetime;
 mod page;
+mod sessions;
 mod summary;
 mod timeline;
 mod types;
 
 use crate::App;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 /// Every route (the token check is added by [`App::router`]).
@@ -63,5 +71,9 @@ pub fn routes() -> Router<App> {
         .route("/api/log/{id}/dump/{n}/tree", get(dumps::tree))
         .route("/api/log/{id}/dump/{n}/paths", get(dumps::paths))
         .route("/api/log/{id}/dump-diff/{a}/{b}", get(dumps::diff))
+        .route("/api/log/{id}/handles", get(handles::handles))
         .route("/api/compare/{a}/{b}", get(compare::compare))
+        .route("/api/sessions", get(sessions::list))
+        .route("/api/session/{name}/open", post(sessions::open))
+        .route("/api/session/{name}/ctl", post(sessions::ctl))
 }

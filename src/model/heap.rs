@@ -272,8 +272,27 @@ impl Heap {
     fn note_allocation(&mut self, fx: &mut Effects<'_>, a: u64, size: u32) -> Result<bool, Problem> {
         let s = size.wrapping_add(3) & 0xFFFF_FFFC;
         let end = a.wrapping_add(s as u64);
+        if self.shortcuts() && self.intervals.front_takes(a, end) {
+            // The general rule below, for the front interval, when it is
+            // the one chosen and nothing overlaps it.
+            let front = self.intervals.live.len() - 1;
+            let iv = &mut self.intervals.live[front];
+            if a < iv.hi {
+                if iv.had_relocations && iv.just_had_gc {
+                    let hi = iv.hi;
+                    self.remove_objects(fx, a, hi - a)?;
+                    let iv = &mut self.intervals.live[front];
+                    iv.hi = end;
+                    iv.just_had_gc = false;
+                }
+                return Ok(false);
+            }
+            iv.hi = end;
+            return Ok(true);
+        }
         let Some(best) = self.intervals.best_for_allocation(a, end) else {
             self.intervals.live.push(Interval::new(a, end, -1));
+            self.intervals.set_alloc_hint();
             return Ok(false);
         };
         let iv = &mut self.intervals.live[best];
@@ -295,6 +314,7 @@ impl Heap {
         }
         let front = self.intervals.to_front(best);
         self.intervals.absorb_one_overlap(front);
+        self.intervals.set_alloc_hint();
         Ok(appended)
     }
 
@@ -430,6 +450,7 @@ impl Heap {
 
     /// Section 3.6 `remove_range`, over the live intervals.
     fn remove_range(&mut self, fx: &mut Effects<'_>, lo: u64, hi: u64) -> Result<(), Problem> {
+        self.intervals.alloc_hint = None;
         let mut i = self.intervals.live.len();
         while i > 0 {
             i -= 1;
@@ -453,6 +474,7 @@ impl Heap {
 
     /// Section 3.6 `interval_gc`.
     fn interval_gc(&mut self, fx: &mut Effects<'_>, simple: bool) -> Result<(), Problem> {
+        self.intervals.alloc_hint = None;
         let iv = &mut self.intervals;
         if (simple && iv.null_relocations_seen) || !iv.pending.is_empty() {
             // Stored newest last; equal starts keep their relative order,

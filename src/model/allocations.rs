@@ -520,12 +520,9 @@ impl AllocationTable {
     }
 
     pub(crate) fn finish(&mut self) {
+        self.exceptions.sort_unstable_by_key(|e| e.0);
         // Each object has one stored fate at most (it leaves the simulated
-        // heap once), so any sort gives the same order: on all cores, as
-        // this is the end of a load.
-        use rayon::slice::ParallelSliceMut;
-        self.exceptions.par_sort_unstable_by_key(|e| e.0);
-        // The unit tests (random logs among them) check that claim.
+        // heap once); the unit tests (random logs among them) check it.
         #[cfg(test)]
         assert!(self.exceptions.windows(2).all(|w| w[0].0 != w[1].0), "an object with two stored fates");
         self.exceptions.shrink_to_fit();

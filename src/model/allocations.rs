@@ -438,6 +438,28 @@ impl AllocationTable {
         Some(ObjectId(id))
     }
 
+    /// Counts one more object without writing its columns (the builder's
+    /// side: the columns are written by [`super::deferred::Recorder`] and
+    /// adopted at the end); returns its id.
+    #[inline]
+    pub(crate) fn count_one(&mut self) -> Option<ObjectId> {
+        let id = self.len;
+        if id == u32::MAX {
+            return None;
+        }
+        self.len += 1;
+        Some(ObjectId(id))
+    }
+
+    /// Takes the columns of `other` (which wrote the same objects' columns).
+    pub(crate) fn adopt_columns(&mut self, other: &mut AllocationTable) {
+        debug_assert_eq!(self.len, other.len);
+        self.stacks = std::mem::take(&mut other.stacks);
+        self.threads = std::mem::take(&mut other.threads);
+        self.addresses = std::mem::take(&mut other.addresses);
+        self.ticks = std::mem::take(&mut other.ticks);
+    }
+
     /// Marks the end of a GC condemning `generation` (every object
     /// allocated so far was allocated before it).
     pub(crate) fn gc_ended(&mut self, generation: i32) {
@@ -499,6 +521,10 @@ impl AllocationTable {
 
     pub(crate) fn finish(&mut self) {
         self.exceptions.sort_unstable_by_key(|e| e.0);
+        // Each object has one stored fate at most (it leaves the simulated
+        // heap once); the unit tests (random logs among them) check it.
+        #[cfg(test)]
+        assert!(self.exceptions.windows(2).all(|w| w[0].0 != w[1].0), "an object with two stored fates");
         self.exceptions.shrink_to_fit();
         self.erased_gcs.sort_unstable_by_key(|e| e.0);
         self.erased_gcs.shrink_to_fit();
@@ -782,19 +808,6 @@ impl AllocationTable {
     /// The number of GCs that ended (the length of the GC columns).
     pub fn gcs_ended(&self) -> usize {
         self.before_gc.len()
-    }
-
-    /// Objects allocated per stack row.
-    pub(crate) fn stack_counts(&self) -> super::histogram::StackCounts {
-        let mut counts: Vec<u64> = Vec::new();
-        for i in 0..self.stacks.len() {
-            let r = self.stacks.get(i) as usize;
-            if r >= counts.len() {
-                counts.resize((r + 1).max(counts.len() * 2), 0);
-            }
-            counts[r] += 1;
-        }
-        super::histogram::StackCounts::from_vec(counts)
     }
 
     /// Objects with a fate other than the default (for the footprint).

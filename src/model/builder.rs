@@ -14,7 +14,7 @@ use super::ids::{ObjectId, StackRef, TickIndex};
 use super::modules::{AssemblyLoad, Module, ModuleTable};
 use super::names::NameTable;
 use super::ops::Op;
-use super::samples::SampleTable;
+use super::deferred::{Deferred, Outbox, Recorder};
 use super::stacks::StackTable;
 use super::threads::ThreadTable;
 use super::time::TimeTable;
@@ -46,7 +46,9 @@ pub struct Builder<'a> {
     stacks: StackTable,
     time: TimeTable,
     heap: Heap,
-    samples: SampleTable,
+    /// The allocation columns and the sample table, written off this
+    /// thread when the loader takes the recorder (see [`super::deferred`]).
+    out: Outbox,
     objects: AllocationTable,
     histograms: Histograms,
     gc_book: GcBookkeeping,
@@ -84,7 +86,7 @@ impl<'a> Builder<'a> {
             stacks: StackTable::new(),
             time: TimeTable::new(),
             heap: Heap::new(),
-            samples: SampleTable::new(),
+            out: Outbox::inline(),
             objects: AllocationTable::new(),
             histograms: Histograms::default(),
             gc_book: GcBookkeeping::default(),
@@ -145,7 +147,7 @@ impl<'a> Builder<'a> {
         let tick = self.time.current().0;
         (
             &mut self.heap,
-            Effects { stacks: &self.stacks, samples: &mut self.samples, objects: &mut self.objects, tick },
+            Effects { stacks: &self.stacks, out: &mut self.out, objects: &mut self.objects, tick },
         )
     }
 
@@ -158,9 +160,10 @@ impl<'a> Builder<'a> {
         let st = self.stacks.alloc_stack(stack)?;
         let thread = self.threads.intern(thread);
         let tick = self.time.current();
-        let Some(obj) = self.objects.push(st.row, thread, address, tick) else {
+        let Some(obj) = self.objects.count_one() else {
             return Err(Problem::TooMany { what: "objects" });
         };
+        self.out.object(st.row, thread, address, tick);
         let (heap, mut fx) = self.effects();
         heap.allocate(&mut fx, address, st.row, st.type_id, st.size, obj.0)
     }
@@ -479,19 +482,38 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
+    /// Tests: the heap applies its general rules only.
+    #[cfg(test)]
+    pub(crate) fn general_rules_only(&mut self) {
+        self.heap.general_only = true;
+    }
+
+    /// Takes the recorder out of the builder: from now on the allocation
+    /// columns and the sample table are queued (see [`Builder::swap_queue`])
+    /// for the caller to apply on another thread and give back with
+    /// [`Builder::put_recorder`] before [`Builder::finish`].
+    pub(crate) fn take_recorder(&mut self) -> Option<Box<Recorder>> {
+        self.out.take_recorder()
+    }
+
+    /// Gives the recorder back.
+    pub(crate) fn put_recorder(&mut self, r: Box<Recorder>) {
+        self.out.put_recorder(r);
+    }
+
+    /// The records queued since the last call, replaced by `spare`.
+    pub(crate) fn swap_queue(&mut self, spare: Vec<Deferred>) -> Vec<Deferred> {
+        self.out.swap_queue(spare)
+    }
+
     /// Ends the log: walks the final heap and freezes the tables.
     pub fn finish(mut self) -> Result<Model, Error> {
         let end = self.data.len() as u64;
         let err = |problem| Error { line: crate::format::line_of(self.data, end), offset: end, kind: None, problem };
-        let mut final_heap = StackCounts::default();
-        // The final walk and the allocation counts read different tables:
-        // run them side by side.
-        let (heap, stacks, fh) = (&mut self.heap, &self.stacks, &mut final_heap);
-        let (walked, allocated) =
-            rayon::join(move || heap.final_walk(stacks, |o| fh.add(o.row)), || self.objects.stack_counts());
-        walked.map_err(err)?;
-        self.histograms.final_heap = final_heap;
-        self.histograms.allocated = allocated;
+        let mut recorder = std::mem::take(&mut self.out).into_recorder();
+        if let Some(problem) = recorder.failed.take() {
+            return Err(err(problem));
+        }
         self.histograms.relocated = self.heap.take_relocations();
         self.flush_calls();
         self.call_log = Vec::new();
@@ -509,8 +531,24 @@ impl<'a> Builder<'a> {
             gen1_limit: TickIndex(self.heap.gen1_limit),
             gen2_limit: TickIndex(self.heap.gen2_limit),
         };
+        // The final walk reads the live store and the stacks; the fates
+        // and the recorder's tables are finished beside it.
+        let mut final_heap = StackCounts::default();
+        let (heap, stacks, fh) = (&mut self.heap, &self.stacks, &mut final_heap);
+        let objects = &mut self.objects;
+        let rec = &mut recorder;
+        let (walked, ()) = rayon::join(
+            move || heap.final_walk(stacks, |o| fh.add(o.row)),
+            move || {
+                objects.adopt_columns(&mut rec.columns);
+                objects.finish();
+                rec.samples.finish();
+            },
+        );
+        walked.map_err(err)?;
+        self.histograms.final_heap = final_heap;
+        self.histograms.allocated = std::mem::take(&mut recorder.allocated);
         drop(self.heap);
-        rayon::join(|| self.objects.finish(), || self.samples.finish());
         self.stacks.shrink();
         self.types.shrink();
         self.functions.shrink();
@@ -529,7 +567,7 @@ impl<'a> Builder<'a> {
             stacks: self.stacks,
             time: self.time,
             allocations: self.objects,
-            samples: self.samples,
+            samples: std::mem::take(&mut recorder.samples),
             histograms: self.histograms,
             gc_bookkeeping: self.gc_book,
             gcs: self.gcs,
@@ -549,7 +587,7 @@ impl<'a> Builder<'a> {
 
     /// Bytes held by the tables so far (for progress reports).
     pub fn heap_bytes(&self) -> usize {
-        self.heap.heap_bytes() + self.samples.heap_bytes() + self.objects.heap_bytes() + self.stacks.heap_bytes()
+        self.heap.heap_bytes() + self.out.heap_bytes() + self.objects.heap_bytes() + self.stacks.heap_bytes()
     }
 
 }

@@ -19,7 +19,7 @@ use super::error::Problem;
 use super::ids::StackRef;
 use super::intervals::{Interval, Intervals};
 use super::live::{Header, LiveObjects, Placed, RAW};
-use super::samples::SampleTable;
+use super::deferred::Outbox;
 use super::stacks::StackTable;
 use crate::format::TypeId;
 
@@ -36,7 +36,8 @@ pub(crate) struct Found {
 /// What the simulation changes besides itself.
 pub(crate) struct Effects<'a> {
     pub stacks: &'a StackTable,
-    pub samples: &'a mut SampleTable,
+    /// The sample table's changes (built off the simulation's thread).
+    pub out: &'a mut Outbox,
     pub objects: &'a mut AllocationTable,
     /// The current tick index.
     pub tick: u32,
@@ -65,6 +66,9 @@ pub(crate) struct Heap {
     relocated: Vec<u32>,
     /// Relocations per stack row, up to the last GC end.
     relocated_counts: StackCounts,
+    /// Tests: apply the general rules only (no shortcut).
+    #[cfg(test)]
+    pub general_only: bool,
 }
 
 /// The state a death is stamped with.
@@ -98,6 +102,16 @@ fn words_of(index: u32, tick: u32) -> [u16; 3] {
 impl Heap {
     pub(crate) fn new() -> Self {
         Heap::default()
+    }
+
+    /// Whether the shortcuts that equal the general rules on their cases
+    /// are taken (always, but in the tests that compare them).
+    #[inline(always)]
+    fn shortcuts(&self) -> bool {
+        #[cfg(test)]
+        return !self.general_only;
+        #[cfg(not(test))]
+        true
     }
 
     fn index_of(stacks: &StackTable, h: &Header) -> u32 {
@@ -247,7 +261,7 @@ impl Heap {
 
     /// Removes everything in `[a, a + n)` (section 3.6 `remove_objects`).
     fn remove_objects(&mut self, fx: &mut Effects<'_>, a: u64, n: u64) -> Result<(), Problem> {
-        fx.samples.free(a, a.wrapping_add(n), fx.tick)?;
+        fx.out.free(a, a.wrapping_add(n), fx.tick)?;
         self.clear64(fx, a, n);
         Ok(())
     }
@@ -258,8 +272,27 @@ impl Heap {
     fn note_allocation(&mut self, fx: &mut Effects<'_>, a: u64, size: u32) -> Result<bool, Problem> {
         let s = size.wrapping_add(3) & 0xFFFF_FFFC;
         let end = a.wrapping_add(s as u64);
+        if self.shortcuts() && self.intervals.front_takes(a, end) {
+            // The general rule below, for the front interval, when it is
+            // the one chosen and nothing overlaps it.
+            let front = self.intervals.live.len() - 1;
+            let iv = &mut self.intervals.live[front];
+            if a < iv.hi {
+                if iv.had_relocations && iv.just_had_gc {
+                    let hi = iv.hi;
+                    self.remove_objects(fx, a, hi - a)?;
+                    let iv = &mut self.intervals.live[front];
+                    iv.hi = end;
+                    iv.just_had_gc = false;
+                }
+                return Ok(false);
+            }
+            iv.hi = end;
+            return Ok(true);
+        }
         let Some(best) = self.intervals.best_for_allocation(a, end) else {
             self.intervals.live.push(Interval::new(a, end, -1));
+            self.intervals.set_alloc_hint();
             return Ok(false);
         };
         let iv = &mut self.intervals.live[best];
@@ -281,6 +314,7 @@ impl Heap {
         }
         let front = self.intervals.to_front(best);
         self.intervals.absorb_one_overlap(front);
+        self.intervals.set_alloc_hint();
         Ok(appended)
     }
 
@@ -299,7 +333,7 @@ impl Heap {
         obj: u32,
     ) -> Result<(), Problem> {
         let appended = if fresh { self.note_allocation(fx, a, size)? } else { false };
-        if size >= 12 {
+        if size >= 12 && self.shortcuts() {
             // Nothing near: no predecessor to erase, no header words to
             // damage, nothing in the body. One search.
             let w = a >> 2;
@@ -315,6 +349,21 @@ impl Heap {
             };
             if self.live.place_fast(w, clear_end, !appended, pred_clear, header) == Placed::Done {
                 return Self::sample_insert(fx, a, size, alloc_tick, row, type_id);
+            }
+            // Objects (garbage, during a GC's moves) start inside its body:
+            // with nothing near its start, they all die and it takes their
+            // place, as the general rules below would do one by one.
+            if !appended && w >= 3 && stacks.stable() && clear_end < u64::MAX {
+                let stamp = self.stamp();
+                let intervals = &self.intervals;
+                let gone = |k: u64, old: Header| {
+                    if k != w || old.obj != obj {
+                        stamp.died(intervals, fx, k, old);
+                    }
+                };
+                if self.live.place_over(w, clear_end, pred_clear, header, gone) == Placed::Done {
+                    return Self::sample_insert(fx, a, size, alloc_tick, row, type_id);
+                }
             }
         }
         if !appended {
@@ -352,7 +401,7 @@ impl Heap {
             return Ok(());
         }
         let t = type_id.or_else(|| fx.stacks.type_and_size(row).map(|t| t.0)).unwrap_or(TypeId(0));
-        fx.samples.insert(a, end, fx.tick, alloc_tick, t.0)
+        fx.out.insert(a, end, fx.tick, alloc_tick, t.0)
     }
 
     /// An allocation of object `obj` at `a`.
@@ -383,11 +432,11 @@ impl Heap {
                 break;
             }
             let next = f.start.wrapping_add(f.size as u64);
-            fx.samples.free(f.start, next, fx.tick)?;
+            fx.out.free(f.start, next, fx.tick)?;
             // The object itself moves: take it out before clearing its body
             // (in one step when nothing else lies there).
             let count = (f.size.wrapping_add(3) & 0xFFFF_FFFC) as u64 / 4;
-            if self.live.remove_alone(f.start >> 2, count).is_none() {
+            if !self.shortcuts() || self.live.remove_alone(f.start >> 2, count).is_none() {
                 self.live.remove(f.start >> 2);
                 self.clear32(fx, f.start, f.size);
             }
@@ -401,6 +450,7 @@ impl Heap {
 
     /// Section 3.6 `remove_range`, over the live intervals.
     fn remove_range(&mut self, fx: &mut Effects<'_>, lo: u64, hi: u64) -> Result<(), Problem> {
+        self.intervals.alloc_hint = None;
         let mut i = self.intervals.live.len();
         while i > 0 {
             i -= 1;
@@ -424,6 +474,7 @@ impl Heap {
 
     /// Section 3.6 `interval_gc`.
     fn interval_gc(&mut self, fx: &mut Effects<'_>, simple: bool) -> Result<(), Problem> {
+        self.intervals.alloc_hint = None;
         let iv = &mut self.intervals;
         if (simple && iv.null_relocations_seen) || !iv.pending.is_empty() {
             // Stored newest last; equal starts keep their relative order,
@@ -458,7 +509,7 @@ impl Heap {
     /// Section 3.7 `record_gc`.
     pub(crate) fn record_gc(&mut self, fx: &mut Effects<'_>, generation: i32, simple: bool) -> Result<(), Problem> {
         self.in_gc = true;
-        fx.samples.gc_tick(generation, fx.tick);
+        fx.out.gc_tick(generation, fx.tick);
         self.interval_gc(fx, simple)?;
         if generation >= 1 {
             self.gen2_limit = self.gen1_limit;

@@ -35,6 +35,12 @@ pub(crate) struct Intervals {
     pub pending: Vec<Interval>,
     pub update: Vec<Interval>,
     pub null_relocations_seen: bool,
+    /// `Some(next_lo)` while the front interval overlaps no other and no
+    /// other starts in `(front.lo, next_lo)`: then an allocation starting
+    /// in `[front.lo, front.hi + GAP]` and ending by `next_lo` belongs to
+    /// the front, and changes nothing else (see
+    /// [`Intervals::front_takes`]). Cleared by every other change.
+    pub alloc_hint: Option<u64>,
 }
 
 impl Intervals {
@@ -51,6 +57,33 @@ impl Intervals {
             }
         }
         best
+    }
+
+    /// Whether the allocation `[a, end)` goes to the front interval without
+    /// a search (the hint holds, and the general rule would pick the front
+    /// and merge nothing into it).
+    #[inline]
+    pub(crate) fn front_takes(&self, a: u64, end: u64) -> bool {
+        match (self.alloc_hint, self.live.last()) {
+            (Some(next_lo), Some(iv)) => iv.lo <= a && iv.lo < end && a <= iv.hi.wrapping_add(GAP) && end <= next_lo,
+            _ => false,
+        }
+    }
+
+    /// Sets [`Intervals::alloc_hint`] for the front interval as it is.
+    pub(crate) fn set_alloc_hint(&mut self) {
+        self.alloc_hint = None;
+        let Some((x, others)) = self.live.split_last() else { return };
+        let mut next_lo = u64::MAX;
+        for iv in others {
+            if iv.hi > x.lo && iv.lo < x.hi {
+                return;
+            }
+            if iv.lo > x.lo {
+                next_lo = next_lo.min(iv.lo);
+            }
+        }
+        self.alloc_hint = Some(next_lo);
     }
 
     /// Moves interval `i` to the front; returns its new position.
@@ -89,6 +122,7 @@ impl Intervals {
 
     /// A `u` (old != new) or `v` (old == new) record: section 3.3 `note_move`.
     pub(crate) fn note_move(&mut self, old: u64, new: u64, len: u32) {
+        self.alloc_hint = None;
         if old == new {
             self.null_relocations_seen = true;
         }

@@ -358,6 +358,60 @@ impl LiveObjects {
         Placed::Done
     }
 
+    /// Places an object at `key` over the entries that start in
+    /// `[key, end)`: they are removed (`gone` is called for each, in key
+    /// order) and the object takes their place. Only when `[key, end)` lies
+    /// in one block, no removed entry holds a raw stack index, and the
+    /// entry before `key` lies more than two words below it and satisfies
+    /// `pred_clear`; otherwise changes nothing.
+    #[inline]
+    pub(crate) fn place_over(
+        &mut self,
+        key: u64,
+        end: u64,
+        pred_clear: impl FnOnce(u64, Header) -> bool,
+        val: Header,
+        mut gone: impl FnMut(u64, Header),
+    ) -> Placed {
+        let (b, off) = split(key);
+        if end <= key || (end - 1) >> BLOCK_BITS != b {
+            return Placed::Slow;
+        }
+        let Some(bi) = self.find_block(b) else { return Placed::Slow };
+        let blk = &self.blocks[bi];
+        let i = blk.lower_bound(off);
+        let end_off = end - (b << BLOCK_BITS);
+        let j = if end_off > OFFSET_MASK { blk.keys.len() } else { blk.lower_bound(end_off as u16) };
+        if blk.vals[i..j].iter().any(|h| h.row & RAW != 0) {
+            return Placed::Slow;
+        }
+        let prev = if i > 0 { Some((join(b, blk.keys[i - 1]), blk.vals[i - 1])) } else { self.last_before_block(b) };
+        if let Some((pk, ph)) = prev {
+            if pk.saturating_add(2) >= key || !pred_clear(pk, ph) {
+                return Placed::Slow;
+            }
+        }
+        if blk.keys.is_empty() {
+            return Placed::Slow;
+        }
+        let blk = &mut self.blocks[bi];
+        for t in i..j {
+            gone(join(b, blk.keys[t]), blk.vals[t]);
+        }
+        if j > i {
+            blk.keys[i] = off;
+            blk.vals[i] = val;
+            blk.keys.drain(i + 1..j);
+            blk.vals.drain(i + 1..j);
+            self.len -= j - i - 1;
+        } else {
+            blk.keys.insert(i, off);
+            blk.vals.insert(i, val);
+            self.len += 1;
+        }
+        Placed::Done
+    }
+
     /// Removes the entry at `key`.
     #[inline]
     pub(crate) fn remove(&mut self, key: u64) -> Option<Header> {

@@ -45,7 +45,10 @@
 mod allocations;
 mod builder;
 mod comments;
+mod deferred;
 mod error;
+#[cfg(test)]
+mod fast_paths_test;
 mod finalizers;
 mod functions;
 mod gc;
@@ -298,12 +301,83 @@ pub fn load(data: &[u8], options: &LoadOptions) -> Result<Model> {
 
 /// Like [`load`], calling `progress` with the bytes read so far after each
 /// chunk.
+///
+/// Three kinds of threads: the rayon pool parses chunks ahead; the calling
+/// thread runs the simulation; a recorder thread builds the allocation
+/// columns and the sample table from what the simulation hands it after
+/// each chunk (see `deferred.rs`).
 pub fn load_with_progress(data: &[u8], options: &LoadOptions, mut progress: impl FnMut(u64)) -> Result<Model> {
+    match load_pipelined(data, options, &mut progress)? {
+        Some(model) => Ok(model),
+        // The sample table reached its size limit: run again with the
+        // recorder on this thread, so that the error names its record.
+        None => {
+            let mut builder = Builder::new(data);
+            let (failed, diagnostics) = simulate(data, options, &mut builder, &mut progress, |_| {});
+            finish(data, builder, failed, diagnostics)
+        }
+    }
+}
+
+/// Batches of deferred records in flight to the recorder, at most.
+const RECORDER_QUEUE: usize = 4;
+
+/// [`load_with_progress`] with the recorder on its own thread; `None` when
+/// the recorder failed.
+fn load_pipelined(data: &[u8], options: &LoadOptions, progress: &mut impl FnMut(u64)) -> Result<Option<Model>> {
     let mut builder = Builder::new(data);
+    let Some(mut recorder) = builder.take_recorder() else {
+        let (failed, diagnostics) = simulate(data, options, &mut builder, progress, |_| {});
+        return finish(data, builder, failed, diagnostics).map(Some);
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<deferred::Deferred>>(RECORDER_QUEUE);
+    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<deferred::Deferred>>();
+    std::thread::scope(|s| {
+        let worker = s.spawn(move || {
+            for mut batch in rx {
+                recorder.apply_all(&batch);
+                batch.clear();
+                let _ = back_tx.send(batch);
+            }
+            recorder.finish();
+            recorder
+        });
+        let (failed, diagnostics) = simulate(data, options, &mut builder, progress, |b| {
+            let batch = b.swap_queue(back_rx.try_recv().unwrap_or_default());
+            if !batch.is_empty() {
+                // A closed channel means the recorder panicked: `join`
+                // below passes that on.
+                let _ = tx.send(batch);
+            }
+        });
+        let _ = tx.send(builder.swap_queue(Vec::new()));
+        drop(tx);
+        let recorder = match worker.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        if recorder.failed.is_some() {
+            return Ok(None);
+        }
+        builder.put_recorder(recorder);
+        finish(data, builder, failed, diagnostics).map(Some)
+    })
+}
+
+/// Parses `data` on the pool and feeds it to `builder`, calling
+/// `after_chunk` after each chunk; returns the first error and the parser's
+/// warnings.
+fn simulate<'a>(
+    data: &'a [u8],
+    options: &LoadOptions,
+    builder: &mut Builder<'a>,
+    progress: &mut impl FnMut(u64),
+    mut after_chunk: impl FnMut(&mut Builder<'a>),
+) -> (Option<Error>, crate::format::Diagnostics) {
     let mut failed: Option<Error> = None;
     // Chunk buffers are handed back to the parsing threads for reuse.
     let pool = std::sync::Mutex::new(Vec::<ops::Chunk<'_>>::new());
-    let mut diagnostics = crate::format::parse_chunks(
+    let diagnostics = crate::format::parse_chunks(
         data,
         &options.chunks,
         |r| {
@@ -327,6 +401,7 @@ pub fn load_with_progress(data: &[u8], options: &LoadOptions, mut progress: impl
                         break;
                     }
                 }
+                after_chunk(builder);
             }
             if let Ok(mut p) = pool.lock() {
                 p.push(chunk);
@@ -334,6 +409,11 @@ pub fn load_with_progress(data: &[u8], options: &LoadOptions, mut progress: impl
             progress(done as u64);
         },
     );
+    (failed, diagnostics)
+}
+
+/// The model, or the first error.
+fn finish(data: &[u8], builder: Builder<'_>, failed: Option<Error>, mut diagnostics: crate::format::Diagnostics) -> Result<Model> {
     if let Some(e) = failed {
         return Err(e);
     }

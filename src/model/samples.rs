@@ -486,16 +486,14 @@ impl SampleTable {
         SampleTable { samples: PackedSamples::new(), ..Default::default() }
     }
 
-    /// Section 4.2 `record_change`.
-    fn record_change(&mut self, start: u64, end: u64, change: u32, alloc: u32, type_id: i32) -> Result<(), Problem> {
+    /// Section 4.2 `record_change` (made by [`super::deferred::Recorder`]
+    /// for the ranges that cross a grain boundary).
+    pub(crate) fn record_change(&mut self, start: u64, end: u64, change: u32, alloc: u32, type_id: i32) -> Result<(), Problem> {
         self.last_change = TickIndex(change);
         if end <= start {
             return Ok(());
         }
-        let steps = (end - start).div_ceil(1024);
-        if steps > MAX_STEPS {
-            return Err(Problem::RangeTooLarge { bytes: end - start });
-        }
+        Self::check_range(start, end)?;
         let mut g = start;
         loop {
             let grain = g >> GRAIN_SHIFT;
@@ -525,24 +523,20 @@ impl SampleTable {
         Ok(())
     }
 
-    /// An object placed at `[start, end)` (allocation or move destination).
+    /// Whether a change of `[start, end)` makes samples (it crosses a grain
+    /// boundary).
     #[inline]
-    pub(crate) fn insert(&mut self, start: u64, end: u64, now: u32, alloc: u32, type_id: i32) -> Result<(), Problem> {
-        if start >> GRAIN_SHIFT != end >> GRAIN_SHIFT {
-            self.record_change(start, end, now, alloc, type_id)
-        } else {
-            Ok(())
-        }
+    pub(crate) fn crosses_grain(start: u64, end: u64) -> bool {
+        start >> GRAIN_SHIFT != end >> GRAIN_SHIFT
     }
 
-    /// `[start, end)` became free.
+    /// The reference's limit on one change: at most 2^28 grains.
     #[inline]
-    pub(crate) fn free(&mut self, start: u64, end: u64, now: u32) -> Result<(), Problem> {
-        if start >> GRAIN_SHIFT != end >> GRAIN_SHIFT {
-            self.record_change(start, end, now, 0, 0)
-        } else {
-            Ok(())
+    pub(crate) fn check_range(start: u64, end: u64) -> Result<(), Problem> {
+        if end > start && (end - start).div_ceil(1024) > MAX_STEPS {
+            return Err(Problem::RangeTooLarge { bytes: end - start });
         }
+        Ok(())
     }
 
     /// A GC: its generation (as read or computed) and tick.

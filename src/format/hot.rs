@@ -1,57 +1,59 @@
-//! The fast path for the frequent records (`!`, `c`, `i`, `u`, `v`).
+//! The fast path for the frequent records (`!`, `c`, `i`, `u`, `v`, `o`).
 //!
-//! Nearly every line of a large log is one of these five records, written
+//! Nearly every line of a large log is one of these six records, written
 //! by the profiler in one canonical form: the kind letter, then for each
 //! field one space and a number (decimal with an optional `-`, or `0x` and
-//! hex digits), then `\n` (or `\r`). For such a line the general reader
-//! ([`super::reader`]) yields the record and no warning. This module
-//! recognises exactly that form in one pass over the line, eight bytes at a
-//! time (SWAR: the digits of a word are classified, counted and converted
-//! with a few integer operations, no loop per digit), and declines anything
-//! else: two blanks, a missing number, a number long enough to overflow,
-//! text after the numbers, a line near the end of the file. The general
-//! reader then reads the line, so the result is the same either way.
+//! hex digits), then `\n` (or `\r`, `\r\n`). For such a line the general
+//! reader ([`super::reader`]) yields the record and no warning.
+//!
+//! This module recognises exactly that form. The 32 (or 64) bytes after the
+//! kind letter are classified at once ([`super::classify`]: AVX2 when the
+//! CPU has it, else SSE2 or SWAR), and a few operations on the resulting
+//! bit masks check the whole line's grammar: only blanks, signs, digits and
+//! `x` before the first line end; every space followed by a number; a sign
+//! only at a number's start; `x` only as the second byte of a number that
+//! starts with `0`; hex letters only after such an `x`. A loop over the
+//! fields then checks each number's length (so that none overflows its
+//! field) and converts it eight digits at a time. Anything else is
+//! declined: two blanks, a tab, a missing number, text after the numbers,
+//! a number long enough to overflow, an `o` line longer than 64 bytes, a
+//! line near the end of the file. The general reader then reads the line,
+//! so the records and warnings are the same either way.
+//!
+//! ```text
+//!  kind  window: the 80 bytes after the kind letter (64 classified)
+//!   |    |
+//!   !␠12185␠0x21300001000␠2⏎
+//!    s     s              s e      s: space (field start follows)
+//!     f     f x            f       f: first digit, x: hex marker
+//! ```
 
-use super::ids::{Address, StackId, ThreadId};
-use super::record::{Kind, Record};
-use super::records::{Alloc, Call, Moved, Survived, Tick};
+use super::classify::{Classes, Classifier};
+#[cfg(not(target_arch = "x86_64"))]
+use super::classify::Swar;
+#[cfg(target_arch = "x86_64")]
+use super::classify::{Avx2, Sse2};
+use super::ids::{Address, StackId, ThreadId, TypeId};
+use super::list::List;
+use super::reader::FrequentVisitor;
+use super::record::{Kind, Parsed, Record};
+use super::records::{Alloc, Call, HeapObject, Moved, Survived, Tick};
 
-/// Bytes that must follow a record's kind letter for the fast path to run
-/// (the longest canonical line, plus the eight bytes a load may read past
-/// the last digit).
-const WINDOW: usize = 80;
+/// Bytes that must follow a record's kind letter for the fast path to run:
+/// the 64 classified bytes, plus room for the 16-byte loads of a number
+/// that ends at the last of them.
+pub(crate) const WINDOW: usize = 80;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
 
 /// Powers of ten up to 10^8.
 const POW10: [u64; 9] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
 
 #[inline(always)]
-fn load(d: &[u8], p: usize) -> u64 {
+fn load(d: &[u8; WINDOW], p: usize) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&d[p..p + 8]);
     u64::from_le_bytes(b)
-}
-
-/// The high bit of each byte of `w` that is at least `c` (for bytes below
-/// 0x80; the caller excludes the others).
-#[inline(always)]
-fn at_least(w: u64, c: u8) -> u64 {
-    ((w & LOW7).wrapping_add(ONES * (0x80 - c as u64))) & HIGH
-}
-
-/// The high bit of each byte of `w` that lies in `lo..=hi` (ASCII only).
-#[inline(always)]
-fn in_range(w: u64, lo: u8, hi: u8) -> u64 {
-    at_least(w, lo) & !at_least(w, hi + 1) & !w & HIGH
-}
-
-/// How many of the first bytes of a classification mask are set.
-#[inline(always)]
-fn leading(mask: u64) -> usize {
-    ((!mask & HIGH).trailing_zeros() / 8) as usize
 }
 
 /// The value of the first `n` (1..=8) decimal digits of `w`.
@@ -77,123 +79,260 @@ fn hex8(w: u64, n: usize) -> u64 {
     ((v & 0xFFFF) << 16) | ((v >> 32) & 0xFFFF)
 }
 
-#[inline(always)]
-fn hex_mask(w: u64) -> u64 {
-    in_range(w, b'0', b'9') | in_range(w | 0x2020_2020_2020_2020, b'a', b'f')
+/// A canonical line, as found by [`shape`]: where its numbers are.
+struct Shape {
+    /// One bit per number not yet read: its first digit (after any `-`).
+    first: u64,
+    /// One bit per number not yet read: the byte after it (a space or the
+    /// line end).
+    after: u64,
+    /// `x` markers of hex numbers.
+    x: u64,
+    /// `-` signs, shifted onto the first digit they negate.
+    negative: u64,
+    /// Numbers on the line.
+    fields: u32,
+    /// The line end's position.
+    end: usize,
 }
 
-/// Reads one number at `p` (just after its blank). `wide`: a 64-bit field
-/// (up to 16 digits either way); otherwise up to 9 decimal or 8 hex digits,
-/// so that no value overflows its field. Returns the bits as the general
-/// reader computes them and the position after the last digit.
+/// Checks the grammar of the line at the start of `d` with masks (see the
+/// module comment); `None` when it is not canonical.
 #[inline(always)]
-fn number(d: &[u8], p: usize, wide: bool) -> Option<(u64, usize)> {
-    let negative = d[p] == b'-';
-    let p = p + negative as usize;
-    let w = load(d, p);
-    let (magnitude, end) = if (w & 0xFFFF) | 0x2000 == 0x7830 {
-        // "0x" or "0X"
-        let w1 = load(d, p + 2);
-        let n1 = leading(hex_mask(w1));
-        if n1 == 0 {
+fn shape<C: Classifier>(c: &C, d: &[u8; WINDOW]) -> Option<Shape> {
+    let (head, tail) = d.split_at(32);
+    let mut m: Classes = c.classify(head.try_into().ok()?);
+    if m.end == 0 {
+        m = m.join(c.classify(tail.get(..32)?.try_into().ok()?));
+        if m.end == 0 {
             return None;
         }
-        let v1 = hex8(w1, n1);
-        if n1 < 8 {
-            (v1, p + 2 + n1)
-        } else {
-            let w2 = load(d, p + 10);
-            let n2 = leading(hex_mask(w2));
-            if n2 == 0 {
-                (v1, p + 10)
-            } else if !wide || (n2 == 8 && hex_mask(d[p + 18] as u64) != 0) {
+    }
+    let e = m.end.trailing_zeros();
+    let line = (1u64 << e) - 1;
+    let space = m.space & line;
+    let minus = m.minus & line;
+    let x = m.x & line;
+    let digit = m.digit & line;
+    let hex_letter = m.hex_letter & line;
+    // Only these bytes before the line end, and a space right after the
+    // kind letter.
+    let mut bad = (space | minus | x | digit | hex_letter) ^ line;
+    bad |= !space & 1;
+    // After each space a digit or a sign (not a blank, not the line end).
+    let starts = space << 1;
+    bad |= starts & !(digit | minus);
+    // A sign only at a number's start, and a digit after it.
+    bad |= minus & !starts;
+    let first = (starts & !minus) | (minus << 1);
+    bad |= first & !digit;
+    // `x` only as a number's second byte, and a hex digit after it.
+    bad |= x & !(first << 1);
+    let hex_start = x << 1;
+    bad |= hex_start & !(digit | hex_letter);
+    // Hex letters only from a hex start to the end of its number: adding
+    // the start bit to the run of field bytes it sits in carries to the
+    // run's end.
+    let inside = line & !space;
+    let hex_digits = (inside.wrapping_add(hex_start) ^ inside) & inside;
+    bad |= hex_letter & !hex_digits;
+    if bad != 0 {
+        return None;
+    }
+    Some(Shape {
+        first,
+        after: (space & space.wrapping_sub(1)) | 1 << e,
+        x,
+        negative: minus << 1,
+        fields: space.count_ones(),
+        end: e as usize,
+    })
+}
+
+impl Shape {
+    /// Reads the next number (`wide`: a 64-bit field): its bits as the
+    /// general reader computes them, and the position after it; `None` when
+    /// it is long enough to overflow its field, or is `x` after a digit
+    /// other than `0`.
+    #[inline(always)]
+    fn number(&mut self, d: &[u8; WINDOW], wide: bool) -> Option<(u64, usize)> {
+        let a = self.first.trailing_zeros() as usize;
+        let t = self.after.trailing_zeros() as usize;
+        self.first &= self.first.wrapping_sub(1);
+        self.after &= self.after.wrapping_sub(1);
+        let hex = self.x.wrapping_shr(a as u32 + 1) & 1 != 0;
+        let negative = self.negative.wrapping_shr(a as u32) & 1 != 0;
+        let magnitude = if hex {
+            if d[a] != b'0' {
                 return None;
-            } else {
-                ((v1 << (4 * n2)) | hex8(w2, n2), p + 10 + n2)
             }
-        }
-    } else {
-        let n1 = leading(in_range(w, b'0', b'9'));
-        if n1 == 0 {
-            return None;
-        }
-        let v1 = dec8(w, n1);
-        if n1 < 8 {
-            (v1, p + n1)
-        } else {
-            let w2 = load(d, p + 8);
-            let n2 = leading(in_range(w2, b'0', b'9'));
-            if n2 == 0 {
-                (v1, p + 8)
-            } else if (!wide && n2 > 1) || (n2 == 8 && in_range(d[p + 16] as u64, b'0', b'9') != 0) {
+            let n = t - (a + 2);
+            let most = if wide { 16 } else { 8 };
+            if n > most {
                 return None;
-            } else {
-                (v1 * POW10[n2] + dec8(w2, n2), p + 8 + n2)
             }
+            let w = load(d, a + 2);
+            if n <= 8 {
+                hex8(w, n)
+            } else {
+                (hex8(w, 8) << (4 * (n - 8))) | hex8(load(d, a + 10), n - 8)
+            }
+        } else {
+            let n = t - a;
+            let most = if wide { 16 } else { 9 };
+            if n > most {
+                return None;
+            }
+            let w = load(d, a);
+            if n <= 8 {
+                dec8(w, n)
+            } else {
+                dec8(w, 8) * POW10[n - 8] + dec8(load(d, a + 8), n - 8)
+            }
+        };
+        Some((if negative { magnitude.wrapping_neg() } else { magnitude }, t))
+    }
+
+    /// Bytes from the line's start to after its line end.
+    #[inline(always)]
+    fn length(&self, d: &[u8; WINDOW]) -> usize {
+        self.end + 1 + (d[self.end] == b'\r' && d[self.end + 1] == b'\n') as usize
+    }
+}
+
+/// Parses a frequent record with classifier `c` (see [`record`]).
+#[inline(always)]
+fn line<'a, C: Classifier>(c: &C, kind: Kind, rest: &'a [u8]) -> Option<(Record<'a>, usize)> {
+    let d: &[u8; WINDOW] = rest.get(..WINDOW)?.try_into().ok()?;
+    let mut s = shape(c, d)?;
+    let record = match (kind, s.fields) {
+        (Kind::Alloc, 3) => {
+            let (t, _) = s.number(d, false)?;
+            let (a, _) = s.number(d, true)?;
+            let (k, _) = s.number(d, false)?;
+            Record::Alloc(Alloc { thread: Some(ThreadId(t as i32)), address: Address(a), stack: StackId(k as i32) })
         }
+        (Kind::Call, 2) => {
+            let (t, _) = s.number(d, false)?;
+            let (k, _) = s.number(d, false)?;
+            Record::Call(Call { thread: ThreadId(t as i32), stack: StackId(k as i32) })
+        }
+        (Kind::Tick, 1) => Record::Tick(Tick { ms: s.number(d, false)?.0 as u32 }),
+        (Kind::Moved, 3) => {
+            let (old, _) = s.number(d, true)?;
+            let (new, _) = s.number(d, true)?;
+            let (length, _) = s.number(d, false)?;
+            Record::Moved(Moved { old: Address(old), new: Address(new), length: length as u32 })
+        }
+        (Kind::Survived, 2) => {
+            let (start, _) = s.number(d, true)?;
+            let (length, _) = s.number(d, false)?;
+            Record::Survived(Survived { start: Address(start), length: length as u32 })
+        }
+        (Kind::HeapObject, 3..) => {
+            let (address, _) = s.number(d, true)?;
+            let (type_id, _) = s.number(d, false)?;
+            let (size, refs) = s.number(d, false)?;
+            while s.first != 0 {
+                // The general reader ends the list at a -1 (all ones), and
+                // what follows it is then text left on the line.
+                if s.number(d, true)?.0 == u64::MAX {
+                    return None;
+                }
+            }
+            Record::HeapObject(HeapObject {
+                address: Address(address),
+                type_id: TypeId(type_id as i32),
+                size: size as u32,
+                refs: List::Raw(&rest[refs..s.end]),
+            })
+        }
+        _ => return None,
     };
-    let bits = if negative { magnitude.wrapping_neg() } else { magnitude };
-    Some((bits, end))
-}
-
-/// Reads `N` fields (`wide[k]`: field `k` is 64-bit), each after exactly
-/// one space, then the line end; returns the values and the length read,
-/// line end included.
-#[inline(always)]
-fn fields<const N: usize>(d: &[u8], wide: [bool; N]) -> Option<([u64; N], usize)> {
-    let mut out = [0u64; N];
-    let mut p = 0;
-    for k in 0..N {
-        if d[p] != b' ' {
-            return None;
-        }
-        let (v, e) = number(d, p + 1, wide[k])?;
-        out[k] = v;
-        p = e;
-    }
-    match d[p] {
-        b'\n' => Some((out, p + 1)),
-        b'\r' => Some((out, p + 1 + (d[p + 1] == b'\n') as usize)),
-        _ => None,
-    }
+    Some((record, s.length(d)))
 }
 
 /// Parses a frequent record whose kind letter has just been read: `rest`
 /// is what follows the letter. Returns the record and the bytes it takes
 /// (the line end included), or `None` when the line is not in the
 /// canonical form (the general reader then reads it).
-#[inline(always)]
-pub(crate) fn record<'a>(kind: Kind, rest: &[u8]) -> Option<(Record<'a>, usize)> {
-    if rest.len() < WINDOW {
-        return None;
+#[inline]
+pub(crate) fn record(kind: Kind, rest: &[u8]) -> Option<(Record<'_>, usize)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match Avx2::detect() {
+            // Safety: `detect` found AVX2 on this CPU.
+            Some(a) => unsafe { record_avx2(a, kind, rest) },
+            None => line(&Sse2, kind, rest),
+        }
     }
-    let d = &rest[..WINDOW];
-    match kind {
-        Kind::Alloc => {
-            let ([t, a, s], n) = fields(d, [false, true, false])?;
-            let r = Alloc { thread: Some(ThreadId(t as i32)), address: Address(a), stack: StackId(s as i32) };
-            Some((Record::Alloc(r), n))
-        }
-        Kind::Call => {
-            let ([t, s], n) = fields(d, [false, false])?;
-            Some((Record::Call(Call { thread: ThreadId(t as i32), stack: StackId(s as i32) }), n))
-        }
-        Kind::Tick => {
-            let ([ms], n) = fields(d, [false])?;
-            Some((Record::Tick(Tick { ms: ms as u32 }), n))
-        }
-        Kind::Moved => {
-            let ([old, new, length], n) = fields(d, [true, true, false])?;
-            Some((Record::Moved(Moved { old: Address(old), new: Address(new), length: length as u32 }), n))
-        }
-        Kind::Survived => {
-            let ([start, length], n) = fields(d, [true, false])?;
-            Some((Record::Survived(Survived { start: Address(start), length: length as u32 }), n))
-        }
-        _ => None,
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        line(&Swar, kind, rest)
     }
 }
 
+/// [`record`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2 (`a` proves it).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
+unsafe fn record_avx2(a: Avx2, kind: Kind, rest: &[u8]) -> Option<(Record<'_>, usize)> {
+    line(&a, kind, rest)
+}
+
+/// Reads the canonical frequent records that start at `pos` and before
+/// `stop`, one after another, handing each to `each`; stops before the
+/// first line that is not one. Returns where it stopped.
+#[inline]
+pub(crate) fn run<'a, V: FrequentVisitor<'a>>(data: &'a [u8], pos: usize, stop: usize, each: &mut V) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match Avx2::detect() {
+            // Safety: `detect` found AVX2 on this CPU.
+            Some(a) => unsafe { run_avx2(&a, data, pos, stop, each) },
+            None => run_with(&Sse2, data, pos, stop, each),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        run_with(&Swar, data, pos, stop, each)
+    }
+}
+
+/// [`run`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2 (`a` proves it).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
+unsafe fn run_avx2<'a, V: FrequentVisitor<'a>>(
+    a: &Avx2,
+    data: &'a [u8],
+    pos: usize,
+    stop: usize,
+    each: &mut V,
+) -> usize {
+    run_with(a, data, pos, stop, each)
+}
+
+#[inline(always)]
+fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
+    c: &C,
+    data: &'a [u8],
+    mut pos: usize,
+    stop: usize,
+    each: &mut V,
+) -> usize {
+    while pos < stop {
+        let Some(kind) = Kind::from_byte(data[pos]) else { break };
+        let Some((record, len)) = line(c, kind, &data[pos + 1..]) else { break };
+        each.visit(Parsed { record, offset: pos as u64, at_end_of_file: false });
+        pos += 1 + len;
+    }
+    pos
+}
 #[cfg(test)]
 mod tests {
     use super::*;

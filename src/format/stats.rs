@@ -2,7 +2,8 @@
 
 use super::diagnostics::{Diagnostics, WarningKind};
 use super::parallel::{parse_chunks, ChunkOptions};
-use super::record::{Kind, Record};
+use super::reader::FrequentVisitor;
+use super::record::{Kind, Parsed, Record};
 use super::stats_ids::IdSet;
 
 /// Counts of records, definitions and lines in a log.
@@ -38,16 +39,72 @@ struct Part {
     stacks: IdSet,
     /// First use in this part of each stack id not defined earlier in it.
     unresolved: Vec<(Kind, i32, u64)>,
-    reported: IdSet,
+    /// Stack ids defined in this part or already in `unresolved`.
+    known: IdSet,
     findings: Vec<(u64, WarningKind)>,
 }
 
 impl Part {
-    #[inline]
+    #[inline(always)]
     fn use_stack(&mut self, kind: Kind, id: i32, offset: u64) {
-        if id != 0 && !self.stacks.contains(id) && !self.reported.contains(id) {
-            self.reported.insert(id);
-            self.unresolved.push((kind, id, offset));
+        if id != 0 && !self.known.contains(id) {
+            self.first_use(kind, id, offset);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first_use(&mut self, kind: Kind, id: i32, offset: u64) {
+        self.known.insert(id);
+        self.unresolved.push((kind, id, offset));
+    }
+
+    fn define_stack(&mut self, id: i32) {
+        self.stacks.insert(id);
+        self.known.insert(id);
+    }
+
+}
+
+impl<'a> FrequentVisitor<'a> for Part {
+    /// Counts a frequent record (see `RecordReader::read_frequent`).
+    #[inline(always)]
+    fn visit(&mut self, rec: Parsed<'a>) {
+        let kind = rec.record.kind();
+        self.records[kind.index()] += 1;
+        if let Record::Alloc(a) = rec.record {
+            self.use_stack(kind, a.stack.0, rec.offset);
+        }
+    }
+
+}
+
+impl Part {
+    /// Counts any record.
+    fn general(&mut self, rec: Parsed<'_>) {
+        let kind = rec.record.kind();
+        self.records[kind.index()] += 1;
+        match rec.record {
+            Record::Type(t) => self.types.insert(t.id.0),
+            Record::Function(f) => self.functions.insert(f.id.0),
+            Record::Module(m) => self.modules.insert(m.id.0),
+            Record::Stack(s) => {
+                if let Some(r) = s.reference {
+                    self.use_stack(kind, r.0, rec.offset);
+                }
+                self.define_stack(s.id.0)
+            }
+            Record::StackOld(s) => self.define_stack(s.id.0),
+            Record::Alloc(a) => self.use_stack(kind, a.stack.0, rec.offset),
+            Record::GcBoundary(b) => {
+                for r in b.ranges.iter() {
+                    if r.generation > 3 {
+                        let w = WarningKind::UnreadableGeneration { generation: r.generation };
+                        self.findings.push((rec.offset, w));
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -63,31 +120,10 @@ impl LogStats {
             |reader| {
                 let mut p = Part::default();
                 let start = reader.offset();
-                for rec in reader.by_ref() {
-                    let kind = rec.record.kind();
-                    p.records[kind.index()] += 1;
-                    match rec.record {
-                        Record::Type(t) => p.types.insert(t.id.0),
-                        Record::Function(f) => p.functions.insert(f.id.0),
-                        Record::Module(m) => p.modules.insert(m.id.0),
-                        Record::Stack(s) => {
-                            if let Some(r) = s.reference {
-                                p.use_stack(kind, r.0, rec.offset);
-                            }
-                            p.stacks.insert(s.id.0)
-                        }
-                        Record::StackOld(s) => p.stacks.insert(s.id.0),
-                        Record::Alloc(a) => p.use_stack(kind, a.stack.0, rec.offset),
-                        Record::GcBoundary(b) => {
-                            for r in b.ranges.iter() {
-                                if r.generation > 3 {
-                                    let w = WarningKind::UnreadableGeneration { generation: r.generation };
-                                    p.findings.push((rec.offset, w));
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
+                loop {
+                    reader.read_frequent(&mut p);
+                    let Some(rec) = reader.next_record() else { break };
+                    p.general(rec);
                 }
                 let end = reader.offset();
                 p.lines = memchr::memchr_iter(b'\n', &data[start..end]).count() as u64;

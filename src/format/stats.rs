@@ -177,3 +177,71 @@ impl LogStats {
         self.records.iter().sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::RecordReader;
+
+    /// A log mixing canonical frequent lines with lines the fast path
+    /// declines, definitions, an undefined stack and a truncated last line.
+    fn log() -> Vec<u8> {
+        let mut d = Vec::new();
+        d.extend_from_slice(b"t 1 0 System.String\nn 1 1 1 24\nn 2 1 1 48\ni 0\n");
+        for k in 0..300u64 {
+            let line = match k % 9 {
+                0 => format!("! 5 0x{:x} 1\n", 0x1000 + 24 * k),
+                1 => format!("! 5 0x{:x}  2\n", 0x1000 + 24 * k),
+                2 => format!("! 5 0x{:x} {}\n", 0x1000 + 24 * k, 7 + k % 3),
+                3 => format!("c 5 {}\r\n", k % 4),
+                4 => format!("u 0x{:x} 0x{:x} 48\n", 0x9000 + k, 0x1000 + k),
+                5 => format!("o 0x{:x} 1 24 0x10 0x20\n", 0x1000 + k),
+                6 => format!("v 0x{:x} 4294967296\n", 0x1000 + k),
+                7 => format!("i {}\n", k),
+                _ => "z comment\n".to_string(),
+            };
+            d.extend_from_slice(line.as_bytes());
+        }
+        d.extend_from_slice(b"! 5 0x5000 1");
+        d
+    }
+
+    #[test]
+    fn counts_match_the_general_reader_for_any_chunking() {
+        let data = log();
+        let mut general = RecordReader::new(&data).general_only();
+        let mut records = [0u64; Kind::COUNT];
+        for p in general.by_ref() {
+            records[p.record.kind().index()] += 1;
+        }
+        let one = LogStats::compute(&data, &ChunkOptions { chunk_bytes: 1 << 20, threads: Some(1), in_flight: 0 });
+        assert_eq!(one.records, records);
+        assert!(one.count(Kind::Alloc) > 90 && one.count(Kind::HeapObject) > 30);
+        // Stack 9 is used but never defined: one finding, at its first use.
+        let undefined: Vec<_> = one
+            .diagnostics
+            .warnings()
+            .iter()
+            .filter(|w| matches!(w.kind, WarningKind::UndefinedStack { .. }))
+            .map(|w| w.offset)
+            .collect();
+        assert_eq!(undefined.len(), 1, "{:?}", one.diagnostics.warnings());
+        assert_eq!(one.diagnostics.total(), general.diagnostics().total() + 1);
+        for chunk in [1, 7, 64, 1000] {
+            for threads in [1, 2] {
+                let s = LogStats::compute(&data, &ChunkOptions { chunk_bytes: chunk, threads: Some(threads), in_flight: 0 });
+                assert_eq!(s.records, one.records, "chunk {chunk}, {threads} threads");
+                assert_eq!(s.lines, one.lines);
+                assert_eq!(s.stacks, one.stacks);
+                // (An undefined stack is reported once per chunk that uses
+                // it, so those findings depend on the chunking.)
+                let w = |s: &LogStats| {
+                    let kept = s.diagnostics.warnings().iter();
+                    let w: Vec<_> = kept.filter(|w| !matches!(w.kind, WarningKind::UndefinedStack { .. })).collect();
+                    format!("{w:?}")
+                };
+                assert_eq!(w(&s), w(&one), "chunk {chunk}, {threads} threads");
+            }
+        }
+    }
+}

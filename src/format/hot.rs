@@ -1,57 +1,59 @@
-//! The fast path for the frequent records (`!`, `c`, `i`, `u`, `v`).
+//! The fast path for the frequent records (`!`, `c`, `i`, `u`, `v`, `o`).
 //!
-//! Nearly every line of a large log is one of these five records, written
+//! Nearly every line of a large log is one of these six records, written
 //! by the profiler in one canonical form: the kind letter, then for each
 //! field one space and a number (decimal with an optional `-`, or `0x` and
-//! hex digits), then `\n` (or `\r`). For such a line the general reader
-//! ([`super::reader`]) yields the record and no warning. This module
-//! recognises exactly that form in one pass over the line, eight bytes at a
-//! time (SWAR: the digits of a word are classified, counted and converted
-//! with a few integer operations, no loop per digit), and declines anything
-//! else: two blanks, a missing number, a number long enough to overflow,
-//! text after the numbers, a line near the end of the file. The general
-//! reader then reads the line, so the result is the same either way.
+//! hex digits), then `\n` (or `\r`, `\r\n`). For such a line the general
+//! reader ([`super::reader`]) yields the record and no warning.
+//!
+//! This module recognises exactly that form. The 32 (or 64) bytes after the
+//! kind letter are classified at once ([`super::classify`]: AVX2 when the
+//! CPU has it, else SSE2 or SWAR), and a few operations on the resulting
+//! bit masks check the whole line's grammar: only blanks, signs, digits and
+//! `x` before the first line end; every space followed by a number; a sign
+//! only at a number's start; `x` only as the second byte of a number that
+//! starts with `0`; hex letters only after such an `x`. A loop over the
+//! fields then checks each number's length (so that none overflows its
+//! field) and converts it eight digits at a time. Anything else is
+//! declined: two blanks, a tab, a missing number, text after the numbers,
+//! a number long enough to overflow, an `o` line longer than 64 bytes, a
+//! line near the end of the file. The general reader then reads the line,
+//! so the records and warnings are the same either way.
+//!
+//! ```text
+//!  kind  window: the 80 bytes after the kind letter (64 classified)
+//!   |    |
+//!   !␠12185␠0x21300001000␠2⏎
+//!    s     s              s e      s: space (field start follows)
+//!     f     f x            f       f: first digit, x: hex marker
+//! ```
 
-use super::ids::{Address, StackId, ThreadId};
-use super::record::{Kind, Record};
-use super::records::{Alloc, Call, Moved, Survived, Tick};
+use super::classify::{Classes, Classifier};
+#[cfg(not(target_arch = "x86_64"))]
+use super::classify::Swar;
+#[cfg(target_arch = "x86_64")]
+use super::classify::{Avx2, Sse2};
+use super::ids::{Address, StackId, ThreadId, TypeId};
+use super::list::List;
+use super::reader::FrequentVisitor;
+use super::record::{Kind, Parsed, Record};
+use super::records::{Alloc, Call, HeapObject, Moved, Survived, Tick};
 
-/// Bytes that must follow a record's kind letter for the fast path to run
-/// (the longest canonical line, plus the eight bytes a load may read past
-/// the last digit).
-const WINDOW: usize = 80;
+/// Bytes that must follow a record's kind letter for the fast path to run:
+/// the 64 classified bytes, plus room for the 16-byte loads of a number
+/// that ends at the last of them.
+pub(crate) const WINDOW: usize = 80;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
 
 /// Powers of ten up to 10^8.
 const POW10: [u64; 9] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
 
 #[inline(always)]
-fn load(d: &[u8], p: usize) -> u64 {
+fn load(d: &[u8; WINDOW], p: usize) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&d[p..p + 8]);
     u64::from_le_bytes(b)
-}
-
-/// The high bit of each byte of `w` that is at least `c` (for bytes below
-/// 0x80; the caller excludes the others).
-#[inline(always)]
-fn at_least(w: u64, c: u8) -> u64 {
-    ((w & LOW7).wrapping_add(ONES * (0x80 - c as u64))) & HIGH
-}
-
-/// The high bit of each byte of `w` that lies in `lo..=hi` (ASCII only).
-#[inline(always)]
-fn in_range(w: u64, lo: u8, hi: u8) -> u64 {
-    at_least(w, lo) & !at_least(w, hi + 1) & !w & HIGH
-}
-
-/// How many of the first bytes of a classification mask are set.
-#[inline(always)]
-fn leading(mask: u64) -> usize {
-    ((!mask & HIGH).trailing_zeros() / 8) as usize
 }
 
 /// The value of the first `n` (1..=8) decimal digits of `w`.
@@ -77,83 +79,228 @@ fn hex8(w: u64, n: usize) -> u64 {
     ((v & 0xFFFF) << 16) | ((v >> 32) & 0xFFFF)
 }
 
-#[inline(always)]
-fn hex_mask(w: u64) -> u64 {
-    in_range(w, b'0', b'9') | in_range(w | 0x2020_2020_2020_2020, b'a', b'f')
+/// A canonical line, as found by [`shape`]: where its numbers are.
+struct Shape {
+    /// One bit per number not yet read: its first digit (after any `-`).
+    first: u64,
+    /// One bit per number not yet read: the byte after it (a space or the
+    /// line end).
+    after: u64,
+    /// `x` markers of hex numbers.
+    x: u64,
+    /// `-` signs, shifted onto the first digit they negate.
+    negative: u64,
+    /// Numbers on the line.
+    fields: u32,
+    /// The line end's position.
+    end: usize,
 }
 
-/// Reads one number at `p` (just after its blank). `wide`: a 64-bit field
-/// (up to 16 digits either way); otherwise up to 9 decimal or 8 hex digits,
-/// so that no value overflows its field. Returns the bits as the general
-/// reader computes them and the position after the last digit.
+/// Checks the grammar of the line at the start of `d` with masks (see the
+/// module comment); `None` when it is not canonical.
 #[inline(always)]
-fn number(d: &[u8], p: usize, wide: bool) -> Option<(u64, usize)> {
-    let negative = d[p] == b'-';
-    let p = p + negative as usize;
-    let w = load(d, p);
-    let (magnitude, end) = if (w & 0xFFFF) | 0x2000 == 0x7830 {
-        // "0x" or "0X"
-        let w1 = load(d, p + 2);
-        let n1 = leading(hex_mask(w1));
-        if n1 == 0 {
+fn shape<C: Classifier>(c: &C, d: &[u8; WINDOW]) -> Option<Shape> {
+    let (head, tail) = d.split_at(32);
+    let mut m: Classes = c.classify(head.try_into().ok()?);
+    if m.end == 0 {
+        m = m.join(c.classify(tail.get(..32)?.try_into().ok()?));
+        if m.end == 0 {
             return None;
         }
-        let v1 = hex8(w1, n1);
-        if n1 < 8 {
-            (v1, p + 2 + n1)
-        } else {
-            let w2 = load(d, p + 10);
-            let n2 = leading(hex_mask(w2));
-            if n2 == 0 {
-                (v1, p + 10)
-            } else if !wide || (n2 == 8 && hex_mask(d[p + 18] as u64) != 0) {
-                return None;
-            } else {
-                ((v1 << (4 * n2)) | hex8(w2, n2), p + 10 + n2)
-            }
-        }
-    } else {
-        let n1 = leading(in_range(w, b'0', b'9'));
-        if n1 == 0 {
-            return None;
-        }
-        let v1 = dec8(w, n1);
-        if n1 < 8 {
-            (v1, p + n1)
-        } else {
-            let w2 = load(d, p + 8);
-            let n2 = leading(in_range(w2, b'0', b'9'));
-            if n2 == 0 {
-                (v1, p + 8)
-            } else if (!wide && n2 > 1) || (n2 == 8 && in_range(d[p + 16] as u64, b'0', b'9') != 0) {
-                return None;
-            } else {
-                (v1 * POW10[n2] + dec8(w2, n2), p + 8 + n2)
-            }
-        }
-    };
-    let bits = if negative { magnitude.wrapping_neg() } else { magnitude };
-    Some((bits, end))
-}
-
-/// Reads `N` fields (`wide[k]`: field `k` is 64-bit), each after exactly
-/// one space, then the line end; returns the values and the length read,
-/// line end included.
-#[inline(always)]
-fn fields<const N: usize>(d: &[u8], wide: [bool; N]) -> Option<([u64; N], usize)> {
-    let mut out = [0u64; N];
-    let mut p = 0;
-    for k in 0..N {
-        if d[p] != b' ' {
-            return None;
-        }
-        let (v, e) = number(d, p + 1, wide[k])?;
-        out[k] = v;
-        p = e;
     }
-    match d[p] {
-        b'\n' => Some((out, p + 1)),
-        b'\r' => Some((out, p + 1 + (d[p + 1] == b'\n') as usize)),
+    let e = m.end.trailing_zeros();
+    let line = (1u64 << e) - 1;
+    let space = m.space & line;
+    let minus = m.minus & line;
+    let x = m.x & line;
+    let digit = m.digit & line;
+    let hex_letter = m.hex_letter & line;
+    // Only these bytes before the line end, and a space right after the
+    // kind letter.
+    let mut bad = (space | minus | x | digit | hex_letter) ^ line;
+    bad |= !space & 1;
+    // After each space a digit or a sign (not a blank, not the line end).
+    let starts = space << 1;
+    bad |= starts & !(digit | minus);
+    // A sign only at a number's start, and a digit after it.
+    bad |= minus & !starts;
+    let first = (starts & !minus) | (minus << 1);
+    bad |= first & !digit;
+    // `x` only as a number's second byte, and a hex digit after it.
+    bad |= x & !(first << 1);
+    let hex_start = x << 1;
+    bad |= hex_start & !(digit | hex_letter);
+    // Hex letters only from a hex start to the end of its number: adding
+    // the start bit to the run of field bytes it sits in carries to the
+    // run's end.
+    let inside = line & !space;
+    let hex_digits = (inside.wrapping_add(hex_start) ^ inside) & inside;
+    bad |= hex_letter & !hex_digits;
+    if bad != 0 {
+        return None;
+    }
+    Some(Shape {
+        first,
+        after: (space & space.wrapping_sub(1)) | 1 << e,
+        x,
+        negative: minus << 1,
+        fields: space.count_ones(),
+        end: e as usize,
+    })
+}
+
+impl Shape {
+    /// Reads the next number (`wide`: a 64-bit field): its bits as the
+    /// general reader computes them, and the position after it; `None` when
+    /// it is long enough to overflow its field, or is `x` after a digit
+    /// other than `0`.
+    #[inline(always)]
+    fn number(&mut self, d: &[u8; WINDOW], wide: bool) -> Option<(u64, usize)> {
+        let a = self.first.trailing_zeros() as usize;
+        let t = self.after.trailing_zeros() as usize;
+        self.first &= self.first.wrapping_sub(1);
+        self.after &= self.after.wrapping_sub(1);
+        let hex = self.x.wrapping_shr(a as u32 + 1) & 1 != 0;
+        let negative = self.negative.wrapping_shr(a as u32) & 1 != 0;
+        let magnitude = if hex {
+            if d[a] != b'0' {
+                return None;
+            }
+            let n = t - (a + 2);
+            let most = if wide { 16 } else { 8 };
+            if n > most {
+                return None;
+            }
+            let w = load(d, a + 2);
+            if n <= 8 {
+                hex8(w, n)
+            } else {
+                (hex8(w, 8) << (4 * (n - 8))) | hex8(load(d, a + 10), n - 8)
+            }
+        } else {
+            let n = t - a;
+            let most = if wide { 16 } else { 9 };
+            if n > most {
+                return None;
+            }
+            let w = load(d, a);
+            if n <= 8 {
+                dec8(w, n)
+            } else {
+                dec8(w, 8) * POW10[n - 8] + dec8(load(d, a + 8), n - 8)
+            }
+        };
+        Some((if negative { magnitude.wrapping_neg() } else { magnitude }, t))
+    }
+
+    /// Bytes from the line's start to after its line end.
+    #[inline(always)]
+    fn length(&self, d: &[u8; WINDOW]) -> usize {
+        self.end + 1 + (d[self.end] == b'\r' && d[self.end + 1] == b'\n') as usize
+    }
+}
+
+/// The window of a line: the bytes after its kind letter.
+type Window = [u8; WINDOW];
+
+/// `! thread address stack`.
+#[inline(always)]
+fn alloc<C: Classifier>(c: &C, d: &Window) -> Option<(Alloc, usize)> {
+    let mut s = shape(c, d)?;
+    if s.fields != 3 {
+        return None;
+    }
+    let (t, _) = s.number(d, false)?;
+    let (a, _) = s.number(d, true)?;
+    let (k, _) = s.number(d, false)?;
+    Some((Alloc { thread: Some(ThreadId(t as i32)), address: Address(a), stack: StackId(k as i32) }, s.length(d)))
+}
+
+/// `c thread stack`.
+#[inline(always)]
+fn call<C: Classifier>(c: &C, d: &Window) -> Option<(Call, usize)> {
+    let mut s = shape(c, d)?;
+    if s.fields != 2 {
+        return None;
+    }
+    let (t, _) = s.number(d, false)?;
+    let (k, _) = s.number(d, false)?;
+    Some((Call { thread: ThreadId(t as i32), stack: StackId(k as i32) }, s.length(d)))
+}
+
+/// `i ms`.
+#[inline(always)]
+fn tick<C: Classifier>(c: &C, d: &Window) -> Option<(Tick, usize)> {
+    let mut s = shape(c, d)?;
+    if s.fields != 1 {
+        return None;
+    }
+    let (ms, _) = s.number(d, false)?;
+    Some((Tick { ms: ms as u32 }, s.length(d)))
+}
+
+/// `u old new length`.
+#[inline(always)]
+fn moved<C: Classifier>(c: &C, d: &Window) -> Option<(Moved, usize)> {
+    let mut s = shape(c, d)?;
+    if s.fields != 3 {
+        return None;
+    }
+    let (old, _) = s.number(d, true)?;
+    let (new, _) = s.number(d, true)?;
+    let (length, _) = s.number(d, false)?;
+    Some((Moved { old: Address(old), new: Address(new), length: length as u32 }, s.length(d)))
+}
+
+/// `v start length`.
+#[inline(always)]
+fn survived<C: Classifier>(c: &C, d: &Window) -> Option<(Survived, usize)> {
+    let mut s = shape(c, d)?;
+    if s.fields != 2 {
+        return None;
+    }
+    let (start, _) = s.number(d, true)?;
+    let (length, _) = s.number(d, false)?;
+    Some((Survived { start: Address(start), length: length as u32 }, s.length(d)))
+}
+
+/// `o address type size ref...` (`d` is the start of `rest`).
+#[inline(always)]
+fn heap_object<'a, C: Classifier>(c: &C, d: &Window, rest: &'a [u8]) -> Option<(HeapObject<'a>, usize)> {
+    let mut s = shape(c, d)?;
+    if s.fields < 3 {
+        return None;
+    }
+    let (address, _) = s.number(d, true)?;
+    let (type_id, _) = s.number(d, false)?;
+    let (size, refs) = s.number(d, false)?;
+    while s.first != 0 {
+        // The general reader ends the list at a -1 (all ones), and what
+        // follows it is then text left on the line.
+        if s.number(d, true)?.0 == u64::MAX {
+            return None;
+        }
+    }
+    let o = HeapObject {
+        address: Address(address),
+        type_id: TypeId(type_id as i32),
+        size: size as u32,
+        refs: List::Raw(rest.get(refs..s.end)?),
+    };
+    Some((o, s.length(d)))
+}
+
+/// Parses a frequent record with classifier `c` (see [`record`]).
+#[inline(always)]
+fn line<'a, C: Classifier>(c: &C, kind: Kind, rest: &'a [u8]) -> Option<(Record<'a>, usize)> {
+    let d: &Window = rest.first_chunk()?;
+    match kind {
+        Kind::Alloc => alloc(c, d).map(|(r, n)| (Record::Alloc(r), n)),
+        Kind::Call => call(c, d).map(|(r, n)| (Record::Call(r), n)),
+        Kind::Tick => tick(c, d).map(|(r, n)| (Record::Tick(r), n)),
+        Kind::Moved => moved(c, d).map(|(r, n)| (Record::Moved(r), n)),
+        Kind::Survived => survived(c, d).map(|(r, n)| (Record::Survived(r), n)),
+        Kind::HeapObject => heap_object(c, d, rest).map(|(r, n)| (Record::HeapObject(r), n)),
         _ => None,
     }
 }
@@ -162,69 +309,181 @@ fn fields<const N: usize>(d: &[u8], wide: [bool; N]) -> Option<([u64; N], usize)
 /// is what follows the letter. Returns the record and the bytes it takes
 /// (the line end included), or `None` when the line is not in the
 /// canonical form (the general reader then reads it).
+#[inline]
+pub(crate) fn record(kind: Kind, rest: &[u8]) -> Option<(Record<'_>, usize)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match Avx2::detect() {
+            // Safety: `detect` found AVX2 on this CPU.
+            Some(a) => unsafe { record_avx2(a, kind, rest) },
+            None => line(&Sse2, kind, rest),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        line(&Swar, kind, rest)
+    }
+}
+
+/// [`record`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2 (`a` proves it).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
+unsafe fn record_avx2(a: Avx2, kind: Kind, rest: &[u8]) -> Option<(Record<'_>, usize)> {
+    line(&a, kind, rest)
+}
+
+/// Reads the canonical frequent records that start at `pos` and before
+/// `stop`, one after another, handing each to `each`; stops before the
+/// first line that is not one. Returns where it stopped.
+#[inline]
+pub(crate) fn run<'a, V: FrequentVisitor<'a>>(data: &'a [u8], pos: usize, stop: usize, each: &mut V) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match Avx2::detect() {
+            // Safety: `detect` found AVX2 on this CPU.
+            Some(a) => unsafe { run_avx2(&a, data, pos, stop, each) },
+            None => run_with(&Sse2, data, pos, stop, each),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        run_with(&Swar, data, pos, stop, each)
+    }
+}
+
+/// [`run`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2 (`a` proves it).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
+unsafe fn run_avx2<'a, V: FrequentVisitor<'a>>(
+    a: &Avx2,
+    data: &'a [u8],
+    pos: usize,
+    stop: usize,
+    each: &mut V,
+) -> usize {
+    run_with(a, data, pos, stop, each)
+}
+
 #[inline(always)]
-pub(crate) fn record<'a>(kind: Kind, rest: &[u8]) -> Option<(Record<'a>, usize)> {
-    if rest.len() < WINDOW {
-        return None;
+fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
+    c: &C,
+    data: &'a [u8],
+    mut pos: usize,
+    stop: usize,
+    each: &mut V,
+) -> usize {
+    // Every line before `stop` has its whole window in `data`.
+    let stop = stop.min(data.len().saturating_sub(WINDOW));
+    while pos < stop {
+        let Some(d) = data[pos + 1..].first_chunk::<WINDOW>() else { break };
+        let offset = pos as u64;
+        // Each kind is delivered as its own variant, so that a visitor's
+        // match on the record is decided where it is compiled in.
+        let len = match data[pos] {
+            b'!' => {
+                let Some((r, n)) = alloc(c, d) else { break };
+                each.visit(Parsed { record: Record::Alloc(r), offset, at_end_of_file: false });
+                n
+            }
+            b'u' | b'U' => {
+                let Some((r, n)) = moved(c, d) else { break };
+                each.visit(Parsed { record: Record::Moved(r), offset, at_end_of_file: false });
+                n
+            }
+            b'c' | b'C' => {
+                let Some((r, n)) = call(c, d) else { break };
+                each.visit(Parsed { record: Record::Call(r), offset, at_end_of_file: false });
+                n
+            }
+            b'i' | b'I' => {
+                let Some((r, n)) = tick(c, d) else { break };
+                each.visit(Parsed { record: Record::Tick(r), offset, at_end_of_file: false });
+                n
+            }
+            b'v' | b'V' => {
+                let Some((r, n)) = survived(c, d) else { break };
+                each.visit(Parsed { record: Record::Survived(r), offset, at_end_of_file: false });
+                n
+            }
+            b'o' | b'O' => {
+                let Some((r, n)) = heap_object(c, d, &data[pos + 1..]) else { break };
+                each.visit(Parsed { record: Record::HeapObject(r), offset, at_end_of_file: false });
+                n
+            }
+            _ => break,
+        };
+        pos += 1 + len;
     }
-    let d = &rest[..WINDOW];
-    match kind {
-        Kind::Alloc => {
-            let ([t, a, s], n) = fields(d, [false, true, false])?;
-            let r = Alloc { thread: Some(ThreadId(t as i32)), address: Address(a), stack: StackId(s as i32) };
-            Some((Record::Alloc(r), n))
-        }
-        Kind::Call => {
-            let ([t, s], n) = fields(d, [false, false])?;
-            Some((Record::Call(Call { thread: ThreadId(t as i32), stack: StackId(s as i32) }), n))
-        }
-        Kind::Tick => {
-            let ([ms], n) = fields(d, [false])?;
-            Some((Record::Tick(Tick { ms: ms as u32 }), n))
-        }
-        Kind::Moved => {
-            let ([old, new, length], n) = fields(d, [true, true, false])?;
-            Some((Record::Moved(Moved { old: Address(old), new: Address(new), length: length as u32 }), n))
-        }
-        Kind::Survived => {
-            let ([start, length], n) = fields(d, [true, false])?;
-            Some((Record::Survived(Survived { start: Address(start), length: length as u32 }), n))
-        }
-        _ => None,
-    }
+    pos
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::classify::Swar;
     use crate::format::RecordReader;
+    use proptest::prelude::*;
 
-    /// The general reader's answer for the first line of `text`.
-    fn general(text: &[u8]) -> (Record<'_>, usize, bool) {
+    /// The general reader's answer for the first line of `text`: the
+    /// record, where the next one starts, and whether it came without a
+    /// warning.
+    fn general(text: &[u8]) -> Option<(Record<'_>, usize, bool)> {
         let mut r = RecordReader::new(text).general_only();
-        let p = r.next_record().unwrap_or_else(|| panic!("no record in {:?}", String::from_utf8_lossy(text)));
-        (p.record, r.offset(), r.diagnostics().total() == 0 && !p.at_end_of_file)
+        let p = r.next_record()?;
+        Some((p.record, r.offset(), r.diagnostics().total() == 0 && !p.at_end_of_file))
     }
 
-    fn check(line: &str) {
-        let mut text = line.as_bytes().to_vec();
-        text.extend_from_slice(&[b'x'; WINDOW + 8]);
-        let kind = Kind::from_byte(text[0]).unwrap_or(Kind::Comment);
-        let fast = record(kind, &text[1..]);
-        let (rec, len, clean) = general(&text);
-        match fast {
+    /// The fast path's answer with each classifier this CPU can run; they
+    /// must agree with each other.
+    fn fast(kind: Kind, rest: &[u8]) -> Option<(Record<'_>, usize)> {
+        let swar = line(&Swar, kind, rest);
+        #[cfg(target_arch = "x86_64")]
+        {
+            assert_eq!(line(&Sse2, kind, rest), swar, "sse2 vs swar: {:?}", String::from_utf8_lossy(rest));
+            assert_eq!(record(kind, rest), swar, "dispatched vs swar: {:?}", String::from_utf8_lossy(rest));
+            if let Some(a) = Avx2::detect() {
+                // Safety: `detect` found AVX2.
+                let avx2 = unsafe { record_avx2(a, kind, rest) };
+                assert_eq!(avx2, swar, "avx2 vs swar: {:?}", String::from_utf8_lossy(rest));
+            }
+        }
+        swar
+    }
+
+    /// Checks one line (followed by `pad` bytes): whatever the fast path
+    /// takes, the general reader reads the same way and without a warning.
+    /// Returns whether the fast path took it.
+    fn check_padded(line: &[u8], pad: u8) -> bool {
+        let mut text = line.to_vec();
+        text.extend_from_slice(&[pad; WINDOW + 8]);
+        let Some(kind) = Kind::from_byte(text[0]) else { return false };
+        let got = fast(kind, &text[1..]);
+        let Some((rec, len, clean)) = general(&text) else {
+            // The general reader dropped the line (it ran to the end of
+            // the data): the fast path must not have taken it.
+            assert_eq!(got, None, "{:?}", String::from_utf8_lossy(line));
+            return false;
+        };
+        match got {
             Some((r, n)) => {
-                assert!(clean, "fast path took a line with warnings: {line:?}");
-                assert_eq!((r, n + 1), (rec, len), "{line:?}");
+                assert!(clean, "fast path took a line with warnings: {:?}", String::from_utf8_lossy(line));
+                assert_eq!((r, n + 1), (rec, len), "{:?}", String::from_utf8_lossy(line));
+                true
             }
-            None => {
-                // Declining is always allowed; it must happen for anything
-                // with a warning.
-            }
+            // Declining is always allowed (the general reader then reads
+            // the line).
+            None => false,
         }
-        if !clean {
-            assert!(fast.is_none(), "{line:?}");
-        }
+    }
+
+    fn check(line: &str) -> bool {
+        check_padded(line.as_bytes(), b'x') & check_padded(line.as_bytes(), b'\n')
     }
 
     #[test]
@@ -233,18 +492,24 @@ mod tests {
             "! 1 0x0000013600001000 7\n",
             "! 12 0x7ffe12345678 123456\n",
             "! -1 0xABCDEF 0\n",
+            "! 214748364 0xffffffffffffffff 999999999\n",
+            "! 1 1234567890123456 5\n",
+            "! 007 0x00ab 000000001\n",
+            "! 1 0X1F -0x7fffffff\r\n",
             "c 3 99\n",
+            "c -214748364 0xffffffff\n",
             "i 123456789\n",
+            "i 0\r",
             "u 0x1000 0x2000 4096\n",
             "u 0xffffffffffffffff 0x0 999999999\n",
+            "u 0x21300001780 0x21300001220 40\n",
             "v 0x0000000012340000 24\r\n",
-            "! 1 1234567890123456 5\n",
+            "o 0x21300001000 1 136 0x21300001378 0x21300001290\n",
+            "o 0x21300001000 1 136\n",
+            "o 0x10 2 24 0x1 0x2 0x3 0x4 0x5 0x6 0x7 0x8 0x9 0xa 0xb 0xc\n",
+            "o 0x10 2 24 -2\n",
         ] {
-            let mut text = line.as_bytes().to_vec();
-            text.extend_from_slice(&[b'x'; WINDOW]);
-            let kind = Kind::from_byte(text[0]).unwrap_or(Kind::Comment);
-            assert!(record(kind, &text[1..]).is_some(), "{line:?}");
-            check(line);
+            assert!(check(line), "fast path declined {line:?}");
         }
     }
 
@@ -253,84 +518,221 @@ mod tests {
         for line in [
             "! 1  0x10 7\n",
             "! 1 0x10 7 \n",
+            "! 1 0x10 7\t\n",
+            "!\t1 0x10 7\n",
             "! 1 0x10\n",
+            "! 1 0x10 7 8\n",
             "! 1 0x 7\n",
             "! 1 0x10 7x\n",
             "! 1 0x10 4294967296\n",
             "! 1 0x10 1234567890\n",
+            "! 1 0x10 0x123456789\n",
             "! 1 0x10000000000000000 1\n",
             "! 1 0x00000000000000001 1\n",
             "! 1 12345678901234567890 1\n",
+            "! 1 12345678901234567 1\n",
+            "! 1 1x10 7\n",
+            "! 1 0xx10 7\n",
+            "! 1 0x1g 7\n",
+            "! 1 a 7\n",
+            "! 1 12ab 7\n",
+            "! 1 12x3 7\n",
+            "! 1 5x3 7\n",
+            "! 1 1-2 7\n",
+            "! 1 0x-2 7\n",
+            "! 1 0x10 7f\n",
+            "! 1 1e5 7\n",
+            "c 12 3e\n",
+            "u 0x10 0x20 0x\n",
+            "u 0x10 0x20x0 1\n",
+            "! 1 0xa-1 7\n",
+            "! 1 --1 7\n",
+            "! - 0x10 7\n",
+            "! 1 0x10 -\n",
+            "!\n",
+            "! \n",
             "i -\n",
             "i 0x123456789\n",
             "i\t5\n",
+            "i 5\r\r\n",
             "c 1 2\r3\n",
+            "c 1 2\n\r",
             "u 0x1 -0x2 3\n",
             "v 0x10 -5\n",
+            "o 0x10 2 24 -1\n",
+            "o 0x10 2 24 0xffffffffffffffff 0x20\n",
+            "o 0x10 2 24 0x20 \n",
+            "o 0x10 2\n",
+            "o 0x10 2 24 0x1 0x2 0x3 0x4 0x5 0x6 0x7 0x8 0x9 0xa 0xb 0xc 0xd 0xe 0xf 0x10\n",
+            "a 0x10 7\n",
+            "b 1 0 0\n",
         ] {
             check(line);
         }
     }
 
     #[test]
-    fn random_lines_agree() {
-        // Lines of (nearly) the right shape: fields of random form and
-        // length, mostly one space apart, mostly ending in a line end.
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut taken = 0;
-        for _ in 0..300_000 {
-            let r = next();
-            let kind = b"!ciuv"[(r % 5) as usize];
-            let fields = [3u64, 2, 1, 3, 2][(r % 5) as usize] + u64::from(r >> 8 & 15 == 0);
-            let mut line = vec![kind];
-            for _ in 0..fields {
-                let r = next();
-                line.extend_from_slice(match r % 64 {
-                    0 => b"  ",
-                    1 => b"\t",
-                    2 => b"",
-                    _ => b" ",
-                });
-                if (r >> 6) % 16 == 0 {
-                    line.push(b'-');
-                }
-                let hex = (r >> 10) % 2 == 0;
-                if hex {
-                    line.extend_from_slice(if (r >> 11) % 8 == 0 { b"0X" } else { b"0x" });
-                }
-                let digits = match (r >> 14) % 4 {
-                    0 => (r >> 16) % 21,
-                    _ => 1 + (r >> 16) % 16,
-                };
-                for k in 0..digits {
-                    let d = (next() >> (k % 8)) % if hex { 22 } else { 10 };
-                    line.push(b"0123456789abcdefABCDEF"[d as usize]);
-                }
-                if (r >> 22) % 64 == 0 {
-                    line.push(b"xg:/@`G "[((r >> 28) % 8) as usize]);
-                }
-            }
-            line.extend_from_slice(match next() % 32 {
-                0 => b"\r\n",
-                1 => b"\r",
-                2 => b" \n",
-                3 => b"\rz\n",
-                _ => b"\n",
-            });
-            let text = String::from_utf8(line).unwrap_or_default();
-            let mut padded = text.clone().into_bytes();
-            padded.extend_from_slice(&[b'x'; WINDOW]);
-            if let Some(k) = Kind::from_byte(padded[0]) {
-                taken += record(k, &padded[1..]).is_some() as u32;
-            }
-            check(&text);
+    fn warnings_always_decline() {
+        // Each of these makes the general reader warn.
+        for line in ["! 1 0x10 4294967296\n", "! 1 0x10 7x\n", "! 1 0x10\n", "v 0x10\n", "c 1 2 3\n"] {
+            let mut text = line.as_bytes().to_vec();
+            text.extend_from_slice(&[b'\n'; WINDOW]);
+            assert!(general(&text).is_some_and(|g| !g.2), "{line:?} should warn");
+            let kind = Kind::from_byte(text[0]).unwrap_or(Kind::Comment);
+            assert_eq!(fast(kind, &text[1..]), None, "{line:?}");
         }
-        assert!(taken > 50_000, "only {taken} lines took the fast path");
+    }
+
+    #[test]
+    fn near_the_end_of_the_file_the_general_reader_reads() {
+        // A last line without its line end, and any line whose window would
+        // run past the end of the data, is left to the general reader.
+        let data = b"! 1 0x10 7\n! 1 0x18 7\n! 1 0x20 7";
+        let mut visited = Vec::new();
+        let stop = run(data, 0, data.len(), &mut |p| visited.push(p));
+        assert_eq!(stop, 0);
+        assert!(visited.is_empty());
+        let mut fast = RecordReader::new(data);
+        let mut slow = RecordReader::new(data).general_only();
+        assert_eq!(fast.by_ref().collect::<Vec<_>>(), slow.by_ref().collect::<Vec<_>>());
+        assert_eq!(fast.diagnostics().total(), 1); // the last line is dropped, with a warning
+    }
+
+    #[test]
+    fn a_run_stops_before_the_first_other_line() {
+        let mut data = Vec::new();
+        for k in 0..50 {
+            data.extend_from_slice(format!("! 7 0x{:x} {}\n", 0x1000 + 24 * k, k % 5 + 1).as_bytes());
+        }
+        let n_line = data.len();
+        data.extend_from_slice(b"n 9 1 3 24\n");
+        data.extend_from_slice(b"i 5\n".repeat(40).as_slice());
+        let mut visited = Vec::new();
+        let stop = run(&data, 0, data.len(), &mut |p| visited.push(p));
+        assert_eq!(stop, n_line);
+        let general: Vec<_> = RecordReader::new(&data).general_only().take(50).collect();
+        assert_eq!(visited, general);
+        // Alternating the run and the record-by-record reader reads the
+        // whole log as the general reader does.
+        let mut r = RecordReader::new(&data);
+        let mut all = Vec::new();
+        loop {
+            r.read_frequent(&mut |p| all.push(p));
+            let Some(p) = r.next_record() else { break };
+            all.push(p);
+        }
+        assert_eq!(all, RecordReader::new(&data).general_only().collect::<Vec<_>>());
+        // The range's end is respected: a run never starts a line at or
+        // after `stop`.
+        let stop = run(&data, 0, 30, &mut |_: Parsed<'_>| {});
+        let first_after = RecordReader::new(&data).map(|p| p.offset as usize).find(|&o| o >= 30);
+        assert_eq!(Some(stop), first_after);
+    }
+
+    /// A line of (nearly) the right shape, from random choices: fields of
+    /// random form and length, mostly one space apart, mostly ending in a
+    /// line end.
+    fn shaped_line(kind: u8, fields: &[(u8, u64, u8, u8)], end: u8) -> Vec<u8> {
+        let mut line = vec![kind];
+        for &(sep, value, form, junk) in fields {
+            line.extend_from_slice(match sep % 16 {
+                0 => b"  ",
+                1 => b"\t",
+                2 => b"",
+                _ => b" ",
+            });
+            let mut field = Vec::new();
+            if form % 11 == 0 {
+                field.push(b'-');
+            }
+            let digits = match form % 5 {
+                // Full width, with leading zeros.
+                0 => format!("{:016x}", value),
+                1 => format!("{:x}", value >> (value % 64)),
+                2 => format!("{:X}", value >> (value % 64)),
+                3 => format!("{}", value >> (value % 64)),
+                _ => format!("{:020}", value >> (value % 64)),
+            };
+            let hex = form % 5 < 3;
+            if hex {
+                field.extend_from_slice(if form % 7 == 0 { b"0X" } else { b"0x" });
+            }
+            let keep = if form % 3 == 0 { digits.len().min(1 + (value % 20) as usize) } else { digits.len() };
+            field.extend_from_slice(&digits.as_bytes()[digits.len() - keep..]);
+            if junk % 4 == 0 {
+                // A stray byte or two anywhere in the number.
+                let k = (junk as usize >> 2) % 13;
+                let at = (value as usize >> 7) % (field.len() + 1);
+                let stray = &b"xg:/@`G -aFc0x"[k..k + 1 + (junk & 128 != 0) as usize];
+                field.splice(at..at, stray.iter().copied());
+            }
+            line.extend_from_slice(&field);
+        }
+        line.extend_from_slice(match end % 16 {
+            0 => b"\r\n",
+            1 => b"\r",
+            2 => b" \n",
+            3 => b"\rz\n",
+            4 => b"",
+            _ => b"\n",
+        });
+        line
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+        /// The fast path agrees with the general reader on random lines of
+        /// every frequent kind (and a few others), canonical or not, with
+        /// every classifier.
+        #[test]
+        fn fast_path_agrees_with_the_general_reader(
+            kind in prop::sample::select(b"!ciuvoCIUVOa".to_vec()),
+            fields in prop::collection::vec((any::<u8>(), any::<u64>(), any::<u8>(), any::<u8>()), 0..8),
+            end in any::<u8>(),
+            pad in prop::sample::select(b"x\n 0!".to_vec()),
+        ) {
+            check_padded(&shaped_line(kind, &fields, end), pad);
+        }
+
+        /// Canonical lines (one space, numbers that fit, a line end) are
+        /// all taken, and read as the general reader reads them.
+        #[test]
+        fn canonical_lines_are_all_taken(
+            kind in 0usize..6,
+            values in prop::collection::vec((any::<u64>(), 0u8..6), 6),
+            crlf in any::<bool>(),
+        ) {
+            let (letter, wide): (u8, &[bool]) = [
+                (b'!', &[false, true, false][..]),
+                (b'c', &[false, false]),
+                (b'i', &[false]),
+                (b'u', &[true, true, false]),
+                (b'v', &[true, false]),
+                (b'o', &[true, false, false, true, true, true]),
+            ][kind];
+            let mut line = vec![letter];
+            for (&wide, &(v, form)) in wide.iter().zip(&values) {
+                // Keep an `o` reference off all ones (it ends the list).
+                let v = if wide { v.min(u64::MAX - 1) } else { v & 0xFFFF_FFFF };
+                let text = match (wide, form) {
+                    (_, 0) => format!("0x{v:x}"),
+                    (_, 1) => format!("0X{v:X}"),
+                    (true, 2) => format!("0x{v:016x}"),
+                    (false, 2) => format!("0x{v:08x}"),
+                    (true, _) if v < 10_000_000_000_000_000 => format!("{v}"),
+                    (false, _) if v < 1_000_000_000 => format!("{v}"),
+                    (false, _) => format!("-{}", v % 1_000_000_000),
+                    (true, _) => format!("0x{v:x}"),
+                };
+                line.push(b' ');
+                line.extend_from_slice(text.as_bytes());
+            }
+            line.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+            let taken = check_padded(&line, b'x');
+            // Only an `o` line longer than the classified 64 bytes may be
+            // declined.
+            prop_assert!(taken || (letter == b'o' && line.len() > 65), "declined {:?}", String::from_utf8_lossy(&line));
+        }
     }
 }

@@ -17,6 +17,7 @@
 //! Callers that want an error instead use [`Error::from_warning`] on the
 //! first warning (the CLI's `--strict`).
 
+mod classify;
 mod decompress;
 mod diagnostics;
 mod error;
@@ -47,7 +48,7 @@ pub use ids::{Address, FunctionId, HandleId, ModuleId, StackId, ThreadId, TypeId
 pub use list::{List, ListItem, ListIter};
 #[cfg(feature = "parallel")]
 pub use parallel::{cut, parse_chunks, ChunkOptions};
-pub use reader::{read_all, DumpState, RecordReader};
+pub use reader::{read_all, DumpState, FrequentVisitor, RecordReader};
 pub use record::{Kind, Parsed, Record};
 pub use decompress::open_read;
 pub use sniff::{sniff, Content, SNIFF_BYTES};

@@ -100,10 +100,10 @@ impl Kind {
     }
 
     /// One of the records that make up nearly every line of a large log
-    /// (`!`, `c`, `i`, `u`, `v`): the reader tries its fast path first.
+    /// (`!`, `c`, `i`, `u`, `v`, `o`): the reader tries its fast path first.
     #[inline]
     pub(crate) fn is_frequent(self) -> bool {
-        matches!(self, Kind::Alloc | Kind::Call | Kind::Tick | Kind::Moved | Kind::Survived)
+        matches!(self, Kind::Alloc | Kind::Call | Kind::Tick | Kind::Moved | Kind::Survived | Kind::HeapObject)
     }
 
     /// Whether CLRProfiler's reader drops this record when the file ends

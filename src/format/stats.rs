@@ -2,7 +2,8 @@
 
 use super::diagnostics::{Diagnostics, WarningKind};
 use super::parallel::{parse_chunks, ChunkOptions};
-use super::record::{Kind, Record};
+use super::reader::FrequentVisitor;
+use super::record::{Kind, Parsed, Record};
 use super::stats_ids::IdSet;
 
 /// Counts of records, definitions and lines in a log.
@@ -38,16 +39,72 @@ struct Part {
     stacks: IdSet,
     /// First use in this part of each stack id not defined earlier in it.
     unresolved: Vec<(Kind, i32, u64)>,
-    reported: IdSet,
+    /// Stack ids defined in this part or already in `unresolved`.
+    known: IdSet,
     findings: Vec<(u64, WarningKind)>,
 }
 
 impl Part {
-    #[inline]
+    #[inline(always)]
     fn use_stack(&mut self, kind: Kind, id: i32, offset: u64) {
-        if id != 0 && !self.stacks.contains(id) && !self.reported.contains(id) {
-            self.reported.insert(id);
-            self.unresolved.push((kind, id, offset));
+        if id != 0 && !self.known.contains(id) {
+            self.first_use(kind, id, offset);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first_use(&mut self, kind: Kind, id: i32, offset: u64) {
+        self.known.insert(id);
+        self.unresolved.push((kind, id, offset));
+    }
+
+    fn define_stack(&mut self, id: i32) {
+        self.stacks.insert(id);
+        self.known.insert(id);
+    }
+
+}
+
+impl<'a> FrequentVisitor<'a> for Part {
+    /// Counts a frequent record (see `RecordReader::read_frequent`).
+    #[inline(always)]
+    fn visit(&mut self, rec: Parsed<'a>) {
+        let kind = rec.record.kind();
+        self.records[kind.index()] += 1;
+        if let Record::Alloc(a) = rec.record {
+            self.use_stack(kind, a.stack.0, rec.offset);
+        }
+    }
+
+}
+
+impl Part {
+    /// Counts any record.
+    fn general(&mut self, rec: Parsed<'_>) {
+        let kind = rec.record.kind();
+        self.records[kind.index()] += 1;
+        match rec.record {
+            Record::Type(t) => self.types.insert(t.id.0),
+            Record::Function(f) => self.functions.insert(f.id.0),
+            Record::Module(m) => self.modules.insert(m.id.0),
+            Record::Stack(s) => {
+                if let Some(r) = s.reference {
+                    self.use_stack(kind, r.0, rec.offset);
+                }
+                self.define_stack(s.id.0)
+            }
+            Record::StackOld(s) => self.define_stack(s.id.0),
+            Record::Alloc(a) => self.use_stack(kind, a.stack.0, rec.offset),
+            Record::GcBoundary(b) => {
+                for r in b.ranges.iter() {
+                    if r.generation > 3 {
+                        let w = WarningKind::UnreadableGeneration { generation: r.generation };
+                        self.findings.push((rec.offset, w));
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -63,31 +120,10 @@ impl LogStats {
             |reader| {
                 let mut p = Part::default();
                 let start = reader.offset();
-                for rec in reader.by_ref() {
-                    let kind = rec.record.kind();
-                    p.records[kind.index()] += 1;
-                    match rec.record {
-                        Record::Type(t) => p.types.insert(t.id.0),
-                        Record::Function(f) => p.functions.insert(f.id.0),
-                        Record::Module(m) => p.modules.insert(m.id.0),
-                        Record::Stack(s) => {
-                            if let Some(r) = s.reference {
-                                p.use_stack(kind, r.0, rec.offset);
-                            }
-                            p.stacks.insert(s.id.0)
-                        }
-                        Record::StackOld(s) => p.stacks.insert(s.id.0),
-                        Record::Alloc(a) => p.use_stack(kind, a.stack.0, rec.offset),
-                        Record::GcBoundary(b) => {
-                            for r in b.ranges.iter() {
-                                if r.generation > 3 {
-                                    let w = WarningKind::UnreadableGeneration { generation: r.generation };
-                                    p.findings.push((rec.offset, w));
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
+                loop {
+                    reader.read_frequent(&mut p);
+                    let Some(rec) = reader.next_record() else { break };
+                    p.general(rec);
                 }
                 let end = reader.offset();
                 p.lines = memchr::memchr_iter(b'\n', &data[start..end]).count() as u64;
@@ -139,5 +175,73 @@ impl LogStats {
     /// Total records.
     pub fn total_records(&self) -> u64 {
         self.records.iter().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::RecordReader;
+
+    /// A log mixing canonical frequent lines with lines the fast path
+    /// declines, definitions, an undefined stack and a truncated last line.
+    fn log() -> Vec<u8> {
+        let mut d = Vec::new();
+        d.extend_from_slice(b"t 1 0 System.String\nn 1 1 1 24\nn 2 1 1 48\ni 0\n");
+        for k in 0..300u64 {
+            let line = match k % 9 {
+                0 => format!("! 5 0x{:x} 1\n", 0x1000 + 24 * k),
+                1 => format!("! 5 0x{:x}  2\n", 0x1000 + 24 * k),
+                2 => format!("! 5 0x{:x} {}\n", 0x1000 + 24 * k, 7 + k % 3),
+                3 => format!("c 5 {}\r\n", k % 4),
+                4 => format!("u 0x{:x} 0x{:x} 48\n", 0x9000 + k, 0x1000 + k),
+                5 => format!("o 0x{:x} 1 24 0x10 0x20\n", 0x1000 + k),
+                6 => format!("v 0x{:x} 4294967296\n", 0x1000 + k),
+                7 => format!("i {}\n", k),
+                _ => "z comment\n".to_string(),
+            };
+            d.extend_from_slice(line.as_bytes());
+        }
+        d.extend_from_slice(b"! 5 0x5000 1");
+        d
+    }
+
+    #[test]
+    fn counts_match_the_general_reader_for_any_chunking() {
+        let data = log();
+        let mut general = RecordReader::new(&data).general_only();
+        let mut records = [0u64; Kind::COUNT];
+        for p in general.by_ref() {
+            records[p.record.kind().index()] += 1;
+        }
+        let one = LogStats::compute(&data, &ChunkOptions { chunk_bytes: 1 << 20, threads: Some(1), in_flight: 0 });
+        assert_eq!(one.records, records);
+        assert!(one.count(Kind::Alloc) > 90 && one.count(Kind::HeapObject) > 30);
+        // Stack 9 is used but never defined: one finding, at its first use.
+        let undefined: Vec<_> = one
+            .diagnostics
+            .warnings()
+            .iter()
+            .filter(|w| matches!(w.kind, WarningKind::UndefinedStack { .. }))
+            .map(|w| w.offset)
+            .collect();
+        assert_eq!(undefined.len(), 1, "{:?}", one.diagnostics.warnings());
+        assert_eq!(one.diagnostics.total(), general.diagnostics().total() + 1);
+        for chunk in [1, 7, 64, 1000] {
+            for threads in [1, 2] {
+                let s = LogStats::compute(&data, &ChunkOptions { chunk_bytes: chunk, threads: Some(threads), in_flight: 0 });
+                assert_eq!(s.records, one.records, "chunk {chunk}, {threads} threads");
+                assert_eq!(s.lines, one.lines);
+                assert_eq!(s.stacks, one.stacks);
+                // (An undefined stack is reported once per chunk that uses
+                // it, so those findings depend on the chunking.)
+                let w = |s: &LogStats| {
+                    let kept = s.diagnostics.warnings().iter();
+                    let w: Vec<_> = kept.filter(|w| !matches!(w.kind, WarningKind::UndefinedStack { .. })).collect();
+                    format!("{w:?}")
+                };
+                assert_eq!(w(&s), w(&one), "chunk {chunk}, {threads} threads");
+            }
+        }
     }
 }

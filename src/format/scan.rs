@@ -188,8 +188,7 @@ pub fn name(i: &[u8], rule: NameRule) -> (&[u8], ScannedName<'_>) {
     let mut depth = 0u32;
     let mut len = 0usize;
     let mut crossed_line = false;
-    loop {
-        let Some(&c) = i.get(pos) else { break };
+    while let Some(&c) = i.get(pos) {
         if !(c > rule.delimiter || (depth != 0 && len < rule.max_len)) {
             break;
         }

@@ -312,7 +312,7 @@ impl Heap {
             iv.hi = end;
             appended = true;
         }
-        let front = self.intervals.to_front(best);
+        let front = self.intervals.move_to_front(best);
         self.intervals.absorb_one_overlap(front);
         self.intervals.set_alloc_hint();
         Ok(appended)

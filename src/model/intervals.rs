@@ -52,7 +52,7 @@ impl Intervals {
         let mut best: Option<usize> = None;
         for i in (0..self.live.len()).rev() {
             let iv = &self.live[i];
-            if iv.lo < end && a <= iv.hi.wrapping_add(GAP) && best.is_none_or(|b| iv.lo > self.live[b].lo) {
+            if iv.lo < end && a <= iv.hi.wrapping_add(GAP) && best.map_or(true, |b| iv.lo > self.live[b].lo) {
                 best = Some(i);
             }
         }
@@ -88,7 +88,7 @@ impl Intervals {
 
     /// Moves interval `i` to the front; returns its new position.
     #[inline]
-    pub(crate) fn to_front(&mut self, i: usize) -> usize {
+    pub(crate) fn move_to_front(&mut self, i: usize) -> usize {
         let last = self.live.len() - 1;
         if i != last {
             let iv = self.live.remove(i);
@@ -139,7 +139,7 @@ impl Intervals {
         let mut best: Option<usize> = None;
         for i in (0..self.live.len()).rev() {
             let iv = &self.live[i];
-            if iv.lo <= end && new <= iv.hi.wrapping_add(GAP) && best.is_none_or(|b| iv.lo > self.live[b].lo) {
+            if iv.lo <= end && new <= iv.hi.wrapping_add(GAP) && best.map_or(true, |b| iv.lo > self.live[b].lo) {
                 best = Some(i);
             }
         }

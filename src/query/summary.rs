@@ -81,10 +81,8 @@ pub fn summary(model: &Model) -> Summary {
     let heap = |g: usize| {
         if !counted {
             None
-        } else if counts[g] > 0 {
-            Some(cumulative[g] / counts[g])
         } else {
-            Some(last[g])
+            Some(cumulative[g].checked_div(counts[g]).unwrap_or(last[g]))
         }
     };
     let handles = |v: u64| any_handle.then_some(v);

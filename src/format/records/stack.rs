@@ -42,7 +42,7 @@ impl<'a> StackDef<'a> {
         let mut flag = alloc.is_some() as i32;
         let mut reference_id = None;
         if let Some((r, shared, ref_alloc)) = reference {
-            flag |= (shared as i32) * 4 | (ref_alloc as i32) * 2;
+            flag |= ((shared as i32) * 4) | ((ref_alloc as i32) * 2);
             if shared > 0 {
                 reference_id = Some(r);
             }

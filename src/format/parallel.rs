@@ -37,11 +37,36 @@ impl Default for ChunkOptions {
 /// Cuts `data` into ranges of about `chunk_bytes`, each ending after a `\n`
 /// (the last one at the end of the data).
 pub fn cut(data: &[u8], chunk_bytes: usize) -> Vec<(usize, usize)> {
-    let chunk_bytes = chunk_bytes.max(1);
-    let mut out = Vec::with_capacity(data.len() / chunk_bytes + 1);
-    let mut start = 0;
-    while start < data.len() {
-        let target = start.saturating_add(chunk_bytes);
+    Cuts::new(data, chunk_bytes).collect()
+}
+
+/// The ranges of [`cut`], found one at a time. The loader finds a chunk's
+/// end only when the chunk is about to be parsed: looking for every line
+/// end up front would touch the whole of a mapped log before the first
+/// record is read, and each such touch can map a large part of the file
+/// (the kernel maps the whole cached folio around a faulting page), which
+/// the loader could give back only after the fact.
+struct Cuts<'a> {
+    data: &'a [u8],
+    chunk_bytes: usize,
+    start: usize,
+}
+
+impl<'a> Cuts<'a> {
+    fn new(data: &'a [u8], chunk_bytes: usize) -> Self {
+        Cuts { data, chunk_bytes: chunk_bytes.max(1), start: 0 }
+    }
+}
+
+impl Iterator for Cuts<'_> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        let (data, start) = (self.data, self.start);
+        if start >= data.len() {
+            return None;
+        }
+        let target = start.saturating_add(self.chunk_bytes);
         let end = if target >= data.len() {
             data.len()
         } else {
@@ -50,10 +75,9 @@ pub fn cut(data: &[u8], chunk_bytes: usize) -> Vec<(usize, usize)> {
                 None => data.len(),
             }
         };
-        out.push((start, end));
-        start = end;
+        self.start = end;
+        Some((start, end))
     }
-    out
 }
 
 struct Done<T> {
@@ -93,13 +117,15 @@ where
     M: Fn(&mut RecordReader<'a>) -> T + Sync,
     S: FnMut(T, usize),
 {
-    let chunks = cut(data, options.chunk_bytes);
+    let mut cuts = Cuts::new(data, options.chunk_bytes);
+    let first = cuts.next();
     let mut diagnostics = Diagnostics::new(super::diagnostics::DEFAULT_KEPT_WARNINGS);
-    if chunks.len() <= 1 || options.threads == Some(1) {
+    let single = first.map_or(true, |(_, e)| e >= data.len());
+    if single || options.threads == Some(1) {
         // One thread: parse chunk after chunk on the calling thread.
         let mut boundary = 0usize;
         let mut state = DumpState::default();
-        for &(s, e) in &chunks {
+        for (s, e) in first.into_iter().chain(cuts) {
             let d = run(data, boundary.max(s), e.max(boundary), state, &map);
             boundary = d.end;
             state = merge_state(state, d.state);
@@ -110,16 +136,16 @@ where
     }
     let threads = options.threads.unwrap_or_else(rayon::current_num_threads).max(1);
     let in_flight = if options.in_flight == 0 { 4 * threads } else { options.in_flight };
-    let chunks = &chunks;
+    let cuts = first.into_iter().chain(cuts);
     let map = &map;
     let sink = &mut sink;
     let diags = &mut diagnostics;
     match options.threads {
         Some(n) => match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
-            Ok(pool) => pool.in_place_scope(|s| drive(s, data, chunks, in_flight, map, sink, diags)),
-            Err(_) => rayon::in_place_scope(|s| drive(s, data, chunks, in_flight, map, sink, diags)),
+            Ok(pool) => pool.in_place_scope(|s| drive(s, data, cuts, in_flight, map, sink, diags)),
+            Err(_) => rayon::in_place_scope(|s| drive(s, data, cuts, in_flight, map, sink, diags)),
         },
-        None => rayon::in_place_scope(|s| drive(s, data, chunks, in_flight, map, sink, diags)),
+        None => rayon::in_place_scope(|s| drive(s, data, cuts, in_flight, map, sink, diags)),
     }
     diagnostics
 }
@@ -127,7 +153,7 @@ where
 fn drive<'scope, 'a: 'scope, T, M, S>(
     scope: &rayon::Scope<'scope>,
     data: &'a [u8],
-    chunks: &'scope [(usize, usize)],
+    mut cuts: impl Iterator<Item = (usize, usize)>,
     in_flight: usize,
     map: &'scope M,
     sink: &mut S,
@@ -138,23 +164,26 @@ fn drive<'scope, 'a: 'scope, T, M, S>(
     S: FnMut(T, usize),
 {
     let (tx, rx) = std::sync::mpsc::channel::<(usize, Done<T>)>();
-    let spawn = |idx: usize| {
+    let spawn = |idx: usize, (s, e): (usize, usize)| {
         let tx = tx.clone();
         scope.spawn(move |_| {
-            let (s, e) = chunks[idx];
             let done = run(data, s, e, DumpState::default(), map);
             let _ = tx.send((idx, done));
         });
     };
-    let mut next_spawn = 0;
-    while next_spawn < chunks.len().min(in_flight) {
-        spawn(next_spawn);
-        next_spawn += 1;
+    // Every range found is spawned at once: at most `in_flight` ahead of
+    // the consumer.
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    while ranges.len() < in_flight {
+        let Some(r) = cuts.next() else { break };
+        spawn(ranges.len(), r);
+        ranges.push(r);
     }
     let mut pending: BTreeMap<usize, Done<T>> = BTreeMap::new();
     let mut boundary = 0usize;
     let mut state = DumpState::default();
-    for (idx, &(s, e)) in chunks.iter().enumerate() {
+    let mut idx = 0;
+    while let Some(&(s, e)) = ranges.get(idx) {
         let done = loop {
             if let Some(d) = pending.remove(&idx) {
                 break d;
@@ -173,10 +202,11 @@ fn drive<'scope, 'a: 'scope, T, M, S>(
         state = merge_state(state, done.state);
         diagnostics.merge(done.diagnostics);
         sink(done.value, boundary);
-        if next_spawn < chunks.len() {
-            spawn(next_spawn);
-            next_spawn += 1;
+        if let Some(r) = cuts.next() {
+            spawn(ranges.len(), r);
+            ranges.push(r);
         }
+        idx += 1;
     }
 }
 

@@ -180,8 +180,10 @@ pub fn close_stale(dir: &Path) -> Result<Vec<String>, CollectError> {
     Ok(marked)
 }
 
-/// The length of the file up to and including its last newline.
-fn whole_lines_len(path: &Path) -> std::io::Result<u64> {
+/// The length of the file up to and including its last newline: the part
+/// of a session's log that holds whole lines while the agent may still be
+/// writing the rest.
+pub fn whole_lines_len(path: &Path) -> std::io::Result<u64> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = std::fs::File::open(path)?;
     let mut end = f.metadata()?.len();

@@ -391,7 +391,7 @@ impl LogSet {
             let (Some(name), Some(path)) = (&slot.session, &slot.path) else { continue };
             let record = state_of(name);
             let live = record.as_deref() == Some("live");
-            let whole = match whole_lines_len(path) {
+            let whole = match clrprof_collect::record::whole_lines_len(path) {
                 Ok(n) => n,
                 Err(e) => {
                     if !slot.is_ready() {
@@ -466,25 +466,6 @@ fn load_prefix(slot: &LogSlot, path: &Path, len: u64, options: &LoadOptions) -> 
     let model = model::load_with_progress(&data, options, |done| slot.done.store(done, Ordering::Relaxed)).map_err(|e| e.to_string())?;
     slot.done.store(len, Ordering::Relaxed);
     Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())))
-}
-
-/// The length of a file up to and including its last newline.
-fn whole_lines_len(path: &Path) -> std::io::Result<u64> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path)?;
-    let mut end = f.metadata()?.len();
-    let mut buf = vec![0u8; 64 << 10];
-    while end > 0 {
-        let start = end.saturating_sub(buf.len() as u64);
-        f.seek(SeekFrom::Start(start))?;
-        let n = (end - start) as usize;
-        f.read_exact(&mut buf[..n])?;
-        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
-            return Ok(start + i as u64 + 1);
-        }
-        end = start;
-    }
-    Ok(0)
 }
 
 fn file_name(p: &Path) -> String {

@@ -14,28 +14,10 @@
 
 mod common;
 
-use common::{missing, reference_dir, repo_root};
+use common::{chromium, has_node, missing, reference_dir, repo_root, Killed};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-
-/// Kills the server when the test ends, however it ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn chromium() -> PathBuf {
-    std::env::var_os("CLRPROF_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from)
-}
-
-fn has_node() -> bool {
-    Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success())
-}
+use std::process::{Command, Stdio};
 
 #[test]
 fn every_view_matches_the_cli_in_headless_chromium() {
@@ -65,7 +47,7 @@ fn every_view_matches_the_cli_in_headless_chromium() {
         .spawn()
         .expect("start clrprof ui");
     let stdout = child.stdout.take().expect("server stdout");
-    let server = Server(child);
+    let server = Killed(child);
     let mut reader = BufReader::new(stdout);
     let mut first = String::new();
     reader.read_line(&mut first).expect("read the server's address");

@@ -18,38 +18,11 @@
 mod common;
 
 use common::dotnet::{self, Runtime};
-use common::{missing, repo_root};
+use common::{chromium, has_node, missing, repo_root, Killed};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-
-/// Kills a child process when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn chromium() -> PathBuf {
-    std::env::var_os("CLRPROF_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from)
-}
-
-fn has_node() -> bool {
-    Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success())
-}
-
-fn agent(exe: &Path) -> Option<PathBuf> {
-    let dir = exe.parent()?.to_path_buf();
-    let found = [dir.join("libclrprof_agent.so"), dir.join("deps/libclrprof_agent.so")].into_iter().find(|p| p.is_file());
-    if found.is_none() {
-        return dotnet::skip(&format!("libclrprof_agent.so is not built in {} (test the whole workspace)", dir.display()));
-    }
-    found
-}
+use std::process::{Command, Stdio};
 
 #[test]
 fn a_live_session_in_headless_chromium() {
@@ -64,7 +37,7 @@ fn a_live_session_in_headless_chromium() {
         return missing("crates/ui/browser/node_modules (run scripts/setup-ui-tests.sh: npm ci)");
     }
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_clrprof"));
-    let Some(agent) = agent(&exe) else { return };
+    let Some(agent) = dotnet::agent_beside(&exe) else { return };
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ui-live-{}", std::process::id()));
     let Some(dn) = dotnet::dotnet(&work.join("apps")) else { return };
     let dir = work.join("sessions");

@@ -31,3 +31,23 @@ pub fn golden(name: &str, actual: &str) {
         .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
     assert_eq!(actual, expected, "output differs from {}", path.display());
 }
+
+/// Kills a child process when the test ends, however it ends.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The Chromium the browser tests drive (`CLRPROF_CHROMIUM`, else Debian's).
+pub fn chromium() -> std::path::PathBuf {
+    std::env::var_os("CLRPROF_CHROMIUM").map_or_else(|| std::path::PathBuf::from("/usr/bin/chromium"), std::path::PathBuf::from)
+}
+
+/// Whether `node` runs.
+pub fn has_node() -> bool {
+    Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success())
+}

@@ -488,6 +488,12 @@ impl<'a> Builder<'a> {
         self.heap.general_only = true;
     }
 
+    /// Tests: how often the heap's shortcuts were taken.
+    #[cfg(test)]
+    pub(crate) fn shortcuts_taken(&self) -> super::heap::Shortcuts {
+        self.heap.taken
+    }
+
     /// Takes the recorder out of the builder: from now on the allocation
     /// columns and the sample table are queued (see [`Builder::swap_queue`])
     /// for the caller to apply on another thread and give back with

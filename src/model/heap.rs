@@ -18,7 +18,7 @@ use super::histogram::StackCounts;
 use super::error::Problem;
 use super::ids::StackRef;
 use super::intervals::{Interval, Intervals};
-use super::live::{Header, LiveObjects, Placed, RAW};
+use super::live::{Header, LiveObjects, Placed, RunMove, RAW};
 use super::deferred::Outbox;
 use super::stacks::StackTable;
 use crate::format::TypeId;
@@ -69,6 +69,19 @@ pub(crate) struct Heap {
     /// Tests: apply the general rules only (no shortcut).
     #[cfg(test)]
     pub general_only: bool,
+    /// Tests: how often each shortcut was taken (see [`Shortcuts`]).
+    #[cfg(test)]
+    pub taken: Shortcuts,
+}
+
+/// Tests: how often the shortcuts were taken.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Shortcuts {
+    /// Objects moved by [`Heap::move_run`].
+    pub moved_in_runs: usize,
+    /// `u` records with objects left to the general rules.
+    pub moves_general: usize,
 }
 
 /// The state a death is stamped with.
@@ -425,6 +438,13 @@ impl Heap {
         if old == new {
             return Ok(());
         }
+        if self.shortcuts() && self.move_run(fx, old, new, len)? {
+            return Ok(());
+        }
+        #[cfg(test)]
+        {
+            self.taken.moves_general += 1;
+        }
         let end = old.wrapping_add(len as u64);
         let mut o = self.object_in(fx.stacks, old, end)?;
         while let Some(f) = o {
@@ -446,6 +466,64 @@ impl Heap {
             o = self.object_in(fx.stacks, next, end)?;
         }
         Ok(())
+    }
+
+    /// The objects of a `u` record moved in one step, when the general rules
+    /// (the loop of [`Heap::move_range`]) would take their shortcuts for
+    /// every one of them: each object removed alone (`remove_alone`) and
+    /// placed where nothing lies near (`place_fast`) or over entries that
+    /// start inside its body (`place_over`, they die). That holds when the
+    /// addresses are aligned, the stacks were never redefined, the moved
+    /// entries lie in one store block, hold no raw stack index, span at
+    /// least 12 bytes each and start at least three words and one body
+    /// after the previous one; nothing lies in the two words before the
+    /// first or inside the last one's body; the destination, from two words
+    /// before it to the last object's last word, lies in one block and
+    /// holds other entries only inside the moved objects' bodies, none raw
+    /// (a move upwards must land wholly above the moved objects and the
+    /// range); and the entry before the destination ends at or before it.
+    /// Then the deaths, sample changes and relocation counts are the same,
+    /// in the same order, and the store changes by one splice. Returns
+    /// `false`, having changed nothing, when any condition fails.
+    fn move_run(&mut self, fx: &mut Effects<'_>, old: u64, new: u64, len: u32) -> Result<bool, Problem> {
+        if old & 3 != 0 || new & 3 != 0 || len == 0 || !fx.stacks.stable() {
+            return Ok(false);
+        }
+        let Some(end) = old.checked_add(len as u64) else { return Ok(false) };
+        let (lo, hi) = (old >> 2, ((end - 1) >> 2) + 1);
+        let delta = if new < old { -(((old - new) >> 2) as i64) } else { ((new - old) >> 2) as i64 };
+        if (new < old && old - new >= 1 << 60) || (new > old && new - old >= 1 << 60) {
+            return Ok(false);
+        }
+        let stacks = fx.stacks;
+        let pred_clear = |k: u64, h: Header, d0: u64| {
+            Self::decode(stacks, k, h).is_ok_and(|o| o.start.checked_add(o.size as u64).is_some_and(|e| e <= d0 << 2))
+        };
+        let stamp = self.stamp();
+        let intervals = &self.intervals;
+        let gone = |k: u64, h: Header, d: u64, obj: u32| {
+            if k != d || h.obj != obj {
+                stamp.died(intervals, fx, k, h);
+            }
+        };
+        let (slot, base, at, n) = match self.live.move_run(lo, hi, delta, pred_clear, gone) {
+            RunMove::Nothing => return Ok(true),
+            RunMove::General => return Ok(false),
+            RunMove::Moved { slot, base, at, n } => (slot, base, at, n),
+        };
+        let (keys, vals) = self.live.slot_entries(slot, at, n);
+        for (&off, h) in keys.iter().zip(vals) {
+            let dest = (base + off as u64) << 2;
+            let start = dest.wrapping_sub((delta << 2) as u64);
+            fx.out.free(start, start + h.size as u64, fx.tick)?;
+            Self::sample_insert(fx, dest, h.size, h.tick, StackRef(h.row), None)?;
+            self.relocated.push(h.row);
+        }
+        #[cfg(test)]
+        {
+            self.taken.moved_in_runs += n as usize;
+        }
+        Ok(true)
     }
 
     /// Section 3.6 `remove_range`, over the live intervals.

@@ -90,6 +90,8 @@ pub(crate) struct LiveObjects {
     cache: [Cell<(u64, u32)>; CACHE],
     cache_next: Cell<usize>,
     len: usize,
+    /// A buffer for runs moved across blocks (kept between uses).
+    scratch: Vec<(u16, Header)>,
 }
 
 impl Default for LiveObjects {
@@ -105,6 +107,7 @@ impl Default for LiveObjects {
             cache: std::array::from_fn(|_| Cell::new(NO_BLOCK)),
             cache_next: Cell::new(1),
             len: 0,
+            scratch: Vec::new(),
         }
     }
 }
@@ -117,6 +120,18 @@ fn split(key: u64) -> (u64, u16) {
 #[inline]
 fn join(block: u64, off: u16) -> u64 {
     (block << BLOCK_BITS) | off as u64
+}
+
+/// The outcome of [`LiveObjects::move_run`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RunMove {
+    /// Nothing to move.
+    Nothing,
+    /// Moved: the moved entries are `at..at + n` of the block in `slot`,
+    /// whose first word is `base`.
+    Moved { slot: u32, base: u64, at: u32, n: u32 },
+    /// A condition failed: nothing changed, the general rules apply.
+    General,
 }
 
 /// The outcome of [`LiveObjects::place_fast`].
@@ -412,6 +427,196 @@ impl LiveObjects {
         Placed::Done
     }
 
+    /// The entry before position `i` of block slot `bi` (block id `b`):
+    /// the previous one in the block, or the last of the nonempty block
+    /// before it.
+    #[inline]
+    fn before(&self, bi: usize, b: u64, i: usize) -> Option<(u64, Header)> {
+        let blk = &self.blocks[bi];
+        if i > 0 {
+            Some((join(b, blk.keys[i - 1]), blk.vals[i - 1]))
+        } else {
+            self.last_before_block(b)
+        }
+    }
+
+    /// The moves of a `u` record in one step, when the general rules would
+    /// move each object by their shortcuts (see `Heap::move_run`, which
+    /// states the conditions): the entries with keys in `[lo, hi)` move by
+    /// `delta` words. `pred_clear` says whether the entry before the
+    /// destination ends at or before the key given; `gone(key, header,
+    /// destination key, destination object)` is called, in key order, for
+    /// each entry the moved objects erase. Changes nothing and returns
+    /// [`RunMove::General`] when a condition fails.
+    pub(crate) fn move_run(
+        &mut self,
+        lo: u64,
+        hi: u64,
+        delta: i64,
+        pred_clear: impl FnOnce(u64, Header, u64) -> bool,
+        mut gone: impl FnMut(u64, Header, u64, u32),
+    ) -> RunMove {
+        let (b, off) = split(lo);
+        if hi <= lo || (hi - 1) >> BLOCK_BITS != b {
+            return RunMove::General;
+        }
+        let Some(bi) = self.find_block(b) else { return RunMove::Nothing };
+        let blk = &self.blocks[bi];
+        let i = blk.lower_bound(off);
+        let end_off = hi - join(b, 0);
+        let mut j = i;
+        while j < blk.keys.len() && (blk.keys[j] as u64) < end_off {
+            j += 1;
+        }
+        if i == j {
+            return RunMove::Nothing;
+        }
+        // The moved objects: well formed, apart.
+        let mut reach = 0u64;
+        for t in i..j {
+            let (k, h) = (join(b, blk.keys[t]), &blk.vals[t]);
+            if h.row & RAW != 0 || h.size < 12 || h.size > 1 << 30 || (t > i && k < reach) {
+                return RunMove::General;
+            }
+            reach = k + (h.size as u64).div_ceil(4);
+        }
+        let k0 = join(b, blk.keys[i]);
+        let n = j - i;
+        // Nothing in the two words before the first, nothing else in the
+        // last one's body.
+        if k0 < 3 || self.before(bi, b, i).is_some_and(|(k, _)| k + 2 >= k0) {
+            return RunMove::General;
+        }
+        let next = if j < blk.keys.len() {
+            Some(join(b, blk.keys[j]))
+        } else if (reach - 1) >> BLOCK_BITS == b {
+            None
+        } else {
+            self.first_after_block(b).map(|x| x.0)
+        };
+        if next.is_some_and(|k| k < reach) {
+            return RunMove::General;
+        }
+        // The destination: from two words before it to the end of the last
+        // body, in one block.
+        let (d0, dend) = if delta < 0 {
+            let dw = delta.unsigned_abs();
+            if k0 < dw + 3 {
+                return RunMove::General;
+            }
+            (k0 - dw, reach - dw)
+        } else {
+            let uw = delta as u64;
+            if uw >= 1 << 60 || reach >= 1 << 60 {
+                return RunMove::General;
+            }
+            // (Wholly above the moved objects and the range: a destination
+            // inside the range would be found and moved again.)
+            if k0 + uw - 2 < reach || k0 + uw < hi {
+                return RunMove::General;
+            }
+            (k0 + uw, reach + uw)
+        };
+        let (nb, woff) = split(d0 - 2);
+        if (dend - 1) >> BLOCK_BITS != nb {
+            return RunMove::General;
+        }
+        // Other entries there: only inside the moved objects' bodies (each
+        // erases those starting in its body), none raw. (Moving down, the
+        // moved objects themselves are not looked at.)
+        let wend = if delta < 0 { dend.min(k0) } else { dend };
+        let di = self.find_block(nb);
+        let (p, q) = match di {
+            Some(di) => {
+                let dblk = &self.blocks[di];
+                let p = dblk.lower_bound(woff);
+                let mut q = p;
+                let mut t = i;
+                while q < dblk.keys.len() && join(nb, dblk.keys[q]) < wend {
+                    let g = join(nb, dblk.keys[q]);
+                    let d = |t: usize| join(b, blk.keys[t]).wrapping_add(delta as u64);
+                    let c = |t: usize| (blk.vals[t].size as u64).div_ceil(4);
+                    while t < j && d(t) + c(t) <= g {
+                        t += 1;
+                    }
+                    if t == j || g < d(t) || dblk.vals[q].row & RAW != 0 {
+                        return RunMove::General;
+                    }
+                    q += 1;
+                }
+                (p, q)
+            }
+            None => (0, 0),
+        };
+        // The entry before the destination once the first object is out.
+        let pred = match di {
+            Some(di) => self.before(di, nb, p),
+            None => self.last_before_block(nb),
+        };
+        let pred = match pred {
+            Some((k, _)) if k == k0 => self.before(bi, b, i),
+            x => x,
+        };
+        if let Some((pk, ph)) = pred {
+            if !pred_clear(pk, ph, d0) {
+                return RunMove::General;
+            }
+        }
+        // Apply: the erased entries die, the run leaves its block and
+        // takes their place.
+        if q > p {
+            let Some(di) = di else { return RunMove::General };
+            let blk = &self.blocks[bi];
+            let dblk = &self.blocks[di];
+            let mut t = i;
+            for x in p..q {
+                let g = join(nb, dblk.keys[x]);
+                while join(b, blk.keys[t]).wrapping_add(delta as u64) + (blk.vals[t].size as u64).div_ceil(4) <= g {
+                    t += 1;
+                }
+                gone(g, dblk.vals[x], join(b, blk.keys[t]).wrapping_add(delta as u64), blk.vals[t].obj);
+            }
+        }
+        let mut run = std::mem::take(&mut self.scratch);
+        run.clear();
+        let shift = |k: u16| (join(b, k).wrapping_add(delta as u64) & OFFSET_MASK) as u16;
+        let blk = &mut self.blocks[bi];
+        run.extend(blk.keys[i..j].iter().zip(&blk.vals[i..j]).map(|(&k, &h)| (shift(k), h)));
+        blk.keys.drain(i..j);
+        blk.vals.drain(i..j);
+        let (p, q) = if nb == b && p >= j { (p - n, q - n) } else { (p, q) };
+        if nb != b && self.blocks[bi].keys.is_empty() {
+            self.nonempty.remove(&b);
+        }
+        let di = match di {
+            Some(di) => di,
+            None => self.block_or_create(nb),
+        };
+        if self.blocks[di].keys.is_empty() {
+            self.nonempty.insert(nb);
+            self.fresh_arrays(di);
+        }
+        let dblk = &mut self.blocks[di];
+        if p == q && p == dblk.keys.len() {
+            dblk.keys.extend(run.iter().map(|x| x.0));
+            dblk.vals.extend(run.iter().map(|x| x.1));
+        } else {
+            dblk.keys.splice(p..q, run.iter().map(|x| x.0));
+            dblk.vals.splice(p..q, run.iter().map(|x| x.1));
+        }
+        self.len -= q - p;
+        self.scratch = run;
+        RunMove::Moved { slot: di as u32, base: join(nb, 0), at: p as u32, n: n as u32 }
+    }
+
+    /// The entries `at..at + n` of block slot `slot` (after [`RunMove::Moved`]).
+    #[inline]
+    pub(crate) fn slot_entries(&self, slot: u32, at: u32, n: u32) -> (&[u16], &[Header]) {
+        let blk = &self.blocks[slot as usize];
+        let r = at as usize..(at + n) as usize;
+        (&blk.keys[r.clone()], &blk.vals[r])
+    }
+
     /// Removes the entry at `key`.
     #[inline]
     pub(crate) fn remove(&mut self, key: u64) -> Option<Header> {
@@ -558,6 +763,7 @@ impl LiveObjects {
             + self.free.capacity() * 4
             + self.spare_bytes
             + self.nonempty.len() * 24
+            + self.scratch.capacity() * std::mem::size_of::<(u16, Header)>()
     }
 }
 
@@ -567,7 +773,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn h(x: u32) -> Header {
-        Header { row: x, tick: x, obj: x, size: x }
+        Header { row: x, tick: x, obj: x, size: 12 + (x % 8) * 4 }
     }
 
     #[test]
@@ -593,7 +799,7 @@ mod tests {
                 }
                 _ => cursors[c].saturating_sub((r >> 8) % 30_000),
             };
-            match (r >> 40) % 12 {
+            match (r >> 40) % 13 {
                 0..=5 => assert_eq!(s.insert(key, h(step)), m.insert(key, h(step))),
                 6 => assert_eq!(s.remove(key), m.remove(&key)),
                 7 => {
@@ -622,6 +828,36 @@ mod tests {
                     assert_eq!(got, want, "key {key}");
                     if got == Placed::Done {
                         m.insert(key, h(step));
+                    }
+                }
+                10 => {
+                    // A run moved by up to 6000 words either way: when
+                    // taken, the run lands shifted and exactly the entries
+                    // reported erased are gone.
+                    let hi = key + 1 + (r >> 20) % 300;
+                    let delta = ((r >> 30) % 12_000) as i64 - 6000;
+                    let pred_ok = (r >> 50) % 4 != 0;
+                    let run: Vec<(u64, Header)> = m.range(key..hi).map(|(&k, &v)| (k, v)).collect();
+                    let mut erased = Vec::new();
+                    let got = s.move_run(key, hi, delta, |_, _, _| pred_ok, |k, v, _, _| erased.push((k, v)));
+                    match got {
+                        RunMove::Nothing => assert!(run.is_empty()),
+                        RunMove::General => assert!(erased.is_empty()),
+                        RunMove::Moved { slot, base, at, n } => {
+                            for (k, v) in &erased {
+                                assert_eq!(m.remove(k), Some(*v));
+                            }
+                            for (k, _) in &run {
+                                m.remove(k);
+                            }
+                            let moved: Vec<(u64, Header)> = run.iter().map(|&(k, v)| ((k as i64 + delta) as u64, v)).collect();
+                            for &(k, v) in &moved {
+                                assert_eq!(m.insert(k, v), None);
+                            }
+                            let (ks, vs) = s.slot_entries(slot, at, n);
+                            let landed: Vec<(u64, Header)> = ks.iter().map(|&k| base + k as u64).zip(vs.iter().copied()).collect();
+                            assert_eq!(landed, moved);
+                        }
                     }
                 }
                 _ => {

@@ -122,6 +122,20 @@ fn join(block: u64, off: u16) -> u64 {
     (block << BLOCK_BITS) | off as u64
 }
 
+/// Makes `v[p..q]` `n` elements long (one move of the tail at most; the
+/// new elements are `fill` until the caller writes them).
+#[inline]
+fn replace_range<T: Copy>(v: &mut Vec<T>, p: usize, q: usize, n: usize, fill: T) {
+    let len = v.len();
+    if n > q - p {
+        v.resize(len + n - (q - p), fill);
+        v.copy_within(q..len, p + n);
+    } else if n < q - p {
+        v.copy_within(q..len, p + n);
+        v.truncate(len - (q - p - n));
+    }
+}
+
 /// The outcome of [`LiveObjects::move_run`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RunMove {
@@ -597,12 +611,11 @@ impl LiveObjects {
             self.fresh_arrays(di);
         }
         let dblk = &mut self.blocks[di];
-        if p == q && p == dblk.keys.len() {
-            dblk.keys.extend(run.iter().map(|x| x.0));
-            dblk.vals.extend(run.iter().map(|x| x.1));
-        } else {
-            dblk.keys.splice(p..q, run.iter().map(|x| x.0));
-            dblk.vals.splice(p..q, run.iter().map(|x| x.1));
+        replace_range(&mut dblk.keys, p, q, n, run[0].0);
+        replace_range(&mut dblk.vals, p, q, n, run[0].1);
+        for (t, x) in run.iter().enumerate() {
+            dblk.keys[p + t] = x.0;
+            dblk.vals[p + t] = x.1;
         }
         self.len -= q - p;
         self.scratch = run;

@@ -179,7 +179,7 @@ fn compacting_log(seed: u64, gcs: usize) -> String {
                 }
                 5 => a.saturating_sub(4 * ((r >> 8) % 8)), // a short slide
                 6 => a + 4 * ((r >> 8) % 8),               // a short move up
-                _ => region(((r >> 8) % 5) as u64) + ((r >> 12) % 0x1000) * 4, // anywhere
+                _ => region((r >> 8) % 5) + ((r >> 12) % 0x1000) * 4, // anywhere
             };
             let (old, new, len) = match (r >> 20) % 16 {
                 0 => (a + 4, new, len),     // cut at the front

@@ -92,6 +92,17 @@ struct Stamp {
 }
 
 impl Stamp {
+    /// [`Stamp::died`] for an object known to lie outside every
+    /// large-object-heap range.
+    #[inline]
+    fn died_outside_loh(&self, fx: &mut Effects<'_>, h: Header) {
+        if self.in_gc {
+            fx.objects.died_at_gc(h.obj, self.gcs, false);
+        } else {
+            fx.objects.erased(h.obj, fx.tick, self.gcs, false);
+        }
+    }
+
     #[inline]
     fn died(&self, intervals: &Intervals, fx: &mut Effects<'_>, key: u64, h: Header) {
         let loh = intervals.generation_at(key << 2) == Some(3);
@@ -197,7 +208,15 @@ impl Heap {
         let wb = wa.saturating_add(count);
         let stamp = self.stamp();
         let intervals = &self.intervals;
-        self.live.remove_range(wa, wb, |k, h| stamp.died(intervals, fx, k, h));
+        // No large-object range overlaps the cleared words (the usual case
+        // of a GC's removal pass): every death is stamped "not LOH" without
+        // looking the address up.
+        let (lo, hi) = (wa.saturating_mul(4), wb.saturating_mul(4));
+        if self.shortcuts() && !intervals.live.iter().any(|iv| iv.generation == 3 && iv.lo < hi && iv.hi > lo) {
+            self.live.remove_range(wa, wb, |_, h| stamp.died_outside_loh(fx, h));
+        } else {
+            self.live.remove_range(wa, wb, |k, h| stamp.died(intervals, fx, k, h));
+        }
         // Headers starting one or two words below lose words.
         if wa >= 1 && self.live.find_in(wa.saturating_sub(2), wa - 1).is_some() {
             if self.live.get(wa - 1).is_some() {

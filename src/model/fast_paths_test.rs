@@ -6,7 +6,11 @@
 //! [`crate::model::load`] (recorder on its own thread, all shortcuts), by a
 //! [`Builder`] fed by hand (recorder inline), and by a builder whose heap
 //! takes none of the shortcuts (`place_fast`, `place_over`,
-//! `remove_alone`): every model figure must agree.
+//! `remove_alone`, a `u` record's objects moved in one step by `move_run`,
+//! deaths stamped without the large-object lookup): every model figure
+//! must agree. Compacting logs (plugs sliding over garbage or moving to
+//! free space, with header damage and hostile ranges) make `move_run` take
+//! both its sides.
 
 use super::heap::Shortcuts;
 use super::{load, Builder, Fate, LoadOptions, Model, ObjectId, SampleId};

@@ -370,6 +370,94 @@ unsafe fn run_avx2<'a, V: FrequentVisitor<'a>>(
     run_with(a, data, pos, stop, each)
 }
 
+/// The bytes a run of call lines from one thread start with: the kind
+/// letter, a space, the thread and a space (`c 26990 `, at most 16 bytes),
+/// as two masked words.
+///
+/// In a call-logging log nearly every line is `c <thread> <stack>` with
+/// the same thread as the line before it, so after one line has been read
+/// by the general fast path ([`call`]), the next ones are recognised by
+/// comparing their first 16 bytes with its prefix, then reading the stack
+/// as up to 7 decimal digits followed by `\n`: a handful of instructions a
+/// line. A line with the same prefix is read by [`call`] with the same
+/// thread (the bytes are the same), and digits followed by `\n` are a
+/// canonical number and line end, so the record is the one [`call`] (and
+/// the general reader) would give. Anything else (another thread, a sign, a
+/// hex stack, 8 or more digits, `\r`, blanks) ends the run, and the line is
+/// read again the ordinary way.
+///
+/// ```text
+///   c␠26990␠3897⏎
+///   |-prefix-||--| digits, then \n
+/// ```
+#[derive(Clone, Copy, Debug)]
+struct CallPrefix {
+    words: [u64; 2],
+    masks: [u64; 2],
+    len: usize,
+    thread: i32,
+}
+
+/// The high bit of each byte of `w` that is not an ASCII digit.
+#[inline(always)]
+fn non_digits(w: u64) -> u64 {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    // A digit byte becomes 0..=9, which stays below 0x80 when 0x76 is added
+    // (adding to the low seven bits never carries into the next byte).
+    let x = w ^ (ONES * b'0' as u64);
+    (((x & LOW7).wrapping_add(ONES * 0x76)) | x) & HIGH
+}
+
+impl CallPrefix {
+    /// The prefix of `line` (a whole canonical call line, as [`call`]
+    /// read it, with thread `thread`); `None` when it is longer than 16
+    /// bytes.
+    #[inline(always)]
+    fn of(line: &[u8], thread: i32) -> Option<CallPrefix> {
+        // The second space: the first is right after the kind letter.
+        let len = 3 + memchr::memchr(b' ', line.get(2..)?)?;
+        if len > 16 {
+            return None;
+        }
+        let mut bytes = [0u8; 16];
+        bytes[..len].copy_from_slice(&line[..len]);
+        let mask = |n: usize| if n >= 8 { u64::MAX } else { (1u64 << (8 * n)) - 1 };
+        let word = |k: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[8 * k..8 * k + 8]);
+            u64::from_le_bytes(b)
+        };
+        Some(CallPrefix { words: [word(0), word(1)], masks: [mask(len), mask(len.saturating_sub(8))], len, thread })
+    }
+
+    /// Reads the lines from `pos` (before `stop`) that start with this
+    /// prefix and end with a short stack and `\n`, handing each to `each`;
+    /// returns where it stopped. `stop` leaves a [`WINDOW`] of bytes after
+    /// every line start.
+    #[inline(always)]
+    fn run<'a, V: FrequentVisitor<'a>>(&self, data: &'a [u8], mut pos: usize, stop: usize, each: &mut V) -> usize {
+        while pos < stop {
+            let Some(d) = data[pos..].first_chunk::<32>() else { break };
+            let w0 = u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
+            let w1 = u64::from_le_bytes([d[8], d[9], d[10], d[11], d[12], d[13], d[14], d[15]]);
+            if ((w0 ^ self.words[0]) & self.masks[0]) | ((w1 ^ self.words[1]) & self.masks[1]) != 0 {
+                break;
+            }
+            let Some(s) = d.get(self.len..self.len + 8) else { break };
+            let w = u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
+            let n = (non_digits(w).trailing_zeros() / 8) as usize;
+            // 1 to 7 digits, then `\n` (n is 8 when all eight are digits).
+            if n == 0 || n == 8 || s[n] != b'\n' {
+                break;
+            }
+            each.call(self.thread, dec8(w, n) as i32, pos as u64);
+            pos += self.len + n + 1;
+        }
+        pos
+    }
+}
+
 #[inline(always)]
 fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
     c: &C,
@@ -398,8 +486,13 @@ fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
             }
             b'c' | b'C' => {
                 let Some((r, n)) = call(c, d) else { break };
-                each.visit(Parsed { record: Record::Call(r), offset, at_end_of_file: false });
-                n
+                each.call(r.thread.0, r.stack.0, offset);
+                let next = pos + 1 + n;
+                pos = match CallPrefix::of(&data[pos..next], r.thread.0) {
+                    Some(p) => p.run(data, next, stop, each),
+                    None => next,
+                };
+                continue;
             }
             b'i' | b'I' => {
                 let Some((r, n)) = tick(c, d) else { break };

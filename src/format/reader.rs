@@ -18,6 +18,15 @@ use super::records::*;
 pub trait FrequentVisitor<'a> {
     /// One record.
     fn visit(&mut self, record: Parsed<'a>);
+
+    /// One `c` record (`thread`, `stack`) at `offset`: what the reading
+    /// loop for runs of call lines hands over without building a record.
+    /// By default, a [`Record::Call`] given to [`FrequentVisitor::visit`].
+    #[inline(always)]
+    fn call(&mut self, thread: i32, stack: i32, offset: u64) {
+        let record = Record::Call(Call { thread: super::ids::ThreadId(thread), stack: super::ids::StackId(stack) });
+        self.visit(Parsed { record, offset, at_end_of_file: false });
+    }
 }
 
 impl<'a, F: FnMut(Parsed<'a>)> FrequentVisitor<'a> for F {

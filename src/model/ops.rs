@@ -44,7 +44,6 @@
 //!   with its offset (each `Calls` op keeps its id's first offset).
 
 use crate::format::{DumpState, FrequentVisitor, Parsed, Record, RecordReader};
-use std::collections::HashMap;
 
 /// One record, compact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,77 +64,125 @@ pub(crate) enum Op {
     Rare(u32),
 }
 
-/// The `c` records of the current run, counted by stack id.
-#[derive(Debug, Default)]
+/// The `c` records of the current run, counted by stack id: an
+/// open-addressing table of (id, count) pairs (one cache line holds 8;
+/// count 0 marks an empty slot), and the ids in order of first occurrence.
+#[derive(Debug)]
 struct CallTally {
-    /// By `id + 1` (below [`DENSE_IDS`]): 1 + the id's entry, or 0.
-    dense: Vec<u32>,
-    /// The same for the other ids.
-    sparse: HashMap<i32, u32>,
-    /// Stack id, count, first offset; in order of first occurrence.
-    entries: Vec<(i32, u32, u64)>,
+    /// A power of two long (or empty before the first call).
+    slots: Vec<(i32, u32)>,
+    /// Slot and first offset of each id, in order of first occurrence.
+    entries: Vec<(u32, u64)>,
+    /// Counts that reached [`CallTally::limit`]: entry, count, first offset.
+    full: Vec<(u32, u32, u64)>,
+    /// The largest count of one op.
+    limit: u32,
 }
 
-/// Ids counted in [`CallTally::dense`], at most (1 MB of slots).
-const DENSE_IDS: usize = 1 << 18;
+impl Default for CallTally {
+    fn default() -> Self {
+        CallTally { slots: Vec::new(), entries: Vec::new(), full: Vec::new(), limit: u32::MAX }
+    }
+}
+
+/// Slots of a new [`CallTally`] (32 KB).
+const INITIAL_SLOTS: usize = 1 << 12;
+
+#[inline(always)]
+fn slot_of(key: i32, mask: usize) -> usize {
+    // Fibonacci hashing: the high bits of the product are well mixed.
+    ((key as u32).wrapping_mul(0x9E37_79B9) as usize >> 8) & mask
+}
 
 impl CallTally {
     /// Counts a call (`key`: its stack id, or -1 when it only counts).
     #[inline(always)]
     fn add(&mut self, key: i32, offset: u64) {
-        if let Some(&slot) = self.dense.get(key.wrapping_add(1) as u32 as usize) {
-            if let Some(e) = self.entries.get_mut((slot as usize).wrapping_sub(1)) {
-                if e.1 < u32::MAX {
-                    e.1 += 1;
-                    return;
-                }
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut h = slot_of(key, mask);
+        while let Some(s) = self.slots.get_mut(h) {
+            if s.0 == key && s.1 != 0 && s.1 < self.limit {
+                s.1 += 1;
+                return;
             }
+            if s.1 == 0 || s.0 == key {
+                break;
+            }
+            h = (h + 1) & mask;
         }
         self.add_slow(key, offset);
     }
 
-    /// A call whose id is new in the run, is not in the dense range, or
-    /// whose count is full (it then gets a second entry).
+    /// A call whose id is new in the run, or whose count is full.
     #[inline(never)]
     fn add_slow(&mut self, key: i32, offset: u64) {
-        let k = key.wrapping_add(1) as u32 as usize;
-        if k < DENSE_IDS && k >= self.dense.len() {
-            self.dense.resize((k + 1).next_power_of_two().max(1024), 0);
+        if self.slots.is_empty() {
+            self.slots = vec![(0, 0); INITIAL_SLOTS];
+        } else if 2 * (self.entries.len() + 1) > self.slots.len() {
+            self.grow();
         }
-        let current = match self.dense.get(k) {
-            Some(&s) => s,
-            None => self.sparse.get(&key).copied().unwrap_or(0),
-        };
-        if let Some(e) = self.entries.get_mut((current as usize).wrapping_sub(1)) {
-            if e.1 < u32::MAX {
-                e.1 += 1;
+        let mask = self.slots.len() - 1;
+        let mut h = slot_of(key, mask);
+        loop {
+            let s = self.slots[h];
+            if s.1 == 0 {
+                self.slots[h] = (key, 1);
+                self.entries.push((h as u32, offset));
                 return;
             }
-        }
-        self.entries.push((key, 1, offset));
-        let slot = self.entries.len() as u32;
-        match self.dense.get_mut(k) {
-            Some(s) => *s = slot,
-            None => {
-                self.sparse.insert(key, slot);
+            if s.0 == key {
+                if s.1 < self.limit {
+                    self.slots[h].1 += 1;
+                } else {
+                    // The count so far becomes an op of its own.
+                    if let Some(k) = self.entries.iter().position(|e| e.0 == h as u32) {
+                        let first = std::mem::replace(&mut self.entries[k].1, offset);
+                        self.full.push((k as u32, s.1, first));
+                    }
+                    self.slots[h].1 = 1;
+                }
+                return;
             }
+            h = (h + 1) & mask;
         }
     }
 
-    /// Ends the run: one op per entry.
+    /// Doubles the table.
+    #[cold]
+    fn grow(&mut self) {
+        let n = 2 * self.slots.len();
+        let old = std::mem::replace(&mut self.slots, vec![(0, 0); n]);
+        let mask = self.slots.len() - 1;
+        for e in &mut self.entries {
+            let s = old[e.0 as usize];
+            let mut h = slot_of(s.0, mask);
+            while self.slots[h].1 != 0 {
+                h = (h + 1) & mask;
+            }
+            self.slots[h] = s;
+            e.0 = h as u32;
+        }
+    }
+
+    /// Ends the run: one op per id (and per full count), in order of first
+    /// occurrence; the table is empty again.
     #[inline]
     fn flush(&mut self, ops: &mut Vec<Op>) {
         if self.entries.is_empty() {
             return;
         }
-        for &(stack, count, first) in &self.entries {
-            ops.push(Op::Calls { stack, count, first });
-            if let Some(s) = self.dense.get_mut(stack.wrapping_add(1) as u32 as usize) {
-                *s = 0;
+        for (k, &(h, first)) in self.entries.iter().enumerate() {
+            let Some(s) = self.slots.get_mut(h as usize) else { continue };
+            if !self.full.is_empty() {
+                for &(_, count, first) in self.full.iter().filter(|f| f.0 == k as u32) {
+                    ops.push(Op::Calls { stack: s.0, count, first });
+                }
             }
+            ops.push(Op::Calls { stack: s.0, count: s.1, first });
+            *s = (0, 0);
         }
         self.entries.clear();
-        self.sparse.clear();
+        self.full.clear();
     }
 }
 
@@ -311,5 +358,35 @@ mod tests {
         let ops = c.ops.clone();
         c.fill(&mut RecordReader::new(&data));
         assert_eq!(c.ops, ops);
+    }
+
+    #[test]
+    fn full_counts_and_a_growing_table_keep_the_order() {
+        // More ids than the first table holds, each called three times, and
+        // a count limit of two.
+        let ids: Vec<i32> = (0..10_000).map(|k| (k * 7919) % 100_003 - 50).collect();
+        let mut data = Vec::new();
+        for round in 0..3 {
+            for &id in &ids {
+                data.extend_from_slice(format!("c {} {id}\n", 1 + round % 2).as_bytes());
+            }
+        }
+        data.extend_from_slice(&[b'\n'; 100]);
+        let mut c = Chunk::default();
+        c.tally.limit = 2;
+        c.fill(&mut RecordReader::new(&data));
+        // Per id: a full count of two (from its first call), then one.
+        let mut want = Vec::new();
+        let offsets: Vec<u64> = RecordReader::new(&data).map(|p| p.offset).collect();
+        for (k, &id) in ids.iter().enumerate() {
+            want.push(Op::Calls { stack: id, count: 2, first: offsets[k] });
+            want.push(Op::Calls { stack: id, count: 1, first: offsets[2 * ids.len() + k] });
+        }
+        assert_eq!(c.ops, want);
+        c.tally.limit = u32::MAX;
+        c.fill(&mut RecordReader::new(&data));
+        let want: Vec<Op> =
+            ids.iter().enumerate().map(|(k, &id)| Op::Calls { stack: id, count: 3, first: offsets[k] }).collect();
+        assert_eq!(c.ops, want);
     }
 }

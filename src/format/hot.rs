@@ -58,7 +58,7 @@ fn load(d: &[u8; WINDOW], p: usize) -> u64 {
 
 /// The value of the first `n` (1..=8) decimal digits of `w`.
 #[inline(always)]
-fn dec8(w: u64, n: usize) -> u64 {
+pub(crate) fn dec8(w: u64, n: usize) -> u64 {
     // Byte 0 holds the most significant digit: each step multiplies the
     // lower (more significant) half of a lane and adds it to the upper.
     let v = (w & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - n));
@@ -446,13 +446,14 @@ impl CallPrefix {
             }
             let Some(s) = d.get(self.len..self.len + 8) else { break };
             let w = u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
-            let n = (non_digits(w).trailing_zeros() / 8) as usize;
-            // 1 to 7 digits, then `\n` (n is 8 when all eight are digits).
-            if n == 0 || n == 8 || s[n] != b'\n' {
+            let bits = non_digits(w).trailing_zeros();
+            // 1 to 7 digits, then `\n` (64 bits when all eight are digits).
+            if bits < 8 || bits == 64 || (w >> (bits & !7)) as u8 != b'\n' {
                 break;
             }
-            each.call(self.thread, dec8(w, n) as i32, pos as u64);
-            pos += self.len + n + 1;
+            let digits = w & ((1u64 << (bits & !7)) - 1);
+            each.call_digits(self.thread, digits, pos as u64);
+            pos += self.len + (bits / 8) as usize + 1;
         }
         pos
     }
@@ -468,6 +469,7 @@ fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
 ) -> usize {
     // Every line before `stop` has its whole window in `data`.
     let stop = stop.min(data.len().saturating_sub(WINDOW));
+    let mut prefix: Option<CallPrefix> = None;
     while pos < stop {
         let Some(d) = data[pos + 1..].first_chunk::<WINDOW>() else { break };
         let offset = pos as u64;
@@ -485,10 +487,20 @@ fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
                 n
             }
             b'c' | b'C' => {
+                // The thread of the last run of calls, most likely, goes
+                // on after the other records.
+                if let Some(p) = prefix {
+                    let next = p.run(data, pos, stop, each);
+                    if next > pos {
+                        pos = next;
+                        continue;
+                    }
+                }
                 let Some((r, n)) = call(c, d) else { break };
                 each.call(r.thread.0, r.stack.0, offset);
                 let next = pos + 1 + n;
-                pos = match CallPrefix::of(&data[pos..next], r.thread.0) {
+                prefix = CallPrefix::of(&data[pos..next], r.thread.0);
+                pos = match prefix {
                     Some(p) => p.run(data, next, stop, each),
                     None => next,
                 };
@@ -772,8 +784,91 @@ mod tests {
         line
     }
 
+    fn value_len(lines: &[(u8, u8, u32, u8)]) -> u32 {
+        lines.iter().fold(0u32, |a, l| a.wrapping_add(l.2))
+    }
+
+    /// Reads `data` alternating the fast runs and the record-by-record
+    /// reader (as the loader does).
+    fn alternating(data: &[u8]) -> Vec<Parsed<'_>> {
+        let mut r = RecordReader::new(data);
+        let mut all = Vec::new();
+        loop {
+            r.read_frequent(&mut |p| all.push(p));
+            let Some(p) = r.next_record() else { break };
+            all.push(p);
+        }
+        all
+    }
+
+    #[test]
+    fn call_runs_read_as_the_general_reader() {
+        let mut data = Vec::new();
+        for k in 0..400u32 {
+            let line = match k % 13 {
+                0 => format!("c 26990 {}\n", k * 7),
+                1 => format!("c 26990 {}\r\n", k),
+                2 => format!("c 26990 0{}\n", k),
+                3 => format!("c 26990 {}\n", 12_345_678 + k),
+                4 => format!("c 7 {}\n", k),
+                5 => format!("c -1 {}\n", k),
+                6 => format!("c 123456789012 {}\n", k),
+                7 => format!("! 26990 0x{:x} 1\n", 0x1000 + k),
+                8 => format!("c 26990 -{}\n", k),
+                9 => format!("c 26990  {}\n", k),
+                10 => format!("C 26990 {}\n", k),
+                _ => format!("c 26990 {}\n", k % 3),
+            };
+            data.extend_from_slice(line.as_bytes());
+        }
+        data.extend_from_slice(b"c 26990 5");
+        let got = alternating(&data);
+        assert_eq!(got, RecordReader::new(&data).general_only().collect::<Vec<_>>());
+        assert!(got.len() >= 399, "{} records", got.len());
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+        /// Runs of call lines, canonical or nearly so, read by the prefix
+        /// loop and the fast path read as the general reader reads them.
+        #[test]
+        fn call_runs_agree_with_the_general_reader(
+            lines in prop::collection::vec((0u8..12, 0u8..4, any::<u32>(), 0u8..16), 1..60),
+            pad in prop::sample::select(b"x\n c".to_vec()),
+        ) {
+            let threads = ["26990", "1", "-1", "0x10", "123456789012", "2699", "26990 "];
+            let mut data = Vec::new();
+            for &(form, thread, value, end) in &lines {
+                let t = threads[(thread as usize + form as usize / 4) % threads.len()];
+                let v = value >> (value % 32);
+                let stack = match form {
+                    0 => format!("{v}"),
+                    1 => format!("{}", v % 10),
+                    2 => format!("{}", v % 10_000_000),
+                    3 => format!("00{}", v % 1000),
+                    4 => format!("-{}", v % 100),
+                    5 => format!("0x{v:x}"),
+                    6 => format!("{v}x"),
+                    _ => format!("{}", v % 100_000),
+                };
+                let letter = if end == 15 { 'C' } else { 'c' };
+                let line_end = match end {
+                    0 => "\r\n",
+                    1 => " \n",
+                    2 => "\r",
+                    3 => "",
+                    _ => "\n",
+                };
+                data.extend_from_slice(format!("{letter} {t} {stack}{line_end}").as_bytes());
+                if end == 4 {
+                    data.extend_from_slice(b"i 5\n");
+                }
+            }
+            data.extend_from_slice(&vec![pad; (value_len(&lines) % 90) as usize]);
+            let got = alternating(&data);
+            prop_assert_eq!(got, RecordReader::new(&data).general_only().collect::<Vec<_>>());
+        }
 
         /// The fast path agrees with the general reader on random lines of
         /// every frequent kind (and a few others), canonical or not, with

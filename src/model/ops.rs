@@ -64,14 +64,36 @@ pub(crate) enum Op {
     Rare(u32),
 }
 
-/// The `c` records of the current run, counted by stack id: an
-/// open-addressing table of (id, count) pairs (one cache line holds 8;
-/// count 0 marks an empty slot), and the ids in order of first occurrence.
+/// How a call's stack is known to the tally: the bytes of its decimal
+/// digits as read (top byte zero, see [`FrequentVisitor::call_digits`]), or
+/// a number (tagged in the top bit). One stack can have both keys in a
+/// run (`c 1 5` and `c 1 05`, or a line read by another path): it then
+/// gets two ops, which the simulation adds up like one.
+#[inline(always)]
+fn number_key(stack: i32) -> u64 {
+    1 << 63 | stack as u32 as u64
+}
+
+/// The key of the calls that only count (thread or stack -1).
+const SKIP: u64 = 1 << 63 | u32::MAX as u64;
+
+#[inline(always)]
+fn stack_of(key: u64) -> i32 {
+    if key >> 63 == 1 {
+        key as u32 as i32
+    } else {
+        crate::format::call_digits_value(key)
+    }
+}
+
+/// The `c` records of the current run, counted by stack: an
+/// open-addressing table of (key, count) pairs (count 0 marks an empty
+/// slot), and the keys in order of first occurrence.
 #[derive(Debug)]
 struct CallTally {
     /// A power of two long (or empty before the first call).
-    slots: Vec<(i32, u32)>,
-    /// Slot and first offset of each id, in order of first occurrence.
+    slots: Vec<(u64, u32)>,
+    /// Slot and first offset of each key, in order of first occurrence.
     entries: Vec<(u32, u64)>,
     /// Counts that reached [`CallTally::limit`]: entry, count, first offset.
     full: Vec<(u32, u32, u64)>,
@@ -85,19 +107,19 @@ impl Default for CallTally {
     }
 }
 
-/// Slots of a new [`CallTally`] (32 KB).
+/// Slots of a new [`CallTally`] (64 KB).
 const INITIAL_SLOTS: usize = 1 << 12;
 
 #[inline(always)]
-fn slot_of(key: i32, mask: usize) -> usize {
+fn slot_of(key: u64, mask: usize) -> usize {
     // Fibonacci hashing: the high bits of the product are well mixed.
-    ((key as u32).wrapping_mul(0x9E37_79B9) as usize >> 8) & mask
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & mask
 }
 
 impl CallTally {
-    /// Counts a call (`key`: its stack id, or -1 when it only counts).
+    /// Counts a call.
     #[inline(always)]
-    fn add(&mut self, key: i32, offset: u64) {
+    fn add(&mut self, key: u64, offset: u64) {
         let mask = self.slots.len().wrapping_sub(1);
         let mut h = slot_of(key, mask);
         while let Some(s) = self.slots.get_mut(h) {
@@ -113,9 +135,9 @@ impl CallTally {
         self.add_slow(key, offset);
     }
 
-    /// A call whose id is new in the run, or whose count is full.
+    /// A call whose key is new in the run, or whose count is full.
     #[inline(never)]
-    fn add_slow(&mut self, key: i32, offset: u64) {
+    fn add_slow(&mut self, key: u64, offset: u64) {
         if self.slots.is_empty() {
             self.slots = vec![(0, 0); INITIAL_SLOTS];
         } else if 2 * (self.entries.len() + 1) > self.slots.len() {
@@ -164,7 +186,7 @@ impl CallTally {
         }
     }
 
-    /// Ends the run: one op per id (and per full count), in order of first
+    /// Ends the run: one op per key (and per full count), in order of first
     /// occurrence; the table is empty again.
     #[inline]
     fn flush(&mut self, ops: &mut Vec<Op>) {
@@ -173,12 +195,13 @@ impl CallTally {
         }
         for (k, &(h, first)) in self.entries.iter().enumerate() {
             let Some(s) = self.slots.get_mut(h as usize) else { continue };
+            let stack = stack_of(s.0);
             if !self.full.is_empty() {
                 for &(_, count, first) in self.full.iter().filter(|f| f.0 == k as u32) {
-                    ops.push(Op::Calls { stack: s.0, count, first });
+                    ops.push(Op::Calls { stack, count, first });
                 }
             }
-            ops.push(Op::Calls { stack: s.0, count: s.1, first });
+            ops.push(Op::Calls { stack, count: s.1, first });
             *s = (0, 0);
         }
         self.entries.clear();
@@ -226,7 +249,13 @@ impl<'a> FrequentVisitor<'a> for Filler<'_, 'a> {
 
     #[inline(always)]
     fn call(&mut self, thread: i32, stack: i32, offset: u64) {
-        let key = if thread == -1 { -1 } else { stack };
+        let key = if thread == -1 { SKIP } else { number_key(stack) };
+        self.tally.add(key, offset);
+    }
+
+    #[inline(always)]
+    fn call_digits(&mut self, thread: i32, digits: u64, offset: u64) {
+        let key = if thread == -1 { SKIP } else { digits };
         self.tally.add(key, offset);
     }
 }

@@ -435,25 +435,54 @@ impl CallPrefix {
     /// prefix and end with a short stack and `\n`, handing each to `each`;
     /// returns where it stopped. `stop` leaves a [`WINDOW`] of bytes after
     /// every line start.
+    ///
+    /// The line ends of 64 bytes are found at once (`c`), so where a line
+    /// starts does not wait for the line before it to be read: the lines of
+    /// a block are checked independently of each other.
     #[inline(always)]
-    fn run<'a, V: FrequentVisitor<'a>>(&self, data: &'a [u8], mut pos: usize, stop: usize, each: &mut V) -> usize {
+    fn run<'a, C: Classifier, V: FrequentVisitor<'a>>(
+        &self,
+        c: &C,
+        data: &'a [u8],
+        mut pos: usize,
+        stop: usize,
+        each: &mut V,
+    ) -> usize {
+        const HIGH: u64 = 0x8080_8080_8080_8080;
         while pos < stop {
-            let Some(d) = data[pos..].first_chunk::<32>() else { break };
-            let w0 = u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
-            let w1 = u64::from_le_bytes([d[8], d[9], d[10], d[11], d[12], d[13], d[14], d[15]]);
-            if ((w0 ^ self.words[0]) & self.masks[0]) | ((w1 ^ self.words[1]) & self.masks[1]) != 0 {
+            let Some(block) = data[pos..].first_chunk::<WINDOW>() else { break };
+            let (lo, hi) = block.split_at(32);
+            let (Ok(lo), Ok(hi)) = (<&[u8; 32]>::try_from(lo), <&[u8; 32]>::try_from(&hi[..32])) else { break };
+            let mut ends = c.newlines(lo) | c.newlines(hi) << 32;
+            let mut start = 0usize;
+            while ends != 0 {
+                if pos + start >= stop {
+                    return pos + start;
+                }
+                let end = ends.trailing_zeros() as usize;
+                ends &= ends - 1;
+                // 1 to 7 digits between the prefix and the line end.
+                let n = end.wrapping_sub(start + self.len);
+                if n.wrapping_sub(1) >= 7 {
+                    return pos + start;
+                }
+                let Some(d) = block.get(start..start + 16) else { return pos + start };
+                let w0 = u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
+                let w1 = u64::from_le_bytes([d[8], d[9], d[10], d[11], d[12], d[13], d[14], d[15]]);
+                let Some(s) = block.get(start + self.len..start + self.len + 8) else { return pos + start };
+                let w = u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
+                let mask = (1u64 << (8 * n)) - 1;
+                let other = ((w0 ^ self.words[0]) & self.masks[0]) | ((w1 ^ self.words[1]) & self.masks[1]);
+                if other | (non_digits(w) & mask & HIGH) != 0 {
+                    return pos + start;
+                }
+                each.call_digits(self.thread, w & mask, (pos + start) as u64);
+                start = end + 1;
+            }
+            if start == 0 {
                 break;
             }
-            let Some(s) = d.get(self.len..self.len + 8) else { break };
-            let w = u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
-            let bits = non_digits(w).trailing_zeros();
-            // 1 to 7 digits, then `\n` (64 bits when all eight are digits).
-            if bits < 8 || bits == 64 || (w >> (bits & !7)) as u8 != b'\n' {
-                break;
-            }
-            let digits = w & ((1u64 << (bits & !7)) - 1);
-            each.call_digits(self.thread, digits, pos as u64);
-            pos += self.len + (bits / 8) as usize + 1;
+            pos += start;
         }
         pos
     }
@@ -490,7 +519,7 @@ fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
                 // The thread of the last run of calls, most likely, goes
                 // on after the other records.
                 if let Some(p) = prefix {
-                    let next = p.run(data, pos, stop, each);
+                    let next = p.run(c, data, pos, stop, each);
                     if next > pos {
                         pos = next;
                         continue;
@@ -501,7 +530,7 @@ fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
                 let next = pos + 1 + n;
                 prefix = CallPrefix::of(&data[pos..next], r.thread.0);
                 pos = match prefix {
-                    Some(p) => p.run(data, next, stop, each),
+                    Some(p) => p.run(c, data, next, stop, each),
                     None => next,
                 };
                 continue;

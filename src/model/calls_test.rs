@@ -68,7 +68,17 @@ fn random_log(seed: u64, records: usize, end_without_newline: bool) -> Vec<u8> {
                 s += &line;
             }
             70..=79 => {
-                let id = if next() % fail_one_in == 0 { 50 + pick(32, 9) as i64 } else { pick(16, 6) as i64 + 1 };
+                let id = if next() % fail_one_in == 0 {
+                    // Sometimes a failing call comes first: the simulation
+                    // meets the allocation first (calls come at the end of
+                    // their run) and must report the call.
+                    if pick(34, 2) == 0 {
+                        s += &format!("c 26990 -{}\n", 2 + pick(35, 3));
+                    }
+                    50 + pick(32, 9) as i64
+                } else {
+                    pick(16, 6) as i64 + 1
+                };
                 s += &format!("! 7 0x{address:x} {id}\n");
                 address += 8 * (1 + pick(36, 6));
             }

@@ -863,10 +863,12 @@ mod tests {
         /// loop and the fast path read as the general reader reads them.
         #[test]
         fn call_runs_agree_with_the_general_reader(
-            lines in prop::collection::vec((0u8..12, 0u8..4, any::<u32>(), 0u8..16), 1..60),
+            lines in prop::collection::vec((0u8..12, 0u8..11, any::<u32>(), 0u8..16), 1..60),
             pad in prop::sample::select(b"x\n c".to_vec()),
         ) {
-            let threads = ["26990", "1", "-1", "0x10", "123456789012", "2699", "26990 "];
+            // Pairs that differ only in their last byte, in the first and in
+            // the second word of the prefix.
+            let threads = ["26990", "1", "-1", "0x10", "123456789012", "2699", "26990 ", "123456788", "123456789", "26991", "-12345679"];
             let mut data = Vec::new();
             for &(form, thread, value, end) in &lines {
                 let t = threads[(thread as usize + form as usize / 4) % threads.len()];

@@ -58,7 +58,7 @@ fn load(d: &[u8; WINDOW], p: usize) -> u64 {
 
 /// The value of the first `n` (1..=8) decimal digits of `w`.
 #[inline(always)]
-fn dec8(w: u64, n: usize) -> u64 {
+pub(crate) fn dec8(w: u64, n: usize) -> u64 {
     // Byte 0 holds the most significant digit: each step multiplies the
     // lower (more significant) half of a lane and adds it to the upper.
     let v = (w & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - n));
@@ -370,6 +370,124 @@ unsafe fn run_avx2<'a, V: FrequentVisitor<'a>>(
     run_with(a, data, pos, stop, each)
 }
 
+/// The bytes a run of call lines from one thread start with: the kind
+/// letter, a space, the thread and a space (`c 26990 `, at most 16 bytes),
+/// as two masked words.
+///
+/// In a call-logging log nearly every line is `c <thread> <stack>` with
+/// the same thread as the line before it, so after one line has been read
+/// by the general fast path ([`call`]), the next ones are recognised by
+/// comparing their first 16 bytes with its prefix, then reading the stack
+/// as up to 7 decimal digits followed by `\n`: a handful of instructions a
+/// line. A line with the same prefix is read by [`call`] with the same
+/// thread (the bytes are the same), and digits followed by `\n` are a
+/// canonical number and line end, so the record is the one [`call`] (and
+/// the general reader) would give. Anything else (another thread, a sign, a
+/// hex stack, 8 or more digits, `\r`, blanks) ends the run, and the line is
+/// read again the ordinary way.
+///
+/// ```text
+///   c␠26990␠3897⏎
+///   |-prefix-||--| digits, then \n
+/// ```
+#[derive(Clone, Copy, Debug)]
+struct CallPrefix {
+    words: [u64; 2],
+    masks: [u64; 2],
+    len: usize,
+    thread: i32,
+}
+
+/// The high bit of each byte of `w` that is not an ASCII digit.
+#[inline(always)]
+fn non_digits(w: u64) -> u64 {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    // A digit byte becomes 0..=9, which stays below 0x80 when 0x76 is added
+    // (adding to the low seven bits never carries into the next byte).
+    let x = w ^ (ONES * b'0' as u64);
+    (((x & LOW7).wrapping_add(ONES * 0x76)) | x) & HIGH
+}
+
+impl CallPrefix {
+    /// The prefix of `line` (a whole canonical call line, as [`call`]
+    /// read it, with thread `thread`); `None` when it is longer than 16
+    /// bytes.
+    #[inline(always)]
+    fn of(line: &[u8], thread: i32) -> Option<CallPrefix> {
+        // The second space: the first is right after the kind letter.
+        let len = 3 + memchr::memchr(b' ', line.get(2..)?)?;
+        if len > 16 {
+            return None;
+        }
+        let mut bytes = [0u8; 16];
+        bytes[..len].copy_from_slice(&line[..len]);
+        let mask = |n: usize| if n >= 8 { u64::MAX } else { (1u64 << (8 * n)) - 1 };
+        let word = |k: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[8 * k..8 * k + 8]);
+            u64::from_le_bytes(b)
+        };
+        Some(CallPrefix { words: [word(0), word(1)], masks: [mask(len), mask(len.saturating_sub(8))], len, thread })
+    }
+
+    /// Reads the lines from `pos` (before `stop`) that start with this
+    /// prefix and end with a short stack and `\n`, handing each to `each`;
+    /// returns where it stopped. `stop` leaves a [`WINDOW`] of bytes after
+    /// every line start.
+    ///
+    /// The line ends of 64 bytes are found at once (`c`), so where a line
+    /// starts does not wait for the line before it to be read: the lines of
+    /// a block are checked independently of each other.
+    #[inline(always)]
+    fn run<'a, C: Classifier, V: FrequentVisitor<'a>>(
+        &self,
+        c: &C,
+        data: &'a [u8],
+        mut pos: usize,
+        stop: usize,
+        each: &mut V,
+    ) -> usize {
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        while pos < stop {
+            let Some(block) = data[pos..].first_chunk::<WINDOW>() else { break };
+            let (lo, hi) = block.split_at(32);
+            let (Ok(lo), Ok(hi)) = (<&[u8; 32]>::try_from(lo), <&[u8; 32]>::try_from(&hi[..32])) else { break };
+            let mut ends = c.newlines(lo) | c.newlines(hi) << 32;
+            let mut start = 0usize;
+            while ends != 0 {
+                if pos + start >= stop {
+                    return pos + start;
+                }
+                let end = ends.trailing_zeros() as usize;
+                ends &= ends - 1;
+                // 1 to 7 digits between the prefix and the line end.
+                let n = end.wrapping_sub(start + self.len);
+                if n.wrapping_sub(1) >= 7 {
+                    return pos + start;
+                }
+                let Some(d) = block.get(start..start + 16) else { return pos + start };
+                let w0 = u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
+                let w1 = u64::from_le_bytes([d[8], d[9], d[10], d[11], d[12], d[13], d[14], d[15]]);
+                let Some(s) = block.get(start + self.len..start + self.len + 8) else { return pos + start };
+                let w = u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
+                let mask = (1u64 << (8 * n)) - 1;
+                let other = ((w0 ^ self.words[0]) & self.masks[0]) | ((w1 ^ self.words[1]) & self.masks[1]);
+                if other | (non_digits(w) & mask & HIGH) != 0 {
+                    return pos + start;
+                }
+                each.call_digits(self.thread, w & mask, (pos + start) as u64);
+                start = end + 1;
+            }
+            if start == 0 {
+                break;
+            }
+            pos += start;
+        }
+        pos
+    }
+}
+
 #[inline(always)]
 fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
     c: &C,
@@ -380,6 +498,7 @@ fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
 ) -> usize {
     // Every line before `stop` has its whole window in `data`.
     let stop = stop.min(data.len().saturating_sub(WINDOW));
+    let mut prefix: Option<CallPrefix> = None;
     while pos < stop {
         let Some(d) = data[pos + 1..].first_chunk::<WINDOW>() else { break };
         let offset = pos as u64;
@@ -397,9 +516,24 @@ fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
                 n
             }
             b'c' | b'C' => {
+                // The thread of the last run of calls, most likely, goes
+                // on after the other records.
+                if let Some(p) = prefix {
+                    let next = p.run(c, data, pos, stop, each);
+                    if next > pos {
+                        pos = next;
+                        continue;
+                    }
+                }
                 let Some((r, n)) = call(c, d) else { break };
-                each.visit(Parsed { record: Record::Call(r), offset, at_end_of_file: false });
-                n
+                each.call(r.thread.0, r.stack.0, offset);
+                let next = pos + 1 + n;
+                prefix = CallPrefix::of(&data[pos..next], r.thread.0);
+                pos = match prefix {
+                    Some(p) => p.run(c, data, next, stop, each),
+                    None => next,
+                };
+                continue;
             }
             b'i' | b'I' => {
                 let Some((r, n)) = tick(c, d) else { break };
@@ -679,8 +813,93 @@ mod tests {
         line
     }
 
+    fn value_len(lines: &[(u8, u8, u32, u8)]) -> u32 {
+        lines.iter().fold(0u32, |a, l| a.wrapping_add(l.2))
+    }
+
+    /// Reads `data` alternating the fast runs and the record-by-record
+    /// reader (as the loader does).
+    fn alternating(data: &[u8]) -> Vec<Parsed<'_>> {
+        let mut r = RecordReader::new(data);
+        let mut all = Vec::new();
+        loop {
+            r.read_frequent(&mut |p| all.push(p));
+            let Some(p) = r.next_record() else { break };
+            all.push(p);
+        }
+        all
+    }
+
+    #[test]
+    fn call_runs_read_as_the_general_reader() {
+        let mut data = Vec::new();
+        for k in 0..400u32 {
+            let line = match k % 13 {
+                0 => format!("c 26990 {}\n", k * 7),
+                1 => format!("c 26990 {}\r\n", k),
+                2 => format!("c 26990 0{}\n", k),
+                3 => format!("c 26990 {}\n", 12_345_678 + k),
+                4 => format!("c 7 {}\n", k),
+                5 => format!("c -1 {}\n", k),
+                6 => format!("c 123456789012 {}\n", k),
+                7 => format!("! 26990 0x{:x} 1\n", 0x1000 + k),
+                8 => format!("c 26990 -{}\n", k),
+                9 => format!("c 26990  {}\n", k),
+                10 => format!("C 26990 {}\n", k),
+                _ => format!("c 26990 {}\n", k % 3),
+            };
+            data.extend_from_slice(line.as_bytes());
+        }
+        data.extend_from_slice(b"c 26990 5");
+        let got = alternating(&data);
+        assert_eq!(got, RecordReader::new(&data).general_only().collect::<Vec<_>>());
+        assert!(got.len() >= 399, "{} records", got.len());
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+        /// Runs of call lines, canonical or nearly so, read by the prefix
+        /// loop and the fast path read as the general reader reads them.
+        #[test]
+        fn call_runs_agree_with_the_general_reader(
+            lines in prop::collection::vec((0u8..12, 0u8..11, any::<u32>(), 0u8..16), 1..60),
+            pad in prop::sample::select(b"x\n c".to_vec()),
+        ) {
+            // Pairs that differ only in their last byte, in the first and in
+            // the second word of the prefix.
+            let threads = ["26990", "1", "-1", "0x10", "123456789012", "2699", "26990 ", "123456788", "123456789", "26991", "-12345679"];
+            let mut data = Vec::new();
+            for &(form, thread, value, end) in &lines {
+                let t = threads[(thread as usize + form as usize / 4) % threads.len()];
+                let v = value >> (value % 32);
+                let stack = match form {
+                    0 => format!("{v}"),
+                    1 => format!("{}", v % 10),
+                    2 => format!("{}", v % 10_000_000),
+                    3 => format!("00{}", v % 1000),
+                    4 => format!("-{}", v % 100),
+                    5 => format!("0x{v:x}"),
+                    6 => format!("{v}x"),
+                    _ => format!("{}", v % 100_000),
+                };
+                let letter = if end == 15 { 'C' } else { 'c' };
+                let line_end = match end {
+                    0 => "\r\n",
+                    1 => " \n",
+                    2 => "\r",
+                    3 => "",
+                    _ => "\n",
+                };
+                data.extend_from_slice(format!("{letter} {t} {stack}{line_end}").as_bytes());
+                if end == 4 {
+                    data.extend_from_slice(b"i 5\n");
+                }
+            }
+            data.extend_from_slice(&vec![pad; (value_len(&lines) % 90) as usize]);
+            let got = alternating(&data);
+            prop_assert_eq!(got, RecordReader::new(&data).general_only().collect::<Vec<_>>());
+        }
 
         /// The fast path agrees with the general reader on random lines of
         /// every frequent kind (and a few others), canonical or not, with

@@ -190,6 +190,27 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
+    /// `count` `c` records with stack id `stack` (-1: records that only
+    /// count; see [`super::ops`]).
+    #[inline]
+    fn calls(&mut self, stack: StackId, count: u32) -> Result<(), Problem> {
+        self.had_call_info = true;
+        if stack.0 != -1 {
+            let row = self.stacks.call_row(stack)?;
+            self.histograms.calls.add_n(row, count as u64);
+        }
+        Ok(())
+    }
+
+    /// Whether a `c` record with stack id `stack` (and a thread other than
+    /// -1) would fail here, without applying it.
+    pub(crate) fn check_call(&self, stack: i32) -> Result<(), Problem> {
+        if stack == -1 {
+            return Ok(());
+        }
+        self.stacks.call_check(StackId(stack))
+    }
+
     fn flush_calls(&mut self) {
         for &r in &self.call_log {
             self.histograms.calls.add(StackRef(r));
@@ -216,7 +237,10 @@ impl<'a> Builder<'a> {
                 self.time.on_tick(ms as i32, offset);
                 Ok(())
             }
-            Op::Call { thread, stack } => self.call(ThreadId(thread), StackId(stack)).map_err(|e| (e, 'c')),
+            Op::Calls { stack, count, .. } => {
+                self.records += count as u64 - 1;
+                self.calls(StackId(stack), count).map_err(|e| (e, 'c'))
+            }
             Op::Rare(i) => {
                 let Some(p) = rare.get(i as usize) else { return Ok(()) };
                 let r = self.apply(p);
@@ -229,7 +253,7 @@ impl<'a> Builder<'a> {
     /// Hints that `op` comes soon (fetches what it will read).
     #[inline]
     pub(crate) fn prefetch(&self, op: &Op) {
-        if let Op::Alloc { stack, .. } | Op::Call { stack, .. } = *op {
+        if let Op::Alloc { stack, .. } | Op::Calls { stack, .. } = *op {
             self.stacks.prefetch(StackId(stack));
         }
     }

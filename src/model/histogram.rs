@@ -20,6 +20,16 @@ impl StackCounts {
         self.counts[r] += 1;
     }
 
+    /// Adds `n` to a row.
+    #[inline]
+    pub(crate) fn add_n(&mut self, row: StackRef, n: u64) {
+        let r = row.index();
+        if r >= self.counts.len() {
+            self.counts.resize((r + 1).max(self.counts.len() * 2).max(16), 0);
+        }
+        self.counts[r] += n;
+    }
+
     /// The count of a row.
     pub fn get(&self, row: StackRef) -> u64 {
         self.counts.get(row.index()).copied().unwrap_or(0)

@@ -49,6 +49,8 @@ mod deferred;
 mod error;
 #[cfg(test)]
 mod fast_paths_test;
+#[cfg(test)]
+mod calls_test;
 mod finalizers;
 mod functions;
 mod gc;
@@ -393,10 +395,10 @@ fn simulate<'a>(
                         builder.prefetch(next);
                     }
                     if let Err((problem, kind)) = builder.push_op(op, &chunk.rare) {
-                        let offset = match op {
-                            ops::Op::Rare(i) => chunk.rare.get(*i as usize).map_or(0, |p| p.offset),
-                            _ => chunk.offset_of(data, k),
-                        };
+                        // The calls of a run come at its end: one of them
+                        // may have failed earlier in the log (see `ops`).
+                        let (offset, problem, kind) =
+                            chunk.first_failure(data, k, problem, kind, |id| builder.check_call(id));
                         failed = Some(builder.error_at(offset, Some(kind), problem));
                         break;
                     }

@@ -355,12 +355,25 @@ impl StackTable {
     }
 
     /// The row counted by a `c` record (mapped; undefined indices count too).
+    #[inline]
     pub(crate) fn call_row(&mut self, id: StackId) -> Result<StackRef, Problem> {
+        let index = self.call_index(id)?;
+        Ok(self.row_for_index(index))
+    }
+
+    /// Whether [`StackTable::call_row`] fails for `id` (it fails or not by
+    /// the renumbering table alone, and changes nothing when it fails).
+    pub(crate) fn call_check(&self, id: StackId) -> Result<(), Problem> {
+        self.call_index(id).map(|_| ())
+    }
+
+    #[inline]
+    fn call_index(&self, id: StackId) -> Result<u32, Problem> {
         let index = self.map(id.0)?;
         if index < 0 {
             return Err(Problem::NegativeStackId { id: id.0 as i64 });
         }
-        Ok(self.row_for_index(index as u32))
+        Ok(index as u32)
     }
 
     /// An `n` record (section 2.3). `reference` is present when the record

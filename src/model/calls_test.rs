@@ -10,18 +10,13 @@
 //! the record count, `had_call_info`, the error (with its line and offset)
 //! and the warnings must agree.
 
+use super::test_rng::xorshift;
 use super::{load, Builder, LoadOptions, Model, StackRef};
 use crate::format::{read_all, ChunkOptions};
 use proptest::prelude::*;
 
 fn random_log(seed: u64, records: usize, end_without_newline: bool) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut s = String::new();
     s += "t 1 0 T1\nt 2 0 T2\nf 1 M 1 0x10 1 0 0\nf 2 N 1 0x20 1 0 0\n";
     for k in 1..=6 {

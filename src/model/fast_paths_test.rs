@@ -13,17 +13,12 @@
 //! both its sides.
 
 use super::heap::Shortcuts;
+use super::test_rng::xorshift;
 use super::{load, Builder, Fate, LoadOptions, Model, ObjectId, SampleId};
 use crate::format::{read_all, ChunkOptions};
 
 fn random_log(seed: u64, records: usize) -> String {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut s = String::new();
     for t in 1..=4 {
         s += &format!("t {t} 0 T{t}\n");
@@ -96,13 +91,7 @@ fn random_log(seed: u64, records: usize) -> String {
 /// report their plugs out of address order, and some moves are hostile (a plug's range cut short or widened, shifted by a
 /// word, unaligned, overlapping the previous destination).
 fn compacting_log(seed: u64, gcs: usize) -> String {
-    let mut x = seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = xorshift(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
     let mut s = String::new();
     for t in 1..=3 {
         s += &format!("t {t} 0 T{t}\n");

@@ -794,13 +794,7 @@ mod tests {
         // A deterministic pseudo-random mix of operations over a few regions.
         let mut s = LiveObjects::default();
         let mut m: BTreeMap<u64, Header> = BTreeMap::new();
-        let mut x: u64 = 12345;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::model::test_rng::xorshift(12345);
         let mut cursors = [0u64, 50_000, 1 << 40, 7 << 50];
         for step in 0..300_000u32 {
             let r = next();

@@ -51,6 +51,8 @@ mod error;
 mod fast_paths_test;
 #[cfg(test)]
 mod calls_test;
+#[cfg(test)]
+mod test_rng;
 mod finalizers;
 mod functions;
 mod gc;

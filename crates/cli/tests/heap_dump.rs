@@ -589,6 +589,8 @@ fn stress(rt: Runtime) {
         assert_eq!(d.count(&types, "Marker"), N * K, "{rt:?}: markers in every dump");
         assert_eq!(d.count(&types, "Node"), M);
     }
+    // The log is gigabytes; it is kept only when an assertion above fails.
+    std::fs::remove_file(&log).expect("remove the stress log");
 }
 
 #[test]

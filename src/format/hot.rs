@@ -76,7 +76,7 @@ fn load(d: &[u8; WINDOW], p: usize) -> u64 {
 
 /// The value of the first `n` (1..=8) decimal digits of `w`.
 #[inline(always)]
-pub(crate) fn dec8(w: u64, n: usize) -> u64 {
+fn dec8(w: u64, n: usize) -> u64 {
     // Byte 0 holds the most significant digit: each step multiplies the
     // lower (more significant) half of a lane and adds it to the upper.
     let v = (w & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - n));
@@ -495,7 +495,7 @@ impl CallPrefix {
                 if other | (non_digits(w) & mask & HIGH) != 0 {
                     return pos + start;
                 }
-                each.call_digits(self.thread, w & mask, (pos + start) as u64);
+                each.call(self.thread, dec8(w, n) as i32, (pos + start) as u64);
                 start = end + 1;
             }
             if start == 0 {

@@ -48,7 +48,7 @@ pub use ids::{Address, FunctionId, HandleId, ModuleId, StackId, ThreadId, TypeId
 pub use list::{List, ListItem, ListIter};
 #[cfg(feature = "parallel")]
 pub use parallel::{cut, parse_chunks, ChunkOptions};
-pub use reader::{call_digits_value, read_all, DumpState, FrequentVisitor, RecordReader};
+pub use reader::{read_all, DumpState, FrequentVisitor, RecordReader};
 pub use record::{Kind, Parsed, Record};
 pub use decompress::open_read;
 pub use sniff::{sniff, Content, SNIFF_BYTES};

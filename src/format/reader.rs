@@ -27,26 +27,6 @@ pub trait FrequentVisitor<'a> {
         let record = Record::Call(Call { thread: super::ids::ThreadId(thread), stack: super::ids::StackId(stack) });
         self.visit(Parsed { record, offset, at_end_of_file: false });
     }
-
-    /// One `c` record whose stack is written as 1 to 7 decimal digits:
-    /// `digits` holds their bytes, the first in the low byte, the bytes
-    /// above them zero ([`call_digits_value`] gives the number). A visitor
-    /// that only tells stacks apart can use the bytes as they are. By
-    /// default, the number given to [`FrequentVisitor::call`].
-    #[inline(always)]
-    fn call_digits(&mut self, thread: i32, digits: u64, offset: u64) {
-        self.call(thread, call_digits_value(digits), offset);
-    }
-}
-
-/// The number written by the digits of [`FrequentVisitor::call_digits`].
-#[inline]
-pub fn call_digits_value(digits: u64) -> i32 {
-    let n = 8 - (digits.leading_zeros() / 8) as usize;
-    if n == 0 {
-        return 0;
-    }
-    hot::dec8(digits, n) as i32
 }
 
 impl<'a, F: FnMut(Parsed<'a>)> FrequentVisitor<'a> for F {

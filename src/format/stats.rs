@@ -82,13 +82,6 @@ impl<'a> FrequentVisitor<'a> for Part {
     fn call(&mut self, _thread: i32, _stack: i32, _offset: u64) {
         self.records[Kind::Call.index()] += 1;
     }
-
-    /// Counts a `c` record without decoding its stack.
-    #[inline(always)]
-    fn call_digits(&mut self, _thread: i32, _digits: u64, _offset: u64) {
-        self.records[Kind::Call.index()] += 1;
-    }
-
 }
 
 impl Part {

@@ -14,34 +14,42 @@
 //! A call-logging log is mostly `c` lines, and all a `c` record does to the
 //! model is to map its stack id to a row (making the row if the index has
 //! none), add one to that row's call count, set `had_call_info` and count
-//! as a record. So the parser counts the `c` records of each *run* (the
-//! records between two side records, within a chunk) by stack id, and
-//! hands the simulation one `Calls` op per distinct id, in the order of the
-//! ids' first occurrences, at the end of the run (before the side record
-//! that ends it). The result is the same as applying the records one by
-//! one, because:
+//! as a record. So the parser counts the `c` records by stack id within a
+//! *window* of the chunk, and hands the simulation one `Calls` op per id
+//! and window, placed where the id's first call in the window is (the op
+//! is pushed there and its count written when the window ends). Every op
+//! is thus where its first record is: the ops are in log order. A window
+//! ends at the chunk's end and before a side record that may create the
+//! renumbering table (an `o` record, an `n` record of an allocation-only
+//! stack: type and size, no frames); an `n` or `s` record with id `k` only
+//! *closes* id `k` (its next call opens a new op). The result is the same
+//! as applying the records one by one, because:
 //!
-//! - what a call reads (the renumbering table and the row of each stack
-//!   index) changes only in side records (`n`, `s`, `o`); allocations,
-//!   moves and ticks only read the stack table;
+//! - what a call reads is the renumbering table and the row of its stack
+//!   index. Without the table, an id is its own index and the row of an
+//!   index never changes once made. With it, a side record changes the
+//!   index of its own id only (`n`/`s` with id `k` assign `k`; `o` assigns
+//!   none), and it lengthens the table (an id past the old length failed
+//!   before it, and the load stops at the first failure). Allocations,
+//!   moves, ticks and the other side records only read the stack table;
 //! - what a call writes (the calls histogram, a new undefined row,
-//!   `had_call_info`, the record count) is read by nothing else in a run:
-//!   an allocation of an index that has only a call's undefined row fails
-//!   as if it had no row (`alloc_stack` takes defined slots only), moves
-//!   read rows of objects (defined ones), and `had_call_info` is set by
-//!   allocations too;
-//! - new rows are numbered in order of creation, and the ids' first
-//!   occurrences keep that order among the calls; between the calls and
-//!   the side records (which also make rows) the order is kept by ending
-//!   the run there;
+//!   `had_call_info`, the record count) is read by nothing else in a
+//!   window: an allocation of an index that has only a call's undefined
+//!   row fails as if it had no row (`alloc_stack` takes defined slots
+//!   only), moves read rows of objects (defined ones), `had_call_info` is
+//!   set by allocations too, and an `n` record that makes or defines a row
+//!   comes before or after the first call of that index in the ops as in
+//!   the log;
+//! - new rows are numbered in order of creation, and an id's row is made,
+//!   if at all, by its first call in the window, which is where its op is;
 //! - a call to `thread == -1` or `stack == -1` only counts as a record and
 //!   sets `had_call_info`: all of them are counted under id -1;
 //! - an error: a call fails (a negative id, or one past the renumbering
-//!   table) or not by its id alone, within a run. When the simulation
-//!   stops at an op, [`Chunk::first_failure`] looks at the run's calls that
-//!   come after it in the stream but before it in the log (checking them
-//!   without side effects) and reports whichever failed first in the log,
-//!   with its offset (each `Calls` op keeps its id's first offset).
+//!   table) or not by its id and the table's length alone; within a window
+//!   the length only grows, so if an id's first call succeeds its later
+//!   ones do too, and if it fails the load stops there. The first op that
+//!   fails is therefore the first record that fails in the log, and a
+//!   `Calls` op keeps its first call's offset.
 
 use crate::format::{DumpState, FrequentVisitor, Parsed, Record, RecordReader};
 
@@ -64,148 +72,143 @@ pub(crate) enum Op {
     Rare(u32),
 }
 
-/// How a call's stack is known to the tally: the bytes of its decimal
-/// digits as read (top byte zero, see [`FrequentVisitor::call_digits`]), or
-/// a number (tagged in the top bit). One stack can have both keys in a
-/// run (`c 1 5` and `c 1 05`, or a line read by another path): it then
-/// gets two ops, which the simulation adds up like one.
-#[inline(always)]
-fn number_key(stack: i32) -> u64 {
-    1 << 63 | stack as u32 as u64
+/// A `Calls` op open in the current window: its index in the chunk's ops
+/// and the calls counted for it so far ([`NONE`] as the index: none open).
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    op: u32,
+    count: u32,
 }
 
-/// The key of the calls that only count (thread or stack -1).
-const SKIP: u64 = 1 << 63 | u32::MAX as u64;
+/// No op open.
+const NONE: u32 = u32::MAX;
 
-#[inline(always)]
-fn stack_of(key: u64) -> i32 {
-    if key >> 63 == 1 {
-        key as u32 as i32
-    } else {
-        crate::format::call_digits_value(key)
-    }
-}
+const CLOSED: Open = Open { op: NONE, count: 0 };
 
-/// The `c` records of the current run, counted by stack: an
-/// open-addressing table of (key, count) pairs (count 0 marks an empty
-/// slot), and the keys in order of first occurrence.
+/// Stack ids below this (plus one, for id -1) are counted in a dense table
+/// (8 bytes each, grown to the largest id seen); larger and negative ones
+/// in a hash map.
+const DENSE_LIMIT: usize = 1 << 20;
+
+/// The `c` records of the current window, counted by stack id (see the
+/// module documentation): for each id with an op open, the op and its
+/// count so far. The op is pushed at the id's first call in the window and
+/// its count written when the window ends or the id is closed.
 #[derive(Debug)]
 struct CallTally {
-    /// A power of two long (or empty before the first call).
-    slots: Vec<(u64, u32)>,
-    /// Slot and first offset of each key, in order of first occurrence.
-    entries: Vec<(u32, u64)>,
-    /// Counts that reached [`CallTally::limit`]: entry, count, first offset.
-    full: Vec<(u32, u32, u64)>,
+    /// By stack id plus one.
+    dense: Vec<Open>,
+    /// Ids that do not fit the dense table.
+    sparse: std::collections::HashMap<i32, Open>,
+    /// The ops opened in the window, in order.
+    opened: Vec<u32>,
     /// The largest count of one op.
     limit: u32,
 }
 
 impl Default for CallTally {
     fn default() -> Self {
-        CallTally { slots: Vec::new(), entries: Vec::new(), full: Vec::new(), limit: u32::MAX }
+        CallTally { dense: Vec::new(), sparse: Default::default(), opened: Vec::new(), limit: u32::MAX }
     }
 }
 
-/// Slots of a new [`CallTally`] (64 KB).
-const INITIAL_SLOTS: usize = 1 << 12;
-
-#[inline(always)]
-fn slot_of(key: u64, mask: usize) -> usize {
-    // Fibonacci hashing: the high bits of the product are well mixed.
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & mask
+thread_local! {
+    /// Each parsing thread's tally (empty between chunks; its table is
+    /// kept so that it is allocated once per thread).
+    static TALLY: std::cell::RefCell<CallTally> = std::cell::RefCell::new(CallTally::default());
 }
 
 impl CallTally {
-    /// Counts a call.
-    #[inline(always)]
-    fn add(&mut self, key: u64, offset: u64) {
-        let mask = self.slots.len().wrapping_sub(1);
-        let mut h = slot_of(key, mask);
-        while let Some(s) = self.slots.get_mut(h) {
-            if s.0 == key && s.1 != 0 && s.1 < self.limit {
-                s.1 += 1;
-                return;
-            }
-            if s.1 == 0 || s.0 == key {
-                break;
-            }
-            h = (h + 1) & mask;
-        }
-        self.add_slow(key, offset);
-    }
-
-    /// A call whose key is new in the run, or whose count is full.
-    #[inline(never)]
-    fn add_slow(&mut self, key: u64, offset: u64) {
-        if self.slots.is_empty() {
-            self.slots = vec![(0, 0); INITIAL_SLOTS];
-        } else if 2 * (self.entries.len() + 1) > self.slots.len() {
-            self.grow();
-        }
-        let mask = self.slots.len() - 1;
-        let mut h = slot_of(key, mask);
-        loop {
-            let s = self.slots[h];
-            if s.1 == 0 {
-                self.slots[h] = (key, 1);
-                self.entries.push((h as u32, offset));
-                return;
-            }
-            if s.0 == key {
-                if s.1 < self.limit {
-                    self.slots[h].1 += 1;
-                } else {
-                    // The count so far becomes an op of its own.
-                    if let Some(k) = self.entries.iter().position(|e| e.0 == h as u32) {
-                        let first = std::mem::replace(&mut self.entries[k].1, offset);
-                        self.full.push((k as u32, s.1, first));
-                    }
-                    self.slots[h].1 = 1;
-                }
-                return;
-            }
-            h = (h + 1) & mask;
-        }
-    }
-
-    /// Doubles the table.
-    #[cold]
-    fn grow(&mut self) {
-        let n = 2 * self.slots.len();
-        let old = std::mem::replace(&mut self.slots, vec![(0, 0); n]);
-        let mask = self.slots.len() - 1;
-        for e in &mut self.entries {
-            let s = old[e.0 as usize];
-            let mut h = slot_of(s.0, mask);
-            while self.slots[h].1 != 0 {
-                h = (h + 1) & mask;
-            }
-            self.slots[h] = s;
-            e.0 = h as u32;
-        }
-    }
-
-    /// Ends the run: one op per key (and per full count), in order of first
-    /// occurrence; the table is empty again.
+    /// The entry of `stack`, made if needed.
     #[inline]
-    fn flush(&mut self, ops: &mut Vec<Op>) {
-        if self.entries.is_empty() {
-            return;
-        }
-        for (k, &(h, first)) in self.entries.iter().enumerate() {
-            let Some(s) = self.slots.get_mut(h as usize) else { continue };
-            let stack = stack_of(s.0);
-            if !self.full.is_empty() {
-                for &(_, count, first) in self.full.iter().filter(|f| f.0 == k as u32) {
-                    ops.push(Op::Calls { stack, count, first });
-                }
+    fn entry(&mut self, stack: i32) -> &mut Open {
+        let i = (stack as u32).wrapping_add(1) as usize;
+        if i < DENSE_LIMIT {
+            if i >= self.dense.len() {
+                self.dense.resize((i + 1).next_power_of_two().max(1 << 12), CLOSED);
             }
-            ops.push(Op::Calls { stack, count: s.1, first });
-            *s = (0, 0);
+            &mut self.dense[i]
+        } else {
+            self.sparse.entry(stack).or_insert(CLOSED)
         }
-        self.entries.clear();
-        self.full.clear();
+    }
+
+    /// Counts a call with stack id `stack` (-1: a call that only counts).
+    #[inline(always)]
+    fn add(&mut self, stack: i32, offset: u64, ops: &mut Vec<Op>) {
+        let i = (stack as u32).wrapping_add(1) as usize;
+        if let Some(e) = self.dense.get_mut(i) {
+            if e.op != NONE && e.count < self.limit {
+                e.count += 1;
+                return;
+            }
+        }
+        self.add_slow(stack, offset, ops);
+    }
+
+    /// A call whose id has no op open in the window (or whose op is full):
+    /// opens one.
+    #[inline(never)]
+    fn add_slow(&mut self, stack: i32, offset: u64, ops: &mut Vec<Op>) {
+        let limit = self.limit;
+        let k = ops.len() as u32;
+        let e = self.entry(stack);
+        if e.op != NONE {
+            if e.count < limit {
+                e.count += 1;
+                return;
+            }
+            // Full: the count so far stays with its op.
+            if let Some(Op::Calls { count, .. }) = ops.get_mut(e.op as usize) {
+                *count = e.count;
+            }
+        }
+        *e = Open { op: k, count: 1 };
+        ops.push(Op::Calls { stack, count: 0, first: offset });
+        self.opened.push(k);
+    }
+
+    /// Closes the op of `stack` if one is open: the next call with this id
+    /// opens a new one.
+    #[inline]
+    fn close(&mut self, stack: i32, ops: &mut [Op]) {
+        let i = (stack as u32).wrapping_add(1) as usize;
+        let e = match self.dense.get_mut(i) {
+            Some(e) => e,
+            None => match self.sparse.get_mut(&stack) {
+                Some(e) => e,
+                None => return,
+            },
+        };
+        if e.op != NONE {
+            if let Some(Op::Calls { count, .. }) = ops.get_mut(e.op as usize) {
+                *count = e.count;
+            }
+            *e = CLOSED;
+        }
+    }
+
+    /// Ends the window: writes the counts of the ops still open; every id
+    /// is closed again.
+    #[inline]
+    fn flush(&mut self, ops: &mut [Op]) {
+        for &k in &self.opened {
+            let Some(Op::Calls { stack, count, .. }) = ops.get_mut(k as usize) else { continue };
+            let i = (*stack as u32).wrapping_add(1) as usize;
+            let e = match self.dense.get_mut(i) {
+                Some(e) => e,
+                None => match self.sparse.get_mut(stack) {
+                    Some(e) => e,
+                    None => continue,
+                },
+            };
+            if e.op == k {
+                *count = e.count;
+                *e = CLOSED;
+            }
+        }
+        self.opened.clear();
+        self.sparse.clear();
     }
 }
 
@@ -231,13 +234,28 @@ impl<'a> Filler<'_, 'a> {
             Record::Survived(v) => Op::Survived { start: v.start.0, length: v.length },
             Record::Tick(t) => Op::Tick { ms: t.ms, offset: p.offset },
             Record::Call(c) => return self.call(c.thread.0, c.stack.0, p.offset),
-            _ => {
-                self.tally.flush(self.ops);
-                self.rare.push(p);
-                Op::Rare(self.rare.len() as u32 - 1)
-            }
+            _ => return self.side(p),
         };
         self.ops.push(op);
+    }
+
+    /// A side record: what it may change for the calls after it (see the
+    /// module documentation), then its op.
+    #[cold]
+    fn side(&mut self, p: Parsed<'a>) {
+        match &p.record {
+            // May create the renumbering table (a duplicate
+            // allocation-only stack, or an object needing a new type and
+            // size): every id may map elsewhere after it.
+            Record::Stack(n) if n.alloc.is_some() && n.frames.is_empty() => self.tally.flush(self.ops),
+            Record::HeapObject(_) => self.tally.flush(self.ops),
+            // May give its id a new index (and a longer table).
+            Record::Stack(n) => self.tally.close(n.id.0, self.ops),
+            Record::StackOld(s) => self.tally.close(s.id.0, self.ops),
+            _ => {}
+        }
+        self.rare.push(p);
+        self.ops.push(Op::Rare(self.rare.len() as u32 - 1));
     }
 }
 
@@ -249,14 +267,8 @@ impl<'a> FrequentVisitor<'a> for Filler<'_, 'a> {
 
     #[inline(always)]
     fn call(&mut self, thread: i32, stack: i32, offset: u64) {
-        let key = if thread == -1 { SKIP } else { number_key(stack) };
-        self.tally.add(key, offset);
-    }
-
-    #[inline(always)]
-    fn call_digits(&mut self, thread: i32, digits: u64, offset: u64) {
-        let key = if thread == -1 { SKIP } else { digits };
-        self.tally.add(key, offset);
+        let stack = if thread == -1 { -1 } else { stack };
+        self.tally.add(stack, offset, self.ops);
     }
 }
 
@@ -269,7 +281,9 @@ pub(crate) struct Chunk<'a> {
     pub state: DumpState,
     pub ops: Vec<Op>,
     pub rare: Vec<Parsed<'a>>,
-    tally: CallTally,
+    /// The largest count of one `Calls` op (`None`: `u32::MAX`; tests
+    /// make it small).
+    calls_per_op: Option<u32>,
 }
 
 impl<'a> Chunk<'a> {
@@ -279,7 +293,15 @@ impl<'a> Chunk<'a> {
         self.state = r.initial_state();
         self.ops.clear();
         self.rare.clear();
-        let mut f = Filler { ops: &mut self.ops, rare: &mut self.rare, tally: &mut self.tally };
+        TALLY.with(|t| match t.try_borrow_mut() {
+            Ok(mut t) => self.fill_with(r, &mut t),
+            Err(_) => self.fill_with(r, &mut CallTally::default()),
+        });
+    }
+
+    fn fill_with(&mut self, r: &mut RecordReader<'a>, tally: &mut CallTally) {
+        tally.limit = self.calls_per_op.unwrap_or(u32::MAX);
+        let mut f = Filler { ops: &mut self.ops, rare: &mut self.rare, tally };
         loop {
             r.read_frequent(&mut f);
             let Some(p) = r.next_record() else { break };
@@ -355,15 +377,22 @@ mod tests {
         c.fill(&mut r);
         assert_eq!(c.ops.len(), 6);
         assert_eq!(c.rare.len(), 2);
-        assert_eq!(c.offset_of(data, 2), 25);
-        assert_eq!(c.ops[3], Op::Tick { ms: 7, offset: 38 });
-        assert_eq!(c.offset_of(data, 4), 48);
-        assert_eq!(c.ops[5], Op::Calls { stack: 1, count: 2, first: 19 });
-        assert_eq!(c.offset_of(data, 5), 19);
+        assert_eq!(c.ops[2], Op::Calls { stack: 1, count: 2, first: 19 });
+        assert_eq!(c.offset_of(data, 2), 19);
+        assert_eq!(c.offset_of(data, 3), 25);
+        assert_eq!(c.ops[4], Op::Tick { ms: 7, offset: 38 });
+        assert_eq!(c.offset_of(data, 5), 48);
+    }
+
+    /// The ops of `data` read as one chunk.
+    fn ops_of(data: &[u8]) -> Vec<Op> {
+        let mut c = Chunk::default();
+        c.fill(&mut RecordReader::new(data));
+        c.ops
     }
 
     #[test]
-    fn calls_counted_per_run_in_first_occurrence_order() {
+    fn calls_counted_per_window_where_each_id_first_comes() {
         let mut data = Vec::new();
         for (t, s) in [(1, 5), (1, 3), (-1, 9), (1, 5), (2, -1), (1, 300000), (1, -7), (1, 3)] {
             data.extend_from_slice(format!("c {t} {s}\n").as_bytes());
@@ -390,10 +419,50 @@ mod tests {
     }
 
     #[test]
+    fn side_records_end_close_or_keep_the_window() {
+        // Names, types, modules, finalizers, ticks, allocations: the
+        // window goes on. Ids 1 and 3 before and after them.
+        let data = b"c 1 1\nc 1 3\nf 9 F 1 0x10 1 0 0\nt 4 0 T\n! 1 0x10 2\nl 0 0x10\ni 5\nc 1 3\nc 1 1\n";
+        let ops = ops_of(data);
+        assert_eq!(ops[0], Op::Calls { stack: 1, count: 2, first: 0 });
+        assert_eq!(ops[1], Op::Calls { stack: 3, count: 2, first: 6 });
+        assert_eq!(ops.iter().filter(|o| matches!(o, Op::Calls { .. })).count(), 2);
+        // A stack with frames closes its own id only.
+        let data = b"c 1 1\nc 1 3\nn 3 0 1\nc 1 3\nc 1 1\ns 1 2\nc 1 1\n";
+        assert_eq!(
+            ops_of(data),
+            vec![
+                Op::Calls { stack: 1, count: 2, first: 0 },
+                Op::Calls { stack: 3, count: 1, first: 6 },
+                Op::Rare(0),
+                Op::Calls { stack: 3, count: 1, first: 20 },
+                Op::Rare(1),
+                Op::Calls { stack: 1, count: 1, first: 38 },
+            ]
+        );
+        // An allocation-only stack and an object end the window.
+        for side in [&b"n 7 1 2 24\n"[..], b"o 0x10 2 24\n"] {
+            let mut data = b"c 1 1\nc 1 3\n".to_vec();
+            data.extend_from_slice(side);
+            data.extend_from_slice(b"c 1 3\nc 1 1\n");
+            let ops = ops_of(&data);
+            assert_eq!(ops.len(), 5, "{:?}", String::from_utf8_lossy(side));
+            assert_eq!(ops[3], Op::Calls { stack: 3, count: 1, first: 12 + side.len() as u64 });
+            assert_eq!(ops[4], Op::Calls { stack: 1, count: 1, first: 18 + side.len() as u64 });
+        }
+    }
+
+    #[test]
     fn full_counts_and_a_growing_table_keep_the_order() {
-        // More ids than the first table holds, each called three times, and
+        // Ids in the dense table and past it, each called three times, and
         // a count limit of two.
-        let ids: Vec<i32> = (0..10_000).map(|k| (k * 7919) % 100_003 - 50).collect();
+        let ids: Vec<i32> = (0..10_000)
+            .map(|k| match k % 3 {
+                0 => (k * 7919) % 100_003 - 50,
+                1 => (k * 7919) % 100_003 + super::DENSE_LIMIT as i32 - 5_000,
+                _ => 200_000 + k,
+            })
+            .collect();
         let mut data = Vec::new();
         for round in 0..3 {
             for &id in &ids {
@@ -402,17 +471,20 @@ mod tests {
         }
         data.extend_from_slice(&[b'\n'; 100]);
         let mut c = Chunk::default();
-        c.tally.limit = 2;
+        c.calls_per_op = Some(2);
         c.fill(&mut RecordReader::new(&data));
-        // Per id: a full count of two (from its first call), then one.
+        // Per id: a full count of two (from its first call), then one
+        // (from its third).
         let mut want = Vec::new();
         let offsets: Vec<u64> = RecordReader::new(&data).map(|p| p.offset).collect();
         for (k, &id) in ids.iter().enumerate() {
             want.push(Op::Calls { stack: id, count: 2, first: offsets[k] });
+        }
+        for (k, &id) in ids.iter().enumerate() {
             want.push(Op::Calls { stack: id, count: 1, first: offsets[2 * ids.len() + k] });
         }
         assert_eq!(c.ops, want);
-        c.tally.limit = u32::MAX;
+        c.calls_per_op = None;
         c.fill(&mut RecordReader::new(&data));
         let want: Vec<Op> =
             ids.iter().enumerate().map(|(k, &id)| Op::Calls { stack: id, count: 3, first: offsets[k] }).collect();

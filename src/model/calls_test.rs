@@ -1,10 +1,14 @@
-//! Calls counted per run on the parsing side (see [`super::ops`]) against
-//! the record-by-record builder.
+//! Calls counted per window on the parsing side (see [`super::ops`])
+//! against the record-by-record builder.
 //!
 //! Random logs mix `c` lines (canonical and not: extra blanks, CRLF, long
 //! and hex numbers, `-1` threads and stacks, negative and undefined ids,
 //! ids past the renumbering table) with stack (re)definitions that create
-//! the renumbering table, allocations (some failing), ticks and moves. Each
+//! the renumbering table, allocations (some failing), ticks and moves,
+//! names and finalizers (which windows go on across), `n` records between
+//! calls of their own id (which close it), objects that make the
+//! renumbering table (which end the window) and ids past the dense
+//! table. Each
 //! log is loaded by [`crate::model::load`] with several chunkings and by a
 //! [`Builder`] fed record by record: the calls histogram, the stack rows,
 //! the record count, `had_call_info`, the error (with its line and offset)
@@ -64,9 +68,8 @@ fn random_log(seed: u64, records: usize, end_without_newline: bool) -> Vec<u8> {
             }
             70..=79 => {
                 let id = if next() % fail_one_in == 0 {
-                    // Sometimes a failing call comes first: the simulation
-                    // meets the allocation first (calls come at the end of
-                    // their run) and must report the call.
+                    // Sometimes a failing call comes first: the error must
+                    // name the call, not the allocation.
                     if pick(34, 2) == 0 {
                         s += &format!("c 26990 -{}\n", 2 + pick(35, 3));
                     }
@@ -88,7 +91,30 @@ fn random_log(seed: u64, records: usize, end_without_newline: bool) -> Vec<u8> {
                     _ => s += &format!("n {id} 3 1 16 1 2\n"),
                 }
             }
-            85..=89 => s += &format!("i {}\n", pick(16, 1000)),
+            85..=87 => s += &format!("i {}\n", pick(16, 1000)),
+            88 => {
+                // Side records the calls' windows go on across (names,
+                // finalizers) and ones that end them (objects that may
+                // make the renumbering table), between calls of the same
+                // ids; and ids past the dense table.
+                match pick(16, 6) {
+                    0 => s += &format!("f {} F{} 1 0x10 1 0 0\n", 3 + pick(20, 5), pick(24, 9)),
+                    1 => s += &format!("l 1 0x{:x}\n", 0x10000 + 8 * pick(20, 64)),
+                    2 => s += &format!("o 0x{:x} {} {}\n", 0x70000 + 8 * pick(20, 64), 1 + pick(28, 2), 8 * (1 + pick(30, 9))),
+                    3 => s += &format!("t {} 0 T{}\n", 3 + pick(20, 3), pick(24, 9)),
+                    // (Past the renumbering table once there is one.)
+                    _ if next() % fail_one_in == 0 => {
+                        s += &format!("c 26990 {}\n", (1 << 20) - 3 + pick(20, 6) as i64 + 1_000 * pick(24, 2) as i64)
+                    }
+                    _ => s += &format!("c 26990 {}\n", pick(20, 400)),
+                }
+                s += &format!("c 26990 {}\n", pick(32, 7));
+            }
+            89 => {
+                // Ids 7 to 12: not those the allocations use.
+                let id = 7 + pick(16, 6);
+                s += &format!("c 26990 {id}\nn {id} 0 {}\nc 26990 {id}\n", 1 + pick(20, 2));
+            }
             90..=92 => s += &format!("u 0x{:x} 0x{:x} 16\n", 0x10000 + 8 * pick(16, 64), 0x90000 + 8 * pick(24, 64)),
             93 => s += "z a comment\n",
             94 => s += "\n",
@@ -192,6 +218,32 @@ fn a_failing_call_is_found_before_a_later_allocation_in_its_run() {
     assert_eq!(loaded(log, 1 << 20, 1).0, want);
 }
 
+#[test]
+fn what_changes_a_call_ends_or_closes_its_window() {
+    let head = "t 1 0 T\nt 2 0 U\nf 1 M 1 0x10 1 0 0\nn 1 1 1 16\n";
+    // Id 5000 is past the stack table (capacity 1000): a call to it makes a
+    // row while there is no renumbering table, and fails once one is made,
+    // by an object of a new type and size or by a duplicate
+    // allocation-only stack.
+    for maker in ["o 0x9000 2 24\n", "n 2 1 1 16\n"] {
+        let log = format!("{head}c 7 5000\nc 7 3\n{maker}c 7 3\nc 7 5000\n");
+        let want = outcome(&by_hand(log.as_bytes()));
+        assert!(want.contains("line 9,"), "{want}");
+        assert!(!check(log.as_bytes()), "{maker}");
+        // Without the second call the log loads.
+        let log = format!("{head}c 7 5000\nc 7 3\n{maker}c 7 3\n");
+        assert!(check(log.as_bytes()), "{maker}");
+    }
+    // With a renumbering table, a stack definition gives its id a new
+    // index: the calls before and after it count on different rows.
+    let log = format!("{head}n 2 1 1 16\nc 7 3\nc 7 4\nn 3 0 1\nc 7 3\nc 7 4\nz x\nc 7 3\n");
+    assert!(check(log.as_bytes()));
+    let m = by_hand(log.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    let counts: Vec<u64> = m.histograms().calls.iter().map(|(_, n)| n).collect();
+    assert_eq!(counts.len(), 3, "{counts:?}");
+    assert_eq!(counts.iter().sum::<u64>(), 5);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -200,3 +252,4 @@ proptest! {
         check(&random_log(seed, records, open_end));
     }
 }
+

@@ -16,14 +16,15 @@
 //! none), add one to that row's call count, set `had_call_info` and count
 //! as a record. So the parser counts the `c` records by stack id within a
 //! *window* of the chunk, and hands the simulation one `Calls` op per id
-//! and window, placed where the id's first call in the window is (the op
-//! is pushed there and its count written when the window ends). Every op
-//! is thus where its first record is: the ops are in log order. A window
-//! ends at the chunk's end and before a side record that may create the
-//! renumbering table (an `o` record, an `n` record of an allocation-only
-//! stack: type and size, no frames); an `n` or `s` record with id `k` only
-//! *closes* id `k` (its next call opens a new op). The result is the same
-//! as applying the records one by one, because:
+//! and window. The ops of the ids first called between two side records
+//! are pushed, in order of first call, before the second of them (or at
+//! the window's end); their counts are written when the window ends. A
+//! window ends at the chunk's end and at a side record that may create
+//! the renumbering table (an `o` record, an `n` record of an
+//! allocation-only stack: type and size, no frames); an `n` or `s` record
+//! with id `k` only *closes* id `k` (its next call opens a new op). Other
+//! side records (names, types, finalizers, GCs...) leave the window open.
+//! The result is the same as applying the records one by one, because:
 //!
 //! - what a call reads is the renumbering table and the row of its stack
 //!   index. Without the table, an id is its own index and the row of an
@@ -40,16 +41,19 @@
 //!   set by allocations too, and an `n` record that makes or defines a row
 //!   comes before or after the first call of that index in the ops as in
 //!   the log;
-//! - new rows are numbered in order of creation, and an id's row is made,
-//!   if at all, by its first call in the window, which is where its op is;
+//! - new rows are numbered in order of creation: an id's row is made, if
+//!   at all, by its first call in the window, and the ops keep the order
+//!   of first calls among themselves and with the side records;
 //! - a call to `thread == -1` or `stack == -1` only counts as a record and
 //!   sets `had_call_info`: all of them are counted under id -1;
 //! - an error: a call fails (a negative id, or one past the renumbering
 //!   table) or not by its id and the table's length alone; within a window
 //!   the length only grows, so if an id's first call succeeds its later
-//!   ones do too, and if it fails the load stops there. The first op that
-//!   fails is therefore the first record that fails in the log, and a
-//!   `Calls` op keeps its first call's offset.
+//!   ones do too, and if it fails the load stops there. When the
+//!   simulation stops at an op, [`Chunk::first_failure`] looks at the
+//!   calls pushed after it before the next side record (checking them
+//!   without side effects) and reports whichever failed first in the log,
+//!   with its offset (each `Calls` op keeps its first call's offset).
 
 use crate::format::{DumpState, FrequentVisitor, Parsed, Record, RecordReader};
 
@@ -72,142 +76,158 @@ pub(crate) enum Op {
     Rare(u32),
 }
 
-/// A `Calls` op open in the current window: its index in the chunk's ops
-/// and the calls counted for it so far ([`NONE`] as the index: none open).
-#[derive(Clone, Copy, Debug)]
-struct Open {
-    op: u32,
-    count: u32,
-}
-
-/// No op open.
-const NONE: u32 = u32::MAX;
-
-const CLOSED: Open = Open { op: NONE, count: 0 };
-
 /// Stack ids below this (plus one, for id -1) are counted in a dense table
 /// (8 bytes each, grown to the largest id seen); larger and negative ones
 /// in a hash map.
 const DENSE_LIMIT: usize = 1 << 20;
 
 /// The `c` records of the current window, counted by stack id (see the
-/// module documentation): for each id with an op open, the op and its
-/// count so far. The op is pushed at the id's first call in the window and
-/// its count written when the window ends or the id is closed.
-#[derive(Debug)]
+/// module documentation).
+///
+/// A call adds one to its id's count; a count going from 0 to 1 makes the
+/// call one that opens an op, noted (without a branch) in `firsts`. Before
+/// each side record and at the window's end the noted calls become `Calls`
+/// ops, in order; their counts are written when the window ends or the id
+/// is closed.
+#[derive(Debug, Default)]
 struct CallTally {
-    /// By stack id plus one.
-    dense: Vec<Open>,
-    /// Ids that do not fit the dense table.
-    sparse: std::collections::HashMap<i32, Open>,
-    /// The ops opened in the window, in order.
-    opened: Vec<u32>,
+    /// Calls so far of each id's op, by stack id plus one.
+    counts: Vec<u32>,
+    /// The index in the chunk's ops of each id's op (valid once the op is
+    /// pushed, while the count is not 0).
+    op_of: Vec<u32>,
+    /// Ids that do not fit the dense table: count and op.
+    sparse: std::collections::HashMap<i32, (u32, u32)>,
+    /// The calls that opened an op not pushed yet (the first `pending`;
+    /// the vector is longer, so that the next one can always be written).
+    firsts: Vec<(i32, u64)>,
+    pending: usize,
+    /// The ops pushed in the window.
+    pushed: Vec<u32>,
     /// The largest count of one op.
     limit: u32,
 }
 
-impl Default for CallTally {
-    fn default() -> Self {
-        CallTally { dense: Vec::new(), sparse: Default::default(), opened: Vec::new(), limit: u32::MAX }
-    }
-}
-
 thread_local! {
-    /// Each parsing thread's tally (empty between chunks; its table is
-    /// kept so that it is allocated once per thread).
+    /// Each parsing thread's tally (empty between chunks; its tables are
+    /// kept so that they are allocated once per thread).
     static TALLY: std::cell::RefCell<CallTally> = std::cell::RefCell::new(CallTally::default());
 }
 
 impl CallTally {
-    /// The entry of `stack`, made if needed.
-    #[inline]
-    fn entry(&mut self, stack: i32) -> &mut Open {
-        let i = (stack as u32).wrapping_add(1) as usize;
-        if i < DENSE_LIMIT {
-            if i >= self.dense.len() {
-                self.dense.resize((i + 1).next_power_of_two().max(1 << 12), CLOSED);
-            }
-            &mut self.dense[i]
-        } else {
-            self.sparse.entry(stack).or_insert(CLOSED)
-        }
-    }
-
     /// Counts a call with stack id `stack` (-1: a call that only counts).
     #[inline(always)]
     fn add(&mut self, stack: i32, offset: u64, ops: &mut Vec<Op>) {
         let i = (stack as u32).wrapping_add(1) as usize;
-        if let Some(e) = self.dense.get_mut(i) {
-            if e.op != NONE && e.count < self.limit {
-                e.count += 1;
-                return;
+        if let Some(c) = self.counts.get_mut(i) {
+            let n = *c;
+            if n < self.limit {
+                *c = n + 1;
+                // Written always, kept when the count was 0 (the vector
+                // has room for every id of the dense table past `pending`).
+                if let Some(f) = self.firsts.get_mut(self.pending) {
+                    *f = (stack, offset);
+                    self.pending += (n == 0) as usize;
+                    return;
+                }
+                *c = n;
             }
         }
         self.add_slow(stack, offset, ops);
     }
 
-    /// A call whose id has no op open in the window (or whose op is full):
-    /// opens one.
+    /// The count and op of `stack` (the dense table grown if needed).
+    fn slot(&mut self, stack: i32) -> (&mut u32, &mut u32) {
+        let i = (stack as u32).wrapping_add(1) as usize;
+        if i < DENSE_LIMIT {
+            if i >= self.counts.len() {
+                let n = (i + 1).next_power_of_two().max(1 << 12);
+                self.counts.resize(n, 0);
+                self.op_of.resize(n, 0);
+            }
+            (&mut self.counts[i], &mut self.op_of[i])
+        } else {
+            let (c, o) = self.sparse.entry(stack).or_insert((0, 0));
+            (c, o)
+        }
+    }
+
+    /// A call the fast path does not take: an id past the dense table, a
+    /// full count, no room in `firsts`.
+    #[cold]
     #[inline(never)]
     fn add_slow(&mut self, stack: i32, offset: u64, ops: &mut Vec<Op>) {
         let limit = self.limit;
-        let k = ops.len() as u32;
-        let e = self.entry(stack);
-        if e.op != NONE {
-            if e.count < limit {
-                e.count += 1;
-                return;
-            }
+        let (count, _) = self.slot(stack);
+        if *count >= limit {
             // Full: the count so far stays with its op.
-            if let Some(Op::Calls { count, .. }) = ops.get_mut(e.op as usize) {
-                *count = e.count;
+            self.push_pending(ops);
+            let (count, op) = self.slot(stack);
+            if let Some(Op::Calls { count: c, .. }) = ops.get_mut(*op as usize) {
+                *c = *count;
             }
+            *count = 0;
         }
-        *e = Open { op: k, count: 1 };
-        ops.push(Op::Calls { stack, count: 0, first: offset });
-        self.opened.push(k);
-    }
-
-    /// Closes the op of `stack` if one is open: the next call with this id
-    /// opens a new one.
-    #[inline]
-    fn close(&mut self, stack: i32, ops: &mut [Op]) {
-        let i = (stack as u32).wrapping_add(1) as usize;
-        let e = match self.dense.get_mut(i) {
-            Some(e) => e,
-            None => match self.sparse.get_mut(&stack) {
-                Some(e) => e,
-                None => return,
-            },
-        };
-        if e.op != NONE {
-            if let Some(Op::Calls { count, .. }) = ops.get_mut(e.op as usize) {
-                *count = e.count;
-            }
-            *e = CLOSED;
+        let (count, _) = self.slot(stack);
+        *count += 1;
+        let opens = *count == 1;
+        let room = self.pending + self.counts.len() + 1;
+        if self.firsts.len() < room {
+            self.firsts.resize(room, (0, 0));
+        }
+        if opens {
+            self.firsts[self.pending] = (stack, offset);
+            self.pending += 1;
         }
     }
 
-    /// Ends the window: writes the counts of the ops still open; every id
-    /// is closed again.
+    /// Pushes the ops of the calls that opened one, in order.
     #[inline]
-    fn flush(&mut self, ops: &mut [Op]) {
-        for &k in &self.opened {
-            let Some(Op::Calls { stack, count, .. }) = ops.get_mut(k as usize) else { continue };
-            let i = (*stack as u32).wrapping_add(1) as usize;
-            let e = match self.dense.get_mut(i) {
-                Some(e) => e,
-                None => match self.sparse.get_mut(stack) {
-                    Some(e) => e,
-                    None => continue,
-                },
-            };
-            if e.op == k {
-                *count = e.count;
-                *e = CLOSED;
+    fn push_pending(&mut self, ops: &mut Vec<Op>) {
+        let pending = std::mem::take(&mut self.pending);
+        for k in 0..pending {
+            let (stack, first) = self.firsts[k];
+            let at = ops.len() as u32;
+            ops.push(Op::Calls { stack, count: 0, first });
+            *self.slot(stack).1 = at;
+            self.pushed.push(at);
+        }
+    }
+
+    /// Before a side record: pushes the pending ops, and closes the op of
+    /// `close` if any (its next call opens a new one).
+    #[inline]
+    fn side(&mut self, close: Option<i32>, ops: &mut Vec<Op>) {
+        self.push_pending(ops);
+        if let Some(stack) = close {
+            let (count, op) = self.slot(stack);
+            if *count != 0 {
+                if let Some(Op::Calls { count: c, .. }) = ops.get_mut(*op as usize) {
+                    *c = *count;
+                }
+                *count = 0;
             }
         }
-        self.opened.clear();
+    }
+
+    /// Ends the window: pushes the pending ops and writes the counts of
+    /// the open ones; every count is 0 again.
+    #[inline]
+    fn flush(&mut self, ops: &mut Vec<Op>) {
+        self.push_pending(ops);
+        let pushed = std::mem::take(&mut self.pushed);
+        for &k in &pushed {
+            let Some(&Op::Calls { stack, .. }) = ops.get(k as usize) else { continue };
+            let (count, op) = self.slot(stack);
+            if *op == k && *count != 0 {
+                let n = std::mem::replace(count, 0);
+                if let Some(Op::Calls { count: c, .. }) = ops.get_mut(k as usize) {
+                    *c = n;
+                }
+            }
+        }
+        self.pushed = pushed;
+        self.pushed.clear();
         self.sparse.clear();
     }
 }
@@ -250,9 +270,9 @@ impl<'a> Filler<'_, 'a> {
             Record::Stack(n) if n.alloc.is_some() && n.frames.is_empty() => self.tally.flush(self.ops),
             Record::HeapObject(_) => self.tally.flush(self.ops),
             // May give its id a new index (and a longer table).
-            Record::Stack(n) => self.tally.close(n.id.0, self.ops),
-            Record::StackOld(s) => self.tally.close(s.id.0, self.ops),
-            _ => {}
+            Record::Stack(n) => self.tally.side(Some(n.id.0), self.ops),
+            Record::StackOld(s) => self.tally.side(Some(s.id.0), self.ops),
+            _ => self.tally.side(None, self.ops),
         }
         self.rare.push(p);
         self.ops.push(Op::Rare(self.rare.len() as u32 - 1));
@@ -377,11 +397,11 @@ mod tests {
         c.fill(&mut r);
         assert_eq!(c.ops.len(), 6);
         assert_eq!(c.rare.len(), 2);
-        assert_eq!(c.ops[2], Op::Calls { stack: 1, count: 2, first: 19 });
-        assert_eq!(c.offset_of(data, 2), 19);
-        assert_eq!(c.offset_of(data, 3), 25);
-        assert_eq!(c.ops[4], Op::Tick { ms: 7, offset: 38 });
-        assert_eq!(c.offset_of(data, 5), 48);
+        assert_eq!(c.offset_of(data, 2), 25);
+        assert_eq!(c.ops[3], Op::Tick { ms: 7, offset: 38 });
+        assert_eq!(c.offset_of(data, 4), 48);
+        assert_eq!(c.ops[5], Op::Calls { stack: 1, count: 2, first: 19 });
+        assert_eq!(c.offset_of(data, 5), 19);
     }
 
     /// The ops of `data` read as one chunk.

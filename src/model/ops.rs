@@ -87,17 +87,14 @@ const DENSE_LIMIT: usize = 1 << 20;
 /// A call adds one to its id's count; a count going from 0 to 1 makes the
 /// call one that opens an op, noted (without a branch) in `firsts`. Before
 /// each side record and at the window's end the noted calls become `Calls`
-/// ops, in order; their counts are written when the window ends or the id
-/// is closed.
+/// ops, in order, with a count of 0 (never the count of a finished op):
+/// their counts are written when the window ends or the id is closed.
 #[derive(Debug, Default)]
 struct CallTally {
-    /// Calls so far of each id's op, by stack id plus one.
+    /// Calls so far of each id's open op, by stack id plus one.
     counts: Vec<u32>,
-    /// The index in the chunk's ops of each id's op (valid once the op is
-    /// pushed, while the count is not 0).
-    op_of: Vec<u32>,
-    /// Ids that do not fit the dense table: count and op.
-    sparse: std::collections::HashMap<i32, (u32, u32)>,
+    /// Ids that do not fit the dense table.
+    sparse: std::collections::HashMap<i32, u32>,
     /// The calls that opened an op not pushed yet (the first `pending`;
     /// the vector is longer, so that the next one can always be written).
     firsts: Vec<(i32, u64)>,
@@ -136,19 +133,28 @@ impl CallTally {
         self.add_slow(stack, offset, ops);
     }
 
-    /// The count and op of `stack` (the dense table grown if needed).
-    fn slot(&mut self, stack: i32) -> (&mut u32, &mut u32) {
+    /// The count of `stack`.
+    #[inline(always)]
+    fn slot(&mut self, stack: i32) -> &mut u32 {
+        let i = (stack as u32).wrapping_add(1) as usize;
+        if i < self.counts.len() {
+            return &mut self.counts[i];
+        }
+        self.slot_slow(stack)
+    }
+
+    /// [`CallTally::slot`] for an id past the dense table as it is (which
+    /// grows up to [`DENSE_LIMIT`]).
+    #[cold]
+    fn slot_slow(&mut self, stack: i32) -> &mut u32 {
         let i = (stack as u32).wrapping_add(1) as usize;
         if i < DENSE_LIMIT {
             if i >= self.counts.len() {
-                let n = (i + 1).next_power_of_two().max(1 << 12);
-                self.counts.resize(n, 0);
-                self.op_of.resize(n, 0);
+                self.counts.resize((i + 1).next_power_of_two().max(1 << 12), 0);
             }
-            (&mut self.counts[i], &mut self.op_of[i])
+            &mut self.counts[i]
         } else {
-            let (c, o) = self.sparse.entry(stack).or_insert((0, 0));
-            (c, o)
+            self.sparse.entry(stack).or_insert(0)
         }
     }
 
@@ -157,18 +163,11 @@ impl CallTally {
     #[cold]
     #[inline(never)]
     fn add_slow(&mut self, stack: i32, offset: u64, ops: &mut Vec<Op>) {
-        let limit = self.limit;
-        let (count, _) = self.slot(stack);
-        if *count >= limit {
+        if *self.slot(stack) >= self.limit {
             // Full: the count so far stays with its op.
-            self.push_pending(ops);
-            let (count, op) = self.slot(stack);
-            if let Some(Op::Calls { count: c, .. }) = ops.get_mut(*op as usize) {
-                *c = *count;
-            }
-            *count = 0;
+            self.close(stack, ops);
         }
-        let (count, _) = self.slot(stack);
+        let count = self.slot(stack);
         *count += 1;
         let opens = *count == 1;
         let room = self.pending + self.counts.len() + 1;
@@ -185,28 +184,39 @@ impl CallTally {
     #[inline]
     fn push_pending(&mut self, ops: &mut Vec<Op>) {
         let pending = std::mem::take(&mut self.pending);
-        for k in 0..pending {
-            let (stack, first) = self.firsts[k];
-            let at = ops.len() as u32;
+        for &(stack, first) in self.firsts.iter().take(pending) {
+            self.pushed.push(ops.len() as u32);
             ops.push(Op::Calls { stack, count: 0, first });
-            *self.slot(stack).1 = at;
-            self.pushed.push(at);
+        }
+    }
+
+    /// Closes the op of `stack` if one is open (the pending ops pushed
+    /// first): its count is written, and the next call opens a new op.
+    #[cold]
+    fn close(&mut self, stack: i32, ops: &mut Vec<Op>) {
+        if *self.slot(stack) == 0 {
+            return;
+        }
+        self.push_pending(ops);
+        let n = std::mem::replace(self.slot(stack), 0);
+        // The open op is the one of this id whose count is not written.
+        for &k in self.pushed.iter().rev() {
+            if let Some(Op::Calls { stack: s, count, .. }) = ops.get_mut(k as usize) {
+                if *s == stack && *count == 0 {
+                    *count = n;
+                    return;
+                }
+            }
         }
     }
 
     /// Before a side record: pushes the pending ops, and closes the op of
-    /// `close` if any (its next call opens a new one).
+    /// `close` if any.
     #[inline]
     fn side(&mut self, close: Option<i32>, ops: &mut Vec<Op>) {
         self.push_pending(ops);
         if let Some(stack) = close {
-            let (count, op) = self.slot(stack);
-            if *count != 0 {
-                if let Some(Op::Calls { count: c, .. }) = ops.get_mut(*op as usize) {
-                    *c = *count;
-                }
-                *count = 0;
-            }
+            self.close(stack, ops);
         }
     }
 
@@ -217,12 +227,9 @@ impl CallTally {
         self.push_pending(ops);
         let pushed = std::mem::take(&mut self.pushed);
         for &k in &pushed {
-            let Some(&Op::Calls { stack, .. }) = ops.get(k as usize) else { continue };
-            let (count, op) = self.slot(stack);
-            if *op == k && *count != 0 {
-                let n = std::mem::replace(count, 0);
-                if let Some(Op::Calls { count: c, .. }) = ops.get_mut(k as usize) {
-                    *c = n;
+            if let Some(Op::Calls { stack, count, .. }) = ops.get_mut(k as usize) {
+                if *count == 0 {
+                    *count = std::mem::replace(self.slot(*stack), 0);
                 }
             }
         }

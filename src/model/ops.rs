@@ -274,7 +274,7 @@ impl<'a> Filler<'_, 'a> {
             // May create the renumbering table (a duplicate
             // allocation-only stack, or an object needing a new type and
             // size): every id may map elsewhere after it.
-            Record::Stack(n) if n.alloc.is_some() && n.frames.is_empty() => self.tally.flush(self.ops),
+            Record::Stack(n) if n.alloc.is_some() && n.frames.iter().next().is_none() => self.tally.flush(self.ops),
             Record::HeapObject(_) => self.tally.flush(self.ops),
             // May give its id a new index (and a longer table).
             Record::Stack(n) => self.tally.side(Some(n.id.0), self.ops),

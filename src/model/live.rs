@@ -26,6 +26,7 @@
 //! hits the second or third word of a header, a header written over another
 //! one's words) are applied by [`super::heap`].
 
+use super::blockhash::BlockHashState;
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 
@@ -76,7 +77,8 @@ impl Block {
 pub(crate) struct LiveObjects {
     blocks: Vec<Block>,
     ids: Vec<u64>,
-    index: HashMap<u64, u32>,
+    /// Block id -> slot (a cheap seeded hash: see [`super::blockhash`]).
+    index: HashMap<u64, u32, BlockHashState>,
     /// Slots of `blocks` that hold no block (recycled by `compact`).
     free: Vec<u32>,
     /// Arrays of blocks emptied by a GC, kept for the next blocks (up to
@@ -99,7 +101,7 @@ impl Default for LiveObjects {
         LiveObjects {
             blocks: Vec::new(),
             ids: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
             free: Vec::new(),
             spare: Vec::new(),
             spare_bytes: 0,

@@ -59,16 +59,51 @@ pub(crate) const RAW: u32 = 1 << 31;
 struct Block {
     keys: Vec<u16>,
     vals: Vec<Header>,
+    /// Where the next search in the middle of the block will likely end:
+    /// just after the last entry placed there, or where the last entries
+    /// were taken out. Only a guess, checked before use (any value is
+    /// safe).
+    hint: u32,
 }
+
+/// How many entries [`Block::lower_bound`] steps over from its hint before
+/// it searches the rest.
+const HINT_STEPS: usize = 4;
 
 impl Block {
     /// Index of the first key >= `off`.
+    ///
+    /// Appends (a key above the last) cost one comparison. Otherwise the
+    /// search starts at the hint: an allocation context that fills the
+    /// lower part of a block shared with another one places each object
+    /// just after its previous one, and a GC's moves take runs out of one
+    /// block and put them into another in address order, each one just
+    /// after the previous one (measured on a `--preset medium` log: 99.99%
+    /// of the `u` records land where the previous one ended). When the
+    /// entry before the hint is below `off` and the answer lies within
+    /// [`HINT_STEPS`] of it, no binary search is made; otherwise the binary
+    /// search covers only the side of the hint where the answer lies.
     #[inline]
     fn lower_bound(&self, off: u16) -> usize {
+        let n = self.keys.len();
         match self.keys.last() {
-            Some(&l) if l < off => self.keys.len(),
-            _ => self.keys.partition_point(|&k| k < off),
+            Some(&l) if l < off => return n,
+            None => return 0,
+            _ => {}
         }
+        // Here the last key is >= `off`: the answer is below `n`.
+        let h = (self.hint as usize).min(n);
+        if h > 0 && self.keys[h - 1] >= off {
+            return self.keys[..h].partition_point(|&k| k < off);
+        }
+        // The answer is in h..n.
+        let stop = (h + HINT_STEPS).min(n);
+        for i in h..stop {
+            if self.keys[i] >= off {
+                return i;
+            }
+        }
+        stop + self.keys[stop..].partition_point(|&k| k < off)
     }
 }
 
@@ -334,6 +369,7 @@ impl LiveObjects {
         let blk = &mut self.blocks[bi];
         blk.keys.insert(i, off);
         blk.vals.insert(i, val);
+        blk.hint = i as u32 + 1;
         self.len += 1;
         None
     }
@@ -385,6 +421,7 @@ impl LiveObjects {
         let blk = &mut self.blocks[bi];
         blk.keys.insert(i, off);
         blk.vals.insert(i, val);
+        blk.hint = i as u32 + 1;
         self.len += 1;
         Placed::Done
     }
@@ -434,10 +471,12 @@ impl LiveObjects {
             blk.vals[i] = val;
             blk.keys.drain(i + 1..j);
             blk.vals.drain(i + 1..j);
+            blk.hint = i as u32 + 1;
             self.len -= j - i - 1;
         } else {
             blk.keys.insert(i, off);
             blk.vals.insert(i, val);
+            blk.hint = i as u32 + 1;
             self.len += 1;
         }
         Placed::Done
@@ -600,6 +639,7 @@ impl LiveObjects {
         run.extend(blk.keys[i..j].iter().zip(&blk.vals[i..j]).map(|(&k, &h)| (shift(k), h)));
         blk.keys.drain(i..j);
         blk.vals.drain(i..j);
+        blk.hint = i as u32;
         let (p, q) = if nb == b && p >= j { (p - n, q - n) } else { (p, q) };
         if nb != b && self.blocks[bi].keys.is_empty() {
             self.nonempty.remove(&b);
@@ -615,6 +655,7 @@ impl LiveObjects {
         let dblk = &mut self.blocks[di];
         replace_range(&mut dblk.keys, p, q, n, run[0].0);
         replace_range(&mut dblk.vals, p, q, n, run[0].1);
+        dblk.hint = (p + n) as u32;
         for (t, x) in run.iter().enumerate() {
             dblk.keys[p + t] = x.0;
             dblk.vals[p + t] = x.1;
@@ -644,6 +685,7 @@ impl LiveObjects {
         }
         blk.keys.remove(i);
         let v = blk.vals.remove(i);
+        blk.hint = i as u32;
         self.len -= 1;
         if blk.keys.is_empty() {
             self.nonempty.remove(&b);
@@ -686,6 +728,7 @@ impl LiveObjects {
         }
         blk.keys.drain(a..e);
         blk.vals.drain(a..e);
+        blk.hint = a as u32;
         self.len -= e - a;
         if blk.keys.is_empty() {
             self.nonempty.remove(&b);
@@ -754,6 +797,7 @@ impl LiveObjects {
         let blk = &mut self.blocks[bi];
         blk.keys.remove(i);
         let v = blk.vals.remove(i);
+        blk.hint = i as u32;
         self.len -= 1;
         if blk.keys.is_empty() {
             self.nonempty.remove(&b);
@@ -789,6 +833,36 @@ mod tests {
 
     fn h(x: u32) -> Header {
         Header { row: x, tick: x, obj: x, size: 12 + (x % 8) * 4 }
+    }
+
+    #[test]
+    fn lower_bound_with_any_hint() {
+        // Every hint, right or wrong, gives the plain binary search's
+        // answer, for sorted keys of every density and every probe. (Tried
+        // broken: without the check of the entry before the hint, or with
+        // the final search restarted at the hint instead of after the
+        // steps, this test fails.)
+        let mut next = crate::model::test_rng::xorshift(99);
+        for round in 0..300u64 {
+            let n = (next() % 40) as usize + (round as usize % 3) * 100;
+            let gap = 1 + next() % 9;
+            let mut keys: Vec<u16> = Vec::new();
+            let mut k = (next() % 5) as u16;
+            for _ in 0..n {
+                keys.push(k);
+                k = k.saturating_add(1 + (next() % gap) as u16);
+            }
+            keys.dedup();
+            let vals = vec![h(0); keys.len()];
+            let mut blk = Block { keys, vals, hint: 0 };
+            for hint in 0..blk.keys.len() as u32 + 3 {
+                blk.hint = hint;
+                for off in 0..=k.saturating_add(2) {
+                    let want = blk.keys.partition_point(|&x| x < off);
+                    assert_eq!(blk.lower_bound(off), want, "hint {hint} off {off} keys {:?}", blk.keys);
+                }
+            }
+        }
     }
 
     #[test]

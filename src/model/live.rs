@@ -18,8 +18,11 @@
 //!
 //! An allocation finds its block in the cache (threads allocate in a few
 //! regions at a time) and its place by a short search in at most a few
-//! hundred entries, usually at the end. There is no allocation per object
-//! and no hashing per allocation. Searches that cross empty blocks use the
+//! hundred entries, usually at the end, otherwise next to the block's hint
+//! (where the last entry was placed in its middle, or where the last moved
+//! run landed: see [`Block::lower_bound`]). There is no allocation per
+//! object and no hashing per allocation; a block missing from the cache is
+//! found by a cheap seeded hash ([`super::blockhash`]). Searches that cross empty blocks use the
 //! ordered set of nonempty blocks, so sparse 64-bit heaps cost nothing.
 //!
 //! The header-word details that matter on inconsistent logs (a clear that

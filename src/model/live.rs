@@ -164,7 +164,7 @@ fn join(block: u64, off: u16) -> u64 {
 
 /// Makes `v[p..q]` `n` elements long (one move of the tail at most; the
 /// new elements are `fill` until the caller writes them).
-#[inline]
+#[inline(always)]
 fn replace_range<T: Copy>(v: &mut Vec<T>, p: usize, q: usize, n: usize, fill: T) {
     let len = v.len();
     if n > q - p {
@@ -179,7 +179,7 @@ fn replace_range<T: Copy>(v: &mut Vec<T>, p: usize, q: usize, n: usize, fill: T)
 /// Removes `v[a..e]` by one move of the tail (measured: `Vec::drain` and
 /// `Vec::remove` cost 30-50 more instructions each, for the iterator and
 /// its drop, on runs of one or two entries).
-#[inline]
+#[inline(always)]
 fn cut<T: Copy>(v: &mut Vec<T>, a: usize, e: usize) {
     let len = v.len();
     v.copy_within(e..len, a);
@@ -223,12 +223,21 @@ impl LiveObjects {
         if id == b {
             return Some(i as usize);
         }
+        // A GC's moves alternate between two blocks (where runs are taken
+        // and where they land): the second entry is checked here too, and
+        // swapped with the first as `find_block_further` would.
+        let (id1, i1) = self.cache[1].get();
+        if id1 == b {
+            self.cache[1].set((id, i));
+            self.cache[0].set((id1, i1));
+            return Some(i1 as usize);
+        }
         self.find_block_further(b)
     }
 
     #[inline(never)]
     fn find_block_further(&self, b: u64) -> Option<usize> {
-        for k in 1..CACHE {
+        for k in 2..CACHE {
             let (id, i) = self.cache[k].get();
             if id == b {
                 // The hit goes first; the first goes where the hit was.
@@ -498,7 +507,7 @@ impl LiveObjects {
     /// The entry before position `i` of block slot `bi` (block id `b`):
     /// the previous one in the block, or the last of the nonempty block
     /// before it.
-    #[inline]
+    #[inline(always)]
     fn before(&self, bi: usize, b: u64, i: usize) -> Option<(u64, Header)> {
         let blk = &self.blocks[bi];
         if i > 0 {

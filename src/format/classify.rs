@@ -48,6 +48,9 @@ pub(crate) trait Classifier {
 
     /// The `\n` bytes of `block` (bit `i` for byte `i`).
     fn newlines(&self, block: &[u8; 32]) -> u64;
+
+    /// The `' '` bytes of `block` (bit `i` for byte `i`).
+    fn spaces(&self, block: &[u8; 32]) -> u64;
 }
 
 #[cfg_attr(all(target_arch = "x86_64", not(test)), allow(unused_imports))]
@@ -112,6 +115,16 @@ mod swar {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(chunk);
                 m |= gather(eq(u64::from_le_bytes(b), b'\n')) << (8 * k);
+            }
+            m
+        }
+
+        fn spaces(&self, block: &[u8; 32]) -> u64 {
+            let mut m = 0;
+            for (k, chunk) in block.chunks_exact(8).enumerate() {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(chunk);
+                m |= gather(eq(u64::from_le_bytes(b), b' ')) << (8 * k);
             }
             m
         }
@@ -182,6 +195,18 @@ mod x86 {
                 lo | hi << 16
             }
         }
+
+        fn spaces(&self, block: &[u8; 32]) -> u64 {
+            // Safety: as in `newlines`.
+            unsafe {
+                let sp = _mm_set1_epi8(b' ' as i8);
+                let lo = _mm_loadu_si128(block.as_ptr() as *const __m128i);
+                let hi = _mm_loadu_si128(block.as_ptr().add(16) as *const __m128i);
+                let lo = _mm_movemask_epi8(_mm_cmpeq_epi8(lo, sp)) as u32 as u64;
+                let hi = _mm_movemask_epi8(_mm_cmpeq_epi8(hi, sp)) as u32 as u64;
+                lo | hi << 16
+            }
+        }
     }
 
     /// One 32-byte AVX2 vector. A value exists only when the CPU has AVX2
@@ -240,6 +265,14 @@ mod x86 {
                 _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\n' as i8))) as u32 as u64
             }
         }
+
+        fn spaces(&self, block: &[u8; 32]) -> u64 {
+            // Safety: as in `classify`.
+            unsafe {
+                let v = _mm256_loadu_si256(block.as_ptr() as *const __m256i);
+                _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b' ' as i8))) as u32 as u64
+            }
+        }
     }
 }
 
@@ -285,11 +318,14 @@ mod tests {
                 let want = naive(&block);
                 let lines = block.iter().enumerate().filter(|(_, &c)| c == b'\n').fold(0u64, |m, (i, _)| m | 1 << i);
                 assert_eq!(Swar.newlines(&block), lines, "swar newlines {b:#x} at {pos}");
+                assert_eq!(Swar.spaces(&block), want.space, "swar spaces {b:#x} at {pos}");
                 #[cfg(target_arch = "x86_64")]
                 {
                     assert_eq!(Sse2.newlines(&block), lines, "sse2 newlines {b:#x} at {pos}");
+                    assert_eq!(Sse2.spaces(&block), want.space, "sse2 spaces {b:#x} at {pos}");
                     if let Some(a) = Avx2::detect() {
                         assert_eq!(a.newlines(&block), lines, "avx2 newlines {b:#x} at {pos}");
+                        assert_eq!(a.spaces(&block), want.space, "avx2 spaces {b:#x} at {pos}");
                     }
                 }
                 assert_eq!(Swar.classify(&block), want, "swar {b:#x} at {pos}");

@@ -39,6 +39,9 @@ use super::reader::FrequentVisitor;
 use super::record::{Kind, Parsed, Record};
 use super::records::{Alloc, Call, HeapObject, Moved, Survived, Tick};
 
+mod alloc_run;
+use alloc_run::AllocPrefix;
+
 /// Bytes that must follow a record's kind letter for the fast path to run:
 /// the 64 classified bytes, plus room for the 16-byte loads of a number
 /// that ends at the last of them.
@@ -518,6 +521,7 @@ fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
     // Every line before `stop` has its whole window in `data`.
     let stop = stop.min(data.len().saturating_sub(WINDOW));
     let mut prefix: Option<CallPrefix> = None;
+    let mut alloc_prefix: Option<AllocPrefix> = None;
     while pos < stop {
         prefetch_ahead(data, pos);
         let Some(d) = data[pos + 1..].first_chunk::<WINDOW>() else { break };
@@ -526,9 +530,24 @@ fn run_with<'a, C: Classifier, V: FrequentVisitor<'a>>(
         // match on the record is decided where it is compiled in.
         let len = match data[pos] {
             b'!' => {
+                // As for calls: the thread of the last allocation, most
+                // likely, allocates again.
+                if let Some(p) = alloc_prefix {
+                    let next = p.run(c, data, pos, stop, each);
+                    if next > pos {
+                        pos = next;
+                        continue;
+                    }
+                }
                 let Some((r, n)) = alloc(c, d) else { break };
                 each.visit(Parsed { record: Record::Alloc(r), offset, at_end_of_file: false });
-                n
+                let next = pos + 1 + n;
+                alloc_prefix = r.thread.and_then(|t| AllocPrefix::of(&data[pos..next], t.0));
+                pos = match alloc_prefix {
+                    Some(p) => p.run(c, data, next, stop, each),
+                    None => next,
+                };
+                continue;
             }
             b'u' | b'U' => {
                 let Some((r, n)) = moved(c, d) else { break };

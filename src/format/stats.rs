@@ -4,7 +4,8 @@ use super::diagnostics::{Diagnostics, WarningKind};
 use super::parallel::{parse_chunks, ChunkOptions};
 use super::reader::FrequentVisitor;
 use super::record::{Kind, Parsed, Record};
-use super::stats_ids::IdSet;
+use super::reader::{DumpState, RecordReader};
+use super::stats_ids::{IdBits, IdSet};
 
 /// Counts of records, definitions and lines in a log.
 #[derive(Clone, Debug, Default)]
@@ -37,17 +38,28 @@ struct Part {
     functions: IdSet,
     modules: IdSet,
     stacks: IdSet,
-    /// First use in this part of each stack id not defined earlier in it.
+    /// Stack ids of [`IdBits::takes`] used in this part (by allocations and
+    /// `n` references): one store a use; the first use of an id that turns
+    /// out undefined is found again by reading the part once more.
+    used: IdBits,
+    /// Ids of `used` defined in this part after a use in it.
+    used_before_defined: Vec<i32>,
+    /// First use in this part of each other stack id not defined earlier
+    /// in it (negative or huge ids, from damaged logs).
     unresolved: Vec<(Kind, i32, u64)>,
-    /// Stack ids defined in this part or already in `unresolved`.
+    /// Ids of `unresolved`, and such ids defined in this part.
     known: IdSet,
     findings: Vec<(u64, WarningKind)>,
+    /// The part's byte range and the reader state it was read with.
+    range: (usize, usize, DumpState),
 }
 
 impl Part {
     #[inline(always)]
     fn use_stack(&mut self, kind: Kind, id: i32, offset: u64) {
-        if id != 0 && !self.known.contains(id) {
+        if IdBits::takes(id) {
+            self.used.mark(id);
+        } else if id != 0 && !self.known.contains(id) {
             self.first_use(kind, id, offset);
         }
     }
@@ -60,10 +72,39 @@ impl Part {
     }
 
     fn define_stack(&mut self, id: i32) {
+        if IdBits::takes(id) {
+            if self.used.contains(id) && !self.stacks.contains(id) {
+                self.used_before_defined.push(id);
+            }
+        } else {
+            self.known.insert(id);
+        }
         self.stacks.insert(id);
-        self.known.insert(id);
     }
 
+    /// The first use in this part (kind and offset) of each of `ids`
+    /// (sorted), found by reading the part again.
+    #[cold]
+    fn first_uses(&self, data: &[u8], ids: &[i32]) -> Vec<(Kind, i32, u64)> {
+        let (start, end, state) = self.range;
+        let mut found = Vec::new();
+        let mut seen = IdSet::default();
+        for rec in RecordReader::range_with_state(data, start, end, state) {
+            let id = match rec.record {
+                Record::Alloc(a) => a.stack.0,
+                Record::Stack(s) => match s.reference {
+                    Some(r) => r.0,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            if ids.binary_search(&id).is_ok() && !seen.contains(id) {
+                seen.insert(id);
+                found.push((rec.record.kind(), id, rec.offset));
+            }
+        }
+        found
+    }
 }
 
 impl<'a> FrequentVisitor<'a> for Part {
@@ -126,19 +167,29 @@ impl LogStats {
             data,
             options,
             |reader| {
-                let mut p = Part::default();
                 let start = reader.offset();
+                let mut p = Part { range: (start, start, reader.initial_state()), ..Part::default() };
                 loop {
                     reader.read_frequent(&mut p);
                     let Some(rec) = reader.next_record() else { break };
                     p.general(rec);
                 }
                 let end = reader.offset();
+                p.range.1 = end;
                 p.lines = memchr::memchr_iter(b'\n', &data[start..end]).count() as u64;
                 p
             },
             |p, _| {
-                for &(kind, id, offset) in &p.unresolved {
+                // Used ids defined neither before this part nor in it, and
+                // ids defined in it after a use, not defined before it.
+                let mut ids = p.used.missing_from(&[&total.stacks, &p.stacks, &reported]);
+                ids.extend(p.used_before_defined.iter().filter(|&&id| !total.stacks.contains(id) && !reported.contains(id)));
+                ids.sort_unstable();
+                ids.dedup();
+                let mut first = if ids.is_empty() { Vec::new() } else { p.first_uses(data, &ids) };
+                first.extend(p.unresolved.iter().copied());
+                first.sort_unstable_by_key(|f| f.2);
+                for (kind, id, offset) in first {
                     if !total.stacks.contains(id) && !reported.contains(id) {
                         reported.insert(id);
                         findings.push((offset, WarningKind::UndefinedStack { kind, id }));
@@ -246,6 +297,68 @@ mod tests {
                 // its first use, whatever the chunking).
                 let w = |s: &LogStats| format!("{:?}", s.diagnostics.warnings());
                 assert_eq!(w(&s), w(&one), "chunk {chunk}, {threads} threads");
+            }
+        }
+    }
+
+    /// The undefined-stack warnings as a sequential reading gives them: at
+    /// the first use of each id not defined before it.
+    fn naive_undefined(data: &[u8]) -> Vec<(u64, Kind, i32)> {
+        let (mut defined, mut reported) = (std::collections::HashSet::new(), std::collections::HashSet::new());
+        let mut out = Vec::new();
+        for p in RecordReader::new(data).general_only() {
+            let (used, define) = match p.record {
+                Record::Alloc(a) => (Some(a.stack.0), None),
+                Record::Stack(s) => (s.reference.map(|r| r.0), Some(s.id.0)),
+                Record::StackOld(s) => (None, Some(s.id.0)),
+                _ => (None, None),
+            };
+            if let Some(id) = used {
+                if id != 0 && !defined.contains(&id) && reported.insert(id) {
+                    out.push((p.offset, p.record.kind(), id));
+                }
+            }
+            if let Some(id) = define {
+                defined.insert(id);
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// Uses and definitions of stack ids in any order: the warnings are
+        /// those of a sequential reading, whatever the chunking.
+        #[test]
+        fn undefined_stacks_are_found_at_their_first_use(
+            lines in proptest::collection::vec((0u8..6, 0usize..12, 0usize..12), 1..200),
+        ) {
+            let ids = [1, 2, 3, 7, 63, 64, 65, 130, 0, -3, 1 << 27, 99_999_999];
+            let mut data = Vec::new();
+            for &(form, a, b) in &lines {
+                let line = match form {
+                    0 | 1 => format!("! 5 0x{:x} {}\n", 0x1000 + 24 * a, ids[a]),
+                    2 => format!("! 5 0x{:x}  {}\n", 0x1000 + 24 * a, ids[a]),
+                    3 => format!("n {} 1 1 24 3\n", ids[a]),
+                    4 => format!("n {} 4 {} 3\n", ids[a], ids[b]),
+                    _ => format!("i {a}\n"),
+                };
+                data.extend_from_slice(line.as_bytes());
+            }
+            let want = naive_undefined(&data);
+            for chunk in [1, 40, 300, 1 << 20] {
+                let s = LogStats::compute(&data, &ChunkOptions { chunk_bytes: chunk, threads: Some(2), in_flight: 0 });
+                let got: Vec<_> = s
+                    .diagnostics
+                    .warnings()
+                    .iter()
+                    .filter_map(|w| match w.kind {
+                        WarningKind::UndefinedStack { kind, id } => Some((w.offset, kind, id)),
+                        _ => None,
+                    })
+                    .collect();
+                proptest::prop_assert_eq!(&got, &want, "chunk {}", chunk);
             }
         }
     }

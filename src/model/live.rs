@@ -18,14 +18,18 @@
 //!
 //! An allocation finds its block in the cache (threads allocate in a few
 //! regions at a time) and its place by a short search in at most a few
-//! hundred entries, usually at the end. There is no allocation per object
-//! and no hashing per allocation. Searches that cross empty blocks use the
+//! hundred entries, usually at the end, otherwise next to the block's hint
+//! (where the last entry was placed in its middle, or where the last moved
+//! run landed: see [`Block::lower_bound`]). There is no allocation per
+//! object and no hashing per allocation; a block missing from the cache is
+//! found by a cheap seeded hash ([`super::blockhash`]). Searches that cross empty blocks use the
 //! ordered set of nonempty blocks, so sparse 64-bit heaps cost nothing.
 //!
 //! The header-word details that matter on inconsistent logs (a clear that
 //! hits the second or third word of a header, a header written over another
 //! one's words) are applied by [`super::heap`].
 
+use super::blockhash::BlockHashState;
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 
@@ -58,16 +62,51 @@ pub(crate) const RAW: u32 = 1 << 31;
 struct Block {
     keys: Vec<u16>,
     vals: Vec<Header>,
+    /// Where the next search in the middle of the block will likely end:
+    /// just after the last entry placed there, or where the last entries
+    /// were taken out. Only a guess, checked before use (any value is
+    /// safe).
+    hint: u32,
 }
+
+/// How many entries [`Block::lower_bound`] steps over from its hint before
+/// it searches the rest.
+const HINT_STEPS: usize = 4;
 
 impl Block {
     /// Index of the first key >= `off`.
+    ///
+    /// Appends (a key above the last) cost one comparison. Otherwise the
+    /// search starts at the hint: an allocation context that fills the
+    /// lower part of a block shared with another one places each object
+    /// just after its previous one, and a GC's moves take runs out of one
+    /// block and put them into another in address order, each one just
+    /// after the previous one (measured on a `--preset medium` log: 99.99%
+    /// of the `u` records land where the previous one ended). When the
+    /// entry before the hint is below `off` and the answer lies within
+    /// [`HINT_STEPS`] of it, no binary search is made; otherwise the binary
+    /// search covers only the side of the hint where the answer lies.
     #[inline]
     fn lower_bound(&self, off: u16) -> usize {
+        let n = self.keys.len();
         match self.keys.last() {
-            Some(&l) if l < off => self.keys.len(),
-            _ => self.keys.partition_point(|&k| k < off),
+            Some(&l) if l < off => return n,
+            None => return 0,
+            _ => {}
         }
+        // Here the last key is >= `off`: the answer is below `n`.
+        let h = (self.hint as usize).min(n);
+        if h > 0 && self.keys[h - 1] >= off {
+            return self.keys[..h].partition_point(|&k| k < off);
+        }
+        // The answer is in h..n.
+        let stop = (h + HINT_STEPS).min(n);
+        for i in h..stop {
+            if self.keys[i] >= off {
+                return i;
+            }
+        }
+        stop + self.keys[stop..].partition_point(|&k| k < off)
     }
 }
 
@@ -76,7 +115,8 @@ impl Block {
 pub(crate) struct LiveObjects {
     blocks: Vec<Block>,
     ids: Vec<u64>,
-    index: HashMap<u64, u32>,
+    /// Block id -> slot (a cheap seeded hash: see [`super::blockhash`]).
+    index: HashMap<u64, u32, BlockHashState>,
     /// Slots of `blocks` that hold no block (recycled by `compact`).
     free: Vec<u32>,
     /// Arrays of blocks emptied by a GC, kept for the next blocks (up to
@@ -99,7 +139,7 @@ impl Default for LiveObjects {
         LiveObjects {
             blocks: Vec::new(),
             ids: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
             free: Vec::new(),
             spare: Vec::new(),
             spare_bytes: 0,
@@ -124,7 +164,7 @@ fn join(block: u64, off: u16) -> u64 {
 
 /// Makes `v[p..q]` `n` elements long (one move of the tail at most; the
 /// new elements are `fill` until the caller writes them).
-#[inline]
+#[inline(always)]
 fn replace_range<T: Copy>(v: &mut Vec<T>, p: usize, q: usize, n: usize, fill: T) {
     let len = v.len();
     if n > q - p {
@@ -134,6 +174,16 @@ fn replace_range<T: Copy>(v: &mut Vec<T>, p: usize, q: usize, n: usize, fill: T)
         v.copy_within(q..len, p + n);
         v.truncate(len - (q - p - n));
     }
+}
+
+/// Removes `v[a..e]` by one move of the tail (measured: `Vec::drain` and
+/// `Vec::remove` cost 30-50 more instructions each, for the iterator and
+/// its drop, on runs of one or two entries).
+#[inline(always)]
+fn cut<T: Copy>(v: &mut Vec<T>, a: usize, e: usize) {
+    let len = v.len();
+    v.copy_within(e..len, a);
+    v.truncate(len - (e - a));
 }
 
 /// The outcome of [`LiveObjects::move_run`].
@@ -173,12 +223,21 @@ impl LiveObjects {
         if id == b {
             return Some(i as usize);
         }
+        // A GC's moves alternate between two blocks (where runs are taken
+        // and where they land): the second entry is checked here too, and
+        // swapped with the first as `find_block_further` would.
+        let (id1, i1) = self.cache[1].get();
+        if id1 == b {
+            self.cache[1].set((id, i));
+            self.cache[0].set((id1, i1));
+            return Some(i1 as usize);
+        }
         self.find_block_further(b)
     }
 
     #[inline(never)]
     fn find_block_further(&self, b: u64) -> Option<usize> {
-        for k in 1..CACHE {
+        for k in 2..CACHE {
             let (id, i) = self.cache[k].get();
             if id == b {
                 // The hit goes first; the first goes where the hit was.
@@ -332,6 +391,7 @@ impl LiveObjects {
         let blk = &mut self.blocks[bi];
         blk.keys.insert(i, off);
         blk.vals.insert(i, val);
+        blk.hint = i as u32 + 1;
         self.len += 1;
         None
     }
@@ -383,6 +443,7 @@ impl LiveObjects {
         let blk = &mut self.blocks[bi];
         blk.keys.insert(i, off);
         blk.vals.insert(i, val);
+        blk.hint = i as u32 + 1;
         self.len += 1;
         Placed::Done
     }
@@ -430,12 +491,14 @@ impl LiveObjects {
         if j > i {
             blk.keys[i] = off;
             blk.vals[i] = val;
-            blk.keys.drain(i + 1..j);
-            blk.vals.drain(i + 1..j);
+            cut(&mut blk.keys, i + 1, j);
+            cut(&mut blk.vals, i + 1, j);
+            blk.hint = i as u32 + 1;
             self.len -= j - i - 1;
         } else {
             blk.keys.insert(i, off);
             blk.vals.insert(i, val);
+            blk.hint = i as u32 + 1;
             self.len += 1;
         }
         Placed::Done
@@ -444,7 +507,7 @@ impl LiveObjects {
     /// The entry before position `i` of block slot `bi` (block id `b`):
     /// the previous one in the block, or the last of the nonempty block
     /// before it.
-    #[inline]
+    #[inline(always)]
     fn before(&self, bi: usize, b: u64, i: usize) -> Option<(u64, Header)> {
         let blk = &self.blocks[bi];
         if i > 0 {
@@ -596,8 +659,9 @@ impl LiveObjects {
         let shift = |k: u16| (join(b, k).wrapping_add(delta as u64) & OFFSET_MASK) as u16;
         let blk = &mut self.blocks[bi];
         run.extend(blk.keys[i..j].iter().zip(&blk.vals[i..j]).map(|(&k, &h)| (shift(k), h)));
-        blk.keys.drain(i..j);
-        blk.vals.drain(i..j);
+        cut(&mut blk.keys, i, j);
+        cut(&mut blk.vals, i, j);
+        blk.hint = i as u32;
         let (p, q) = if nb == b && p >= j { (p - n, q - n) } else { (p, q) };
         if nb != b && self.blocks[bi].keys.is_empty() {
             self.nonempty.remove(&b);
@@ -613,6 +677,7 @@ impl LiveObjects {
         let dblk = &mut self.blocks[di];
         replace_range(&mut dblk.keys, p, q, n, run[0].0);
         replace_range(&mut dblk.vals, p, q, n, run[0].1);
+        dblk.hint = (p + n) as u32;
         for (t, x) in run.iter().enumerate() {
             dblk.keys[p + t] = x.0;
             dblk.vals[p + t] = x.1;
@@ -640,8 +705,10 @@ impl LiveObjects {
         if i >= blk.keys.len() || blk.keys[i] != off {
             return None;
         }
-        blk.keys.remove(i);
-        let v = blk.vals.remove(i);
+        let v = blk.vals[i];
+        cut(&mut blk.keys, i, i + 1);
+        cut(&mut blk.vals, i, i + 1);
+        blk.hint = i as u32;
         self.len -= 1;
         if blk.keys.is_empty() {
             self.nonempty.remove(&b);
@@ -682,8 +749,9 @@ impl LiveObjects {
         for j in a..e {
             f(join(b, blk.keys[j]), blk.vals[j]);
         }
-        blk.keys.drain(a..e);
-        blk.vals.drain(a..e);
+        cut(&mut blk.keys, a, e);
+        cut(&mut blk.vals, a, e);
+        blk.hint = a as u32;
         self.len -= e - a;
         if blk.keys.is_empty() {
             self.nonempty.remove(&b);
@@ -750,8 +818,10 @@ impl LiveObjects {
             return None;
         }
         let blk = &mut self.blocks[bi];
-        blk.keys.remove(i);
-        let v = blk.vals.remove(i);
+        let v = blk.vals[i];
+        cut(&mut blk.keys, i, i + 1);
+        cut(&mut blk.vals, i, i + 1);
+        blk.hint = i as u32;
         self.len -= 1;
         if blk.keys.is_empty() {
             self.nonempty.remove(&b);
@@ -787,6 +857,36 @@ mod tests {
 
     fn h(x: u32) -> Header {
         Header { row: x, tick: x, obj: x, size: 12 + (x % 8) * 4 }
+    }
+
+    #[test]
+    fn lower_bound_with_any_hint() {
+        // Every hint, right or wrong, gives the plain binary search's
+        // answer, for sorted keys of every density and every probe. (Tried
+        // broken: without the check of the entry before the hint, or with
+        // the final search restarted at the hint instead of after the
+        // steps, this test fails.)
+        let mut next = crate::model::test_rng::xorshift(99);
+        for round in 0..300u64 {
+            let n = (next() % 40) as usize + (round as usize % 3) * 100;
+            let gap = 1 + next() % 9;
+            let mut keys: Vec<u16> = Vec::new();
+            let mut k = (next() % 5) as u16;
+            for _ in 0..n {
+                keys.push(k);
+                k = k.saturating_add(1 + (next() % gap) as u16);
+            }
+            keys.dedup();
+            let vals = vec![h(0); keys.len()];
+            let mut blk = Block { keys, vals, hint: 0 };
+            for hint in 0..blk.keys.len() as u32 + 3 {
+                blk.hint = hint;
+                for off in 0..=k.saturating_add(2) {
+                    let want = blk.keys.partition_point(|&x| x < off);
+                    assert_eq!(blk.lower_bound(off), want, "hint {hint} off {off} keys {:?}", blk.keys);
+                }
+            }
+        }
     }
 
     #[test]

@@ -43,6 +43,7 @@
 //! ```
 
 mod allocations;
+mod blockhash;
 mod builder;
 mod comments;
 mod deferred;

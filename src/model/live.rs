@@ -795,9 +795,8 @@ impl LiveObjects {
                 blk.vals.shrink_to_fit();
             }
         }
-        if emptied > 0 {
-            let mean = (emptied_cap / emptied).clamp(16, 1 << BLOCK_BITS);
-            self.refill = 1 << mean.ilog2();
+        if let Some(mean) = emptied_cap.checked_div(emptied) {
+            self.refill = 1 << mean.clamp(16, 1 << BLOCK_BITS).ilog2();
         }
         for c in &self.cache {
             c.set(NO_BLOCK);

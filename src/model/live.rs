@@ -36,7 +36,7 @@ use std::collections::{BTreeSet, HashMap};
 const BLOCK_BITS: u32 = 12;
 const OFFSET_MASK: u64 = (1 << BLOCK_BITS) - 1;
 const CACHE: usize = 8;
-const SPARE_BYTES: usize = 8 << 20;
+const SPARE_BYTES: usize = 4 << 20;
 /// An empty cache entry.
 const NO_BLOCK: (u64, u32) = (u64::MAX, u32::MAX);
 
@@ -124,6 +124,13 @@ pub(crate) struct LiveObjects {
     /// reusing arrays saves an allocation and several reallocations each.
     spare: Vec<Block>,
     spare_bytes: usize,
+    /// How many entries a block that allocations start to fill gets at
+    /// once: the mean capacity of the arrays the last GC emptied, rounded
+    /// down to a power of two (at least 16), and no more than a block holds
+    /// objects of the first one's size. Gen 0 fills its blocks as full as
+    /// the blocks it filled before, so one allocation replaces the five or
+    /// six reallocations of growing from 16 by doubling.
+    refill: usize,
     nonempty: BTreeSet<u64>,
     /// Recently used blocks, `(block id, slot)`, the last hit first (no
     /// block id is `u64::MAX`: ids are word indexes shifted right).
@@ -143,6 +150,7 @@ impl Default for LiveObjects {
             free: Vec::new(),
             spare: Vec::new(),
             spare_bytes: 0,
+            refill: 16,
             nonempty: BTreeSet::new(),
             cache: std::array::from_fn(|_| Cell::new(NO_BLOCK)),
             cache_next: Cell::new(1),
@@ -282,21 +290,20 @@ impl LiveObjects {
         i as usize
     }
 
-    /// Arrays for a block that is about to receive its first entry.
+    /// Arrays for a block that is about to receive its first entry, with
+    /// room for at least `want` entries.
     #[inline]
-    fn fresh_arrays(&mut self, bi: usize) {
+    fn fresh_arrays(&mut self, bi: usize, want: usize) {
         let blk = &mut self.blocks[bi];
         if blk.keys.capacity() == 0 {
-            match self.spare.pop() {
-                Some(b) => {
-                    self.spare_bytes -= Self::block_bytes(&b);
-                    *blk = b;
-                }
-                None => {
-                    blk.keys.reserve(16);
-                    blk.vals.reserve(16);
-                }
+            if let Some(b) = self.spare.pop() {
+                self.spare_bytes -= Self::block_bytes(&b);
+                *blk = b;
             }
+        }
+        if blk.keys.capacity() < want {
+            blk.keys.reserve_exact(want);
+            blk.vals.reserve_exact(want);
         }
     }
 
@@ -386,7 +393,7 @@ impl LiveObjects {
         }
         if blk.keys.is_empty() {
             self.nonempty.insert(b);
-            self.fresh_arrays(bi);
+            self.fresh_arrays(bi, 16);
         }
         let blk = &mut self.blocks[bi];
         blk.keys.insert(i, off);
@@ -438,7 +445,11 @@ impl LiveObjects {
         }
         if n == 0 {
             self.nonempty.insert(b);
-            self.fresh_arrays(bi);
+            // No more than a block of objects of this size would hold (a
+            // large object's blocks hold one entry each).
+            let words = clear_end.saturating_sub(key).max(3) as usize;
+            let fit = ((1usize << BLOCK_BITS) / words).max(16);
+            self.fresh_arrays(bi, self.refill.min(fit));
         }
         let blk = &mut self.blocks[bi];
         blk.keys.insert(i, off);
@@ -672,7 +683,7 @@ impl LiveObjects {
         };
         if self.blocks[di].keys.is_empty() {
             self.nonempty.insert(nb);
-            self.fresh_arrays(di);
+            self.fresh_arrays(di, 16);
         }
         let dblk = &mut self.blocks[di];
         replace_range(&mut dblk.keys, p, q, n, run[0].0);
@@ -762,6 +773,7 @@ impl LiveObjects {
     /// their contents (after a GC), so that memory follows the live objects,
     /// not the address space ever used.
     pub(crate) fn compact(&mut self) {
+        let (mut emptied, mut emptied_cap) = (0usize, 0usize);
         for (i, blk) in self.blocks.iter_mut().enumerate() {
             if blk.keys.is_empty() {
                 let id = self.ids[i];
@@ -770,6 +782,8 @@ impl LiveObjects {
                     self.ids[i] = u64::MAX;
                     self.free.push(i as u32);
                     let arrays = std::mem::take(blk);
+                    emptied += 1;
+                    emptied_cap += arrays.keys.capacity();
                     let bytes = Self::block_bytes(&arrays);
                     if bytes > 0 && self.spare_bytes + bytes <= SPARE_BYTES {
                         self.spare_bytes += bytes;
@@ -780,6 +794,9 @@ impl LiveObjects {
                 blk.keys.shrink_to_fit();
                 blk.vals.shrink_to_fit();
             }
+        }
+        if let Some(mean) = emptied_cap.checked_div(emptied) {
+            self.refill = 1 << mean.clamp(16, 1 << BLOCK_BITS).ilog2();
         }
         for c in &self.cache {
             c.set(NO_BLOCK);
@@ -857,6 +874,43 @@ mod tests {
 
     fn h(x: u32) -> Header {
         Header { row: x, tick: x, obj: x, size: 12 + (x % 8) * 4 }
+    }
+
+    /// Blocks that allocations start to fill after a GC get the capacity
+    /// the GC's emptied blocks had, bounded by what objects of the first
+    /// one's size can fill; moves and the general insertion start small.
+    #[test]
+    fn refilled_blocks_start_at_the_emptied_capacity() {
+        let mut s = LiveObjects::default();
+        // Fill two blocks with 300 objects of 4 words each, then empty them.
+        for b in 0..2u64 {
+            for j in 0..300u64 {
+                let key = (b << BLOCK_BITS) + j * 4;
+                assert_eq!(s.place_fast(key, key + 4, false, |_, _| true, h(j as u32)), Placed::Done);
+            }
+        }
+        s.remove_range(0, 2 << BLOCK_BITS, |_, _| {});
+        s.compact();
+        // Grown from 16 by doubling, both arrays reached 512.
+        assert_eq!(s.refill, 512);
+        let cap = |s: &LiveObjects, b: u64| s.blocks[s.find_block(b).unwrap()].keys.capacity();
+        // Spare arrays are reused first (they are larger than the refill).
+        let key = 5 << BLOCK_BITS;
+        assert_eq!(s.place_fast(key, key + 4, false, |_, _| true, h(1)), Placed::Done);
+        assert!(cap(&s, 5) >= 512);
+        s.spare.clear();
+        s.spare_bytes = 0;
+        // Small objects: the refill capacity at once.
+        let key = 7 << BLOCK_BITS;
+        assert_eq!(s.place_fast(key, key + 4, false, |_, _| true, h(2)), Placed::Done);
+        assert_eq!(cap(&s, 7), 512);
+        // A large object: no more than its block can hold.
+        let key = 9 << BLOCK_BITS;
+        assert_eq!(s.place_fast(key, key + 1000, false, |_, _| true, h(3)), Placed::Done);
+        assert_eq!(cap(&s, 9), 16);
+        // The general insertion starts small.
+        assert_eq!(s.insert(11 << BLOCK_BITS, h(4)), None);
+        assert_eq!(cap(&s, 11), 16);
     }
 
     #[test]

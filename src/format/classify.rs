@@ -110,24 +110,24 @@ mod swar {
 
         #[inline(always)]
         fn newlines(&self, block: &[u8; 32]) -> u64 {
-            let mut m = 0;
-            for (k, chunk) in block.chunks_exact(8).enumerate() {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(chunk);
-                m |= gather(eq(u64::from_le_bytes(b), b'\n')) << (8 * k);
-            }
-            m
+            equal(block, b'\n')
         }
 
         fn spaces(&self, block: &[u8; 32]) -> u64 {
-            let mut m = 0;
-            for (k, chunk) in block.chunks_exact(8).enumerate() {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(chunk);
-                m |= gather(eq(u64::from_le_bytes(b), b' ')) << (8 * k);
-            }
-            m
+            equal(block, b' ')
         }
+    }
+
+    /// The bytes of `block` equal to `c` (bit `i` for byte `i`).
+    #[inline(always)]
+    fn equal(block: &[u8; 32], c: u8) -> u64 {
+        let mut m = 0;
+        for (k, chunk) in block.chunks_exact(8).enumerate() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            m |= gather(eq(u64::from_le_bytes(b), c)) << (8 * k);
+        }
+        m
     }
 }
 
@@ -184,26 +184,26 @@ mod x86 {
 
         #[inline(always)]
         fn newlines(&self, block: &[u8; 32]) -> u64 {
-            // Safety: SSE2 is part of the x86-64 baseline; the block holds
-            // 32 bytes, so both 16-byte loads are in bounds.
-            unsafe {
-                let nl = _mm_set1_epi8(b'\n' as i8);
-                let lo = _mm_loadu_si128(block.as_ptr() as *const __m128i);
-                let hi = _mm_loadu_si128(block.as_ptr().add(16) as *const __m128i);
-                let lo = _mm_movemask_epi8(_mm_cmpeq_epi8(lo, nl)) as u32 as u64;
-                let hi = _mm_movemask_epi8(_mm_cmpeq_epi8(hi, nl)) as u32 as u64;
-                lo | hi << 16
-            }
+            Sse2::equal(block, b'\n')
         }
 
         fn spaces(&self, block: &[u8; 32]) -> u64 {
-            // Safety: as in `newlines`.
+            Sse2::equal(block, b' ')
+        }
+    }
+
+    impl Sse2 {
+        /// The bytes of `block` equal to `c` (bit `i` for byte `i`).
+        #[inline(always)]
+        fn equal(block: &[u8; 32], c: u8) -> u64 {
+            // Safety: SSE2 is part of the x86-64 baseline; the block holds
+            // 32 bytes, so both 16-byte loads are in bounds.
             unsafe {
-                let sp = _mm_set1_epi8(b' ' as i8);
+                let v = _mm_set1_epi8(c as i8);
                 let lo = _mm_loadu_si128(block.as_ptr() as *const __m128i);
                 let hi = _mm_loadu_si128(block.as_ptr().add(16) as *const __m128i);
-                let lo = _mm_movemask_epi8(_mm_cmpeq_epi8(lo, sp)) as u32 as u64;
-                let hi = _mm_movemask_epi8(_mm_cmpeq_epi8(hi, sp)) as u32 as u64;
+                let lo = _mm_movemask_epi8(_mm_cmpeq_epi8(lo, v)) as u32 as u64;
+                let hi = _mm_movemask_epi8(_mm_cmpeq_epi8(hi, v)) as u32 as u64;
                 lo | hi << 16
             }
         }
@@ -259,18 +259,22 @@ mod x86 {
 
         #[inline(always)]
         fn newlines(&self, block: &[u8; 32]) -> u64 {
-            // Safety: as in `classify`.
-            unsafe {
-                let v = _mm256_loadu_si256(block.as_ptr() as *const __m256i);
-                _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\n' as i8))) as u32 as u64
-            }
+            self.equal(block, b'\n')
         }
 
         fn spaces(&self, block: &[u8; 32]) -> u64 {
+            self.equal(block, b' ')
+        }
+    }
+
+    impl Avx2 {
+        /// The bytes of `block` equal to `c` (bit `i` for byte `i`).
+        #[inline(always)]
+        fn equal(&self, block: &[u8; 32], c: u8) -> u64 {
             // Safety: as in `classify`.
             unsafe {
                 let v = _mm256_loadu_si256(block.as_ptr() as *const __m256i);
-                _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b' ' as i8))) as u32 as u64
+                _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8))) as u32 as u64
             }
         }
     }

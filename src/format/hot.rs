@@ -858,7 +858,7 @@ mod tests {
 
     /// Reads `data` alternating the fast runs and the record-by-record
     /// reader (as the loader does).
-    fn alternating(data: &[u8]) -> Vec<Parsed<'_>> {
+    pub(super) fn alternating(data: &[u8]) -> Vec<Parsed<'_>> {
         let mut r = RecordReader::new(data);
         let mut all = Vec::new();
         loop {

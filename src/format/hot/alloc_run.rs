@@ -172,22 +172,10 @@ impl AllocPrefix {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::alternating;
     use super::*;
     use crate::format::RecordReader;
     use proptest::prelude::*;
-
-    /// Reads `data` alternating the fast runs and the record-by-record
-    /// reader (as the loader does).
-    fn alternating(data: &[u8]) -> Vec<Parsed<'_>> {
-        let mut r = RecordReader::new(data);
-        let mut all = Vec::new();
-        loop {
-            r.read_frequent(&mut |p| all.push(p));
-            let Some(p) = r.next_record() else { break };
-            all.push(p);
-        }
-        all
-    }
 
     #[test]
     fn non_hex_marks_every_byte_but_hex_digits() {

@@ -61,6 +61,7 @@ pub(crate) struct Dump {
     claimed: Option<usize>,
     finished: bool,
     objects: u64,
+    /// Roots with an object (`e` lines with a nonzero address).
     roots: u64,
     bytes: u64,
     /// ClassID -> type id, so that the walk asks the tables once per class.
@@ -173,7 +174,9 @@ impl Agent {
             // is then written as a (hex) address, as CLRProfiler does.
             let root = Root { address: Address(refs[i] as u64), kind: kinds[i] as i32, flags: flags[i] as i32, id };
             emit(writer, &mut d.target, &Record::Root(root));
-            d.roots += 1;
+            // Counted as the log's readers count roots: a null reference is
+            // written but names no object (CLRProfiler drops it).
+            d.roots += u64::from(refs[i] != 0);
         }
     }
 

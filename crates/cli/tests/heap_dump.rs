@@ -359,6 +359,13 @@ fn under_agent(rt: Runtime) {
     // Allocations were logged too: the dumped objects match them (.NET 8
     // also has a few objects the runtime made without an allocation event).
     let dumps = ok_json(&dir, &["dumps", "--json", log.to_str().expect("UTF-8")])["dumps"].clone();
+    // The agent's replies count what the log's readers count (a null root
+    // is written but not counted).
+    for (reply, d) in [(&first, &dumps[0]), (&second, &dumps[1])] {
+        for k in ["objects", "bytes", "roots"] {
+            assert_eq!(reply["dump"][k], d[k], "{rt:?}: {k} in the reply and in the log");
+        }
+    }
     let matched = dumps[0]["matched_objects"].as_u64().unwrap_or(0);
     let objects = dumps[0]["objects"].as_u64().unwrap_or(0);
     assert!(matched >= N * K + 2 * N + M + F && matched <= objects, "{rt:?}: {matched} of {objects} dumped objects match an allocation");

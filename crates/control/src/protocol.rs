@@ -75,7 +75,8 @@ pub struct DumpInfo {
     pub log: PathBuf,
     /// `o` lines written.
     pub objects: u64,
-    /// `e` lines written.
+    /// `e` lines written that name an object (a null root is written too,
+    /// but the log's readers drop it, as CLRProfiler does).
     pub roots: u64,
     /// Sum of the dumped objects' sizes.
     pub bytes: u64,

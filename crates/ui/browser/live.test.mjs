@@ -146,7 +146,7 @@ test('its figures are the CLI\'s on the part loaded; a heap dump taken from the 
   await page.click('[data-ctl="dump"]');
   await page.waitForSelector('[data-ctl-result][data-ok="1"]', { timeout: 60000 });
   const reply = await page.textContent('[data-ctl-result]');
-  const m = reply.match(/^heap dump: ok heap dump (\d+): (\d+) objects, (\d+) bytes/);
+  const m = reply.match(/^heap dump: ok heap dump (\d+): (\d+) objects, (\d+) bytes, (\d+) roots/);
   assert.ok(m, `the agent's answer is shown: ${reply}`);
   // The page refreshes by itself until the dump is in.
   let s;
@@ -156,7 +156,7 @@ test('its figures are the CLI\'s on the part loaded; a heap dump taken from the 
   }
   const dumps = cliOnPrefix(session, s.bytes, ['dumps', '--top', '0']);
   assert.equal(dumps.length, 1);
-  assert.deepEqual([dumps[0].objects, dumps[0].bytes], [Number(m[2]), Number(m[3])], 'the agent counted what the log holds');
+  assert.deepEqual([dumps[0].objects, dumps[0].bytes, dumps[0].roots], [Number(m[2]), Number(m[3]), Number(m[4])], 'the agent counted what the log holds');
   await page.click('tr[data-name="heap_dumps"] a');
   await page.waitForSelector('[data-view="dumps"][data-ready] table[data-table="dump-types"]', { timeout: 60000 });
   assert.deepEqual((await rows('dumps')).map((r) => [r.index, r.objects, r.bytes, r.roots]), dumps.map((d) => [d.index, d.objects, d.bytes, d.roots]), 'the dump list');

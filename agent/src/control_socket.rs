@@ -4,7 +4,8 @@
 //! request line, one reply line, handled by
 //! [`crate::control::handle`].
 //!
-//! A thread accepts connections; each connection gets a thread of its
+//! A thread removes the sockets that killed processes left in the same
+//! directory, then accepts connections; each connection gets a thread of its
 //! own, so a slow client cannot hold the others up. A line longer than
 //! `MAX_LINE`, or one that is not a request, gets an error reply naming
 //! what was expected; the connection stays usable.
@@ -23,7 +24,8 @@ static PATH: OnceLock<PathBuf> = OnceLock::new();
 /// Binds the socket and starts accepting.
 pub fn start(_agent: &'static Agent) -> Result<(), String> {
     let pid = std::process::id();
-    let path = paths::control_socket(&paths::own_temp_dir(), pid);
+    let dir = paths::own_temp_dir();
+    let path = paths::control_socket(&dir, pid);
     // A socket left by an earlier process with our pid is stale.
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
@@ -33,6 +35,11 @@ pub fn start(_agent: &'static Agent) -> Result<(), String> {
     std::thread::Builder::new()
         .name("clrprof-control".into())
         .spawn(move || {
+            // Sockets of processes killed before their agent could remove
+            // them (here, off the program's start-up path).
+            for stale in paths::stale_control_sockets(&dir) {
+                let _ = std::fs::remove_file(stale);
+            }
             for conn in listener.incoming() {
                 let Ok(stream) = conn else { continue };
                 let _ = std::thread::Builder::new()

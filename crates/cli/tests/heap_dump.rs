@@ -696,6 +696,44 @@ fn periodic_dumps() {
 
 /// What `heap-dump` says when it cannot: no such process, not a .NET
 /// process, no agent library.
+/// A program started under the agent removes the control sockets that
+/// killed processes left in its temporary directory, and nothing else.
+#[test]
+fn stale_sockets_removed() {
+    let Some((dn, agent)) = setup() else { return };
+    let rt = Runtime::Net8;
+    let dir = app_dir(dn, "heapgraph", rt, "stale");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).expect("a temporary directory");
+    let mut ended = Command::new("true").spawn().expect("run true");
+    let dead = ended.id();
+    ended.wait().expect("wait for true");
+    let bind = |p: PathBuf| {
+        drop(std::os::unix::net::UnixListener::bind(&p).expect("bind a socket"));
+        p
+    };
+    let stale = bind(clrprof_control::paths::control_socket(&tmp, dead));
+    let unrelated = bind(tmp.join("other.sock"));
+    let args = graph_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let tmp_s = tmp.to_str().expect("UTF-8 path");
+    let p = Program::start(dn, rt, &dir, &args, &profiler_env(&agent, &dir.join("stale.log"), &[("TMPDIR", tmp_s)]));
+    let mine = clrprof_control::paths::control_socket(&tmp, p.pid);
+    let start = std::time::Instant::now();
+    while (stale.exists() || !mine.exists()) && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(mine.exists(), "the program's own socket in its TMPDIR");
+    assert!(!stale.exists(), "the socket of an ended process is removed");
+    assert!(unrelated.exists(), "other files are left alone");
+    // Clients find the socket through the process's TMPDIR.
+    let status = heap_dump(&dir, p.pid, &["-o", "stale-dump.log"]);
+    assert_eq!(status["attached"], false, "{status}");
+    let (_, code) = p.finish();
+    assert_eq!(code.code(), Some(3));
+    assert!(!mine.exists(), "the agent removes its socket when the program ends");
+}
+
 #[test]
 fn clear_errors() {
     let dir = work();

@@ -12,6 +12,33 @@ pub fn control_socket(dir: &Path, pid: u32) -> PathBuf {
     dir.join(format!("clrprof-agent-{pid}.sock"))
 }
 
+/// Agent control sockets in `dir` left by processes that no longer exist
+/// (killed before the agent could remove its socket): files named
+/// `clrprof-agent-PID.sock` that are sockets, belong to the calling user,
+/// and whose PID has no `/proc` entry. A socket whose PID was given to
+/// another process since is kept (a new agent in that process replaces it).
+pub fn stale_control_sockets(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    // Safety: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut stale = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("clrprof-agent-")).and_then(|n| n.strip_suffix(".sock")) else {
+            continue;
+        };
+        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || pid.len() > 10 {
+            continue;
+        }
+        let Ok(meta) = entry.path().symlink_metadata() else { continue };
+        if meta.file_type().is_socket() && meta.uid() == me && !Path::new("/proc").join(pid).exists() {
+            stale.push(entry.path());
+        }
+    }
+    stale
+}
+
 /// The temporary directory of the calling process: `$TMPDIR` unless
 /// empty, else `/tmp`.
 pub fn own_temp_dir() -> PathBuf {
@@ -66,6 +93,33 @@ mod tests {
         // Our own process: its environment is readable.
         let mine = temp_dir_of(std::process::id());
         assert_eq!(mine, std::env::var_os("TMPDIR").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| "/tmp".into()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn stale_sockets() {
+        let dir = std::env::temp_dir().join(format!("clrprof-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // A process that has ended: its pid has no /proc entry any more.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let bind = |pid: u32| {
+            let p = control_socket(&dir, pid);
+            drop(std::os::unix::net::UnixListener::bind(&p).unwrap());
+            p
+        };
+        let stale = bind(dead);
+        let live = bind(std::process::id());
+        // Not sockets, or not an agent's name: never touched.
+        std::fs::write(dir.join(format!("clrprof-agent-{}.sock.txt", dead)), b"").unwrap();
+        std::fs::write(dir.join("clrprof-agent-x1.sock"), b"").unwrap();
+        let plain = dir.join(format!("clrprof-agent-{}.sock", dead + 1_000_000));
+        std::fs::write(&plain, b"").unwrap();
+        assert_eq!(stale_control_sockets(&dir), vec![stale]);
+        assert!(live.exists() && plain.exists());
+        assert_eq!(stale_control_sockets(&dir.join("missing")), Vec::<PathBuf>::new());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

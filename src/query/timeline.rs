@@ -300,6 +300,13 @@ pub fn changes_span_ms(model: &Model) -> Option<(f64, f64)> {
     Some((tick_ms(model, first.change), tick_ms(model, last.change)))
 }
 
+/// Whether time says nothing about the log's heap history: it made more
+/// than one heap change, all at one tick. A picture of the whole log then
+/// lays its columns over the changes in log order ([`grid_in_log_order`]).
+pub fn changes_at_one_moment(model: &Model) -> bool {
+    model.samples().len() > 1 && changes_span_ms(model).is_some_and(|(first, last)| first == last)
+}
+
 /// How many heap changes (sample entries) the log made before tick index
 /// `tick` (entries are made in log order, so their change ticks never go
 /// down): where a GC or a comment of that tick sits in log order.
@@ -533,6 +540,10 @@ b 1 0 0 0x100000 0x10000 0x10000 0\nv 0x900000 3000\nb 0 0 0 0x100000 0x10000 0x
         let m = crate::model::load(log, &Default::default()).expect("loads");
         assert_eq!(m.samples().len(), 4);
         assert_eq!(changes_span_ms(&m), Some((10.0, 10.0)));
+        assert!(changes_at_one_moment(&m));
+        // A second tick between the objects: time tells their order.
+        let timed = b"t 1 0 A\nt 2 0 B\nn 1 1 1 2048\nn 2 1 2 2048\ni 10\n! 7 0x100000 1\ni 20\n! 7 0x200000 2\n";
+        assert!(!changes_at_one_moment(&crate::model::load(timed, &Default::default()).expect("loads")));
         let axis = address_axis(&m, None, 1);
         let spec = GridSpec { columns: 2, rows: 2000, from_ms: 0.0, to_ms: 10.0 };
         let count = |g: &Grid, c: usize, t: i32| (0..g.rows.len()).filter(|&r| g.cell(r, c) == t).count();

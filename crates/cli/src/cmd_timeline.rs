@@ -6,7 +6,7 @@ use crate::common::{count, create_output, cut_json, more_note, print_json, print
 use anyhow::{bail, Context, Result};
 use clrprof::model::Model;
 use clrprof::query::timeline::{
-    address_axis, changes_span_ms, comment_marks, end_ms, gc_marks, grid, grid_in_log_order, tick_at_ms, tick_ms,
+    address_axis, changes_at_one_moment, changes_span_ms, comment_marks, end_ms, gc_marks, grid, grid_in_log_order, tick_at_ms, tick_ms,
     ColumnAxis, GridSpec,
 };
 use clrprof::query::{live_at, Filter, TimeWindow};
@@ -75,17 +75,16 @@ fn window_ms(model: &Model, q: &QueryArgs) -> Result<(f64, f64)> {
 /// in log order (said on standard error).
 fn column_axis(model: &Model, q: &QueryArgs) -> ColumnAxis {
     let windowed = q.from.is_some() || q.to.is_some() || q.between_comments.is_some();
-    match changes_span_ms(model) {
-        Some((first, last)) if first == last && !windowed && model.samples().len() > 1 => {
-            eprintln!(
-                "clrprof: every heap change of this log happened at one tick ({last:.0} ms): time says nothing about its \
-                 history, so the columns follow the {} heap changes in log order instead",
-                thousands(model.samples().len() as u64)
-            );
-            ColumnAxis::LogOrder
-        }
-        _ => ColumnAxis::Time,
+    if windowed || !changes_at_one_moment(model) {
+        return ColumnAxis::Time;
     }
+    let last = changes_span_ms(model).map_or(0.0, |s| s.1);
+    eprintln!(
+        "clrprof: every heap change of this log happened at one tick ({last:.0} ms): time says nothing about its \
+         history, so the columns follow the {} heap changes in log order instead",
+        thousands(model.samples().len() as u64)
+    );
+    ColumnAxis::LogOrder
 }
 
 /// Runs the command.

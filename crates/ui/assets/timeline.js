@@ -14,11 +14,18 @@ CP.views.timeline = async function (root, params, current) {
   const from = params.from !== undefined ? +params.from : 0;
   const to = params.to !== undefined ? +params.to : meta.end_ms;
   const span = Math.max(to - from, 1e-6);
+  // A log whose heap changes all happened at one tick: the columns follow
+  // the changes in log order, as `clrprof timeline` draws it (the server
+  // says so for the whole log; a time window keeps the time axis).
+  const logOrder = meta.axis === 'log_order';
+  const changes = Math.max(meta.changes, 1);
 
   const controls = CP.el('div', { class: 'controls' },
     CP.el('button', { onclick: () => CP.go('timeline', { from: undefined, to: undefined }) }, 'whole log'),
-    CP.el('button', { onclick: () => zoomTo(from - span / 2, to + span / 2) }, 'zoom out'),
-    CP.el('span', { class: 'note', 'data-window': `${from},${to}` }, `showing ${CP.ms(from)} – ${CP.ms(to)} of ${CP.ms(meta.end_ms)}. Drag to zoom into a window, scroll to pan, click a moment for what was live.`));
+    CP.el('button', { onclick: () => zoomTo(from - span / 2, to + span / 2), disabled: logOrder }, 'zoom out'),
+    logOrder
+      ? CP.el('span', { class: 'note', 'data-window': `${from},${to}`, 'data-axis': 'log_order' }, `Every heap change of this log happened at one moment (${CP.ms(meta.changes_ms)}): time says nothing about its history, so the columns follow its ${CP.num(meta.changes)} heap changes in log order, as clrprof timeline draws it. Time windows, "who allocated" and "live at a moment" need a log with time ticks (i lines).`)
+      : CP.el('span', { class: 'note', 'data-window': `${from},${to}`, 'data-axis': 'time' }, `showing ${CP.ms(from)} – ${CP.ms(to)} of ${CP.ms(meta.end_ms)}. Drag to zoom into a window, scroll to pan, click a moment for what was live.`));
   root.append(CP.el('h2', {}, 'Time Line'), controls);
   const canvas = CP.el('canvas', { width, height, 'data-plot': `${M.left},${M.top},${plotW},${plotH}` });
   const wrap = CP.el('div', { class: 'tl-wrap' }, canvas);
@@ -30,9 +37,10 @@ CP.views.timeline = async function (root, params, current) {
   below.append(live, who);
   root.append(wrap, legend, commentList, below);
 
+  const win = logOrder ? {} : { from, to };
   const [marks, grid] = await Promise.all([
-    CP.api(CP.logPath('timeline'), { from, to }),
-    CP.api(CP.logPath('timeline/grid'), { from, to, columns: plotW, rows: plotH }),
+    CP.api(CP.logPath('timeline'), win),
+    CP.api(CP.logPath('timeline/grid'), Object.assign({ columns: plotW, rows: plotH }, win)),
   ]);
   if (!current()) return;
   const names = new Map(grid.types.map((t) => [t.type_id, t.name]));
@@ -60,6 +68,7 @@ CP.views.timeline = async function (root, params, current) {
   ctx.strokeStyle = '#9aa3b2';
   ctx.strokeRect(M.left - 0.5, M.top - 0.5, plotW + 1, plotH + 1);
   const xOf = (ms) => M.left + (ms - from) / span * plotW;
+  const xOfChange = (k) => M.left + k / changes * plotW;
   const msOf = (x) => from + (x - M.left) / plotW * span;
   // Address labels: the first row of each band.
   ctx.fillStyle = '#333';
@@ -73,24 +82,35 @@ CP.views.timeline = async function (root, params, current) {
       if (i > 0) { ctx.strokeStyle = '#555'; ctx.beginPath(); ctx.moveTo(M.left, M.top + i * rowH); ctx.lineTo(M.left + plotW, M.top + i * rowH); ctx.stroke(); }
     }
   });
-  // Time axis.
-  const step = niceStep(span / 8);
-  for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
-    const x = xOf(t);
-    ctx.fillStyle = '#333';
-    ctx.fillRect(x, M.top + plotH, 1, 4);
-    ctx.fillText(CP.ms(t), x - 18, height - 8);
+  // Time axis (or heap changes in log order).
+  if (logOrder) {
+    const step = Math.max(1, niceStep(changes / 8));
+    for (let k = 0; k <= changes; k += step) {
+      const x = xOfChange(k);
+      ctx.fillStyle = '#333';
+      ctx.fillRect(x, M.top + plotH, 1, 4);
+      ctx.fillText(CP.num(k), x - 18, height - 8);
+    }
+    ctx.fillText('heap changes', 4, height - 8);
+  } else {
+    const step = niceStep(span / 8);
+    for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
+      const x = xOf(t);
+      ctx.fillStyle = '#333';
+      ctx.fillRect(x, M.top + plotH, 1, 4);
+      ctx.fillText(CP.ms(t), x - 18, height - 8);
+    }
   }
   // GC markers (top strip, by generation) and comments (dashed lines).
   const genColour = ['#2e7dd7', '#e08a00', '#c62828', '#6a1b9a'];
-  for (const g of marks.gcs) {
-    const x = xOf(g.ms);
+  marks.gcs.forEach((g, i) => {
+    const x = logOrder ? xOfChange(marks.gc_changes[i]) : xOf(g.ms);
     ctx.fillStyle = genColour[Math.min(g.generation, 3)] || '#333';
     ctx.beginPath(); ctx.moveTo(x - 4, M.top - 12); ctx.lineTo(x + 4, M.top - 12); ctx.lineTo(x, M.top - 3); ctx.fill();
-  }
+  });
   ctx.setLineDash([4, 3]);
-  for (const c of marks.comments) {
-    const x = xOf(c.ms);
+  marks.comments.forEach((c, i) => {
+    const x = logOrder ? xOfChange(marks.comment_changes[i]) : xOf(c.ms);
     ctx.strokeStyle = '#111'; ctx.beginPath(); ctx.moveTo(x, M.top); ctx.lineTo(x, M.top + plotH); ctx.stroke();
     const label = c.text.length > 24 ? c.text.slice(0, 23) + '…' : c.text;
     const lw = ctx.measureText(label).width;
@@ -98,7 +118,7 @@ CP.views.timeline = async function (root, params, current) {
     const lx = x + 3 + lw > M.left + plotW ? x - 3 - lw : x + 3;
     ctx.fillStyle = 'rgba(255,255,255,.8)'; ctx.fillRect(lx - 1, M.top + 2, lw + 2, 13);
     ctx.fillStyle = '#111'; ctx.fillText(label, lx, M.top + 12);
-  }
+  });
   ctx.setLineDash([]);
   const base = ctx.getImageData(0, 0, width, height);
 
@@ -117,7 +137,7 @@ CP.views.timeline = async function (root, params, current) {
     if (b - a < 1e-3) return;
     CP.go('timeline', { from: a.toFixed(1), to: b.toFixed(1) });
   }
-  canvas.addEventListener('mousedown', (e) => { const [x] = local(e); drag = { x0: inPlot(x), x1: inPlot(x) }; });
+  canvas.addEventListener('mousedown', (e) => { if (logOrder) return; const [x] = local(e); drag = { x0: inPlot(x), x1: inPlot(x) }; });
   canvas.addEventListener('mousemove', (e) => {
     const [x, y] = local(e);
     if (drag) {
@@ -131,7 +151,8 @@ CP.views.timeline = async function (root, params, current) {
     const r = Math.min(rows - 1, Math.floor((y - M.top) / rowH));
     const c = Math.min(cols - 1, Math.floor((x - M.left) / plotW * cols));
     const id = cellAt(grid, r, c);
-    CP.tooltip.show(e.clientX, e.clientY, `${CP.ms(msOf(x))}  ${CP.hex(grid.rows[r].low)}–${CP.hex(grid.rows[r].high)}  ${id ? names.get(id) : 'free'}`);
+    const when = logOrder ? `after ${CP.num(Math.round((x - M.left) / plotW * changes))} heap changes` : CP.ms(msOf(x));
+    CP.tooltip.show(e.clientX, e.clientY, `${when}  ${CP.hex(grid.rows[r].low)}–${CP.hex(grid.rows[r].high)}  ${id ? names.get(id) : 'free'}`);
   });
   canvas.addEventListener('mouseleave', () => CP.tooltip.hide());
   window.addEventListener('mouseup', function up(e) {
@@ -149,6 +170,7 @@ CP.views.timeline = async function (root, params, current) {
   });
   let pan = 0, panTimer = null;
   canvas.addEventListener('wheel', (e) => {
+    if (logOrder) return;
     e.preventDefault();
     pan += (Math.abs(e.deltaX) > Math.abs(e.deltaY) ? e.deltaX : e.deltaY) / plotW * span * 0.5;
     clearTimeout(panTimer);
@@ -185,7 +207,7 @@ CP.views.timeline = async function (root, params, current) {
       CP.table('who-functions', CP.FIGURES(total).filter((c) => !c.key.startsWith('inclusive')), functions, (r) => r.name),
       CP.el('p', { class: 'note' }, 'What of it survived (to the end)'));
     CP.survivorTables(who, surv);
-  } else {
+  } else if (!logOrder) {
     who.append(CP.el('p', { class: 'note' }, 'Drag across the Time Line to see who allocated in a window and what of it survived.'));
   }
 };

@@ -235,6 +235,29 @@ for (let id = 0; id < LOGS.length; id++) {
     const whole = cli(id, ['timeline', '--top', '0']);
     assert.match(await page.textContent('.tl-legend'), new RegExp(`${whole.gcs.length} GCs, ${whole.comments.length} comments`));
     const [x, y, w, h] = (await page.getAttribute('canvas[data-plot]', 'data-plot')).split(',').map(Number);
+    // The columns follow what `clrprof timeline` picks: time, or the heap
+    // changes in log order for a log whose changes all came at one tick.
+    const axis = await page.getAttribute('[data-window]', 'data-axis');
+    const cells = cli(id, ['timeline', '--cells', '--width', '40', '--height', '10', '--top', '0']).grid;
+    assert.equal(axis, cells.axis, 'the Time Line\'s axis');
+    if (axis === 'log_order') {
+      assert.match(await page.textContent('[data-window]'), new RegExp(`its ${cells.column_changes[cells.column_changes.length - 1].toLocaleString('en-US')} heap changes in log order`));
+      // The picture is not the empty one a time axis gives: type colours
+      // (never grey) in at least 90% of the plot's pixel columns.
+      const inked = await page.$eval('canvas[data-plot]', (c, [x, y, w, h]) => {
+        const d = c.getContext('2d').getImageData(x, y, w, h).data;
+        let n = 0;
+        for (let col = 0; col < w; col++) {
+          for (let row = 0; row < h; row++) {
+            const k = 4 * (row * w + col);
+            if (d[k] !== d[k + 1] || d[k + 1] !== d[k + 2]) { n++; break; }
+          }
+        }
+        return n;
+      }, [x, y, w, h]);
+      assert.ok(inked >= 0.9 * w, `${inked} of ${w} pixel columns show the heap`);
+      return;
+    }
     const box = await page.$eval('canvas[data-plot]', (c) => { const r = c.getBoundingClientRect(); return [r.left, r.top]; });
     await page.mouse.move(box[0] + x + w * 0.30, box[1] + y + h / 2);
     await page.mouse.down();

@@ -5,7 +5,11 @@ use crate::{ApiError, App};
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use clrprof::model::Model;
-use clrprof::query::timeline::{address_axis, comment_marks, end_ms, gc_marks, grid as cell_grid, Band, CommentMark, GcMark, GridSpec, GridType};
+use clrprof::query::timeline::{
+    address_axis, changes_at_one_moment, changes_before, changes_span_ms, comment_marks, end_ms, gc_marks, grid as cell_grid,
+    grid_in_log_order, Band, ColumnAxis, CommentMark, GcMark, GridSpec, GridType,
+};
+use clrprof::model::TickIndex;
 use serde::{Deserialize, Serialize};
 
 /// The window of a Time Line request.
@@ -42,6 +46,17 @@ impl TimelineParams {
         Ok((from, to))
     }
 
+    /// The columns' axis, as `clrprof timeline` picks it: time, unless
+    /// every heap change of the log happened at one tick and no window
+    /// was asked for; then the heap changes in log order.
+    fn columns(&self, model: &Model) -> ColumnAxis {
+        if self.from.is_none() && self.to.is_none() && changes_at_one_moment(model) {
+            ColumnAxis::LogOrder
+        } else {
+            ColumnAxis::Time
+        }
+    }
+
     fn address(&self) -> Option<(u64, u64)> {
         match (self.addr_from, self.addr_to) {
             (None, None) => None,
@@ -57,8 +72,21 @@ struct Markers {
     from_ms: f64,
     to_ms: f64,
     end_ms: f64,
+    /// `"time"`, or `"log_order"` (see [`TimelineParams::columns`]).
+    axis: ColumnAxis,
+    /// Heap changes (sample entries) in the log.
+    changes: u64,
+    /// The time of the log's heap changes when they all happened at one
+    /// tick.
+    changes_ms: Option<f64>,
     gcs: Vec<GcMark>,
+    /// With the log-order axis: how many heap changes came before each GC
+    /// (where it sits on that axis).
+    gc_changes: Vec<u64>,
     comments: Vec<CommentMark>,
+    /// With the log-order axis: how many heap changes came before each
+    /// comment.
+    comment_changes: Vec<u64>,
     bands: Vec<Band>,
 }
 
@@ -67,12 +95,22 @@ pub async fn markers(State(app): State<App>, Path(id): Path<u32>, Query(p): Quer
     app.answer(id, move |log| {
         let model = &log.model;
         let (from_ms, to_ms) = p.window(model)?;
+        let columns = p.columns(model);
+        let log_order = columns == ColumnAxis::LogOrder;
+        let gcs = gc_marks(model, from_ms, to_ms);
+        let comments = comment_marks(model, from_ms, to_ms);
+        let before = |tick: u32| changes_before(model, TickIndex(tick));
         Ok(Markers {
             from_ms,
             to_ms,
             end_ms: end_ms(model),
-            gcs: gc_marks(model, from_ms, to_ms),
-            comments: comment_marks(model, from_ms, to_ms),
+            axis: columns,
+            changes: model.samples().len() as u64,
+            changes_ms: changes_at_one_moment(model).then(|| changes_span_ms(model).map_or(0.0, |s| s.1)),
+            gc_changes: if log_order { gcs.iter().map(|g| before(g.tick)).collect() } else { Vec::new() },
+            comment_changes: if log_order { comments.iter().map(|c| before(c.tick)).collect() } else { Vec::new() },
+            gcs,
+            comments,
             bands: address_axis(model, p.address(), usize::MAX).bands,
         })
     })
@@ -112,7 +150,11 @@ pub async fn grid(State(app): State<App>, Path(id): Path<u32>, Query(p): Query<T
         let model = &log.model;
         let (from_ms, to_ms) = p.window(model)?;
         let axis = address_axis(model, p.address(), usize::MAX);
-        let g = cell_grid(model, &axis, &GridSpec { columns, rows, from_ms, to_ms });
+        let spec = GridSpec { columns, rows, from_ms, to_ms };
+        let g = match p.columns(model) {
+            ColumnAxis::Time => cell_grid(model, &axis, &spec),
+            ColumnAxis::LogOrder => grid_in_log_order(model, &axis, &spec),
+        };
         let mut runs: Vec<i64> = Vec::new();
         let mut cur: Option<(i32, i64)> = None;
         for &c in &g.cells {

@@ -6,11 +6,13 @@
 
 CP.views.timeline = async function (root, params, current) {
   const log = CP.logId();
-  const M = { left: 96, right: 10, top: 22, bottom: 26 };
+  const meta = await CP.api(CP.logPath('timeline'));
+  // Room for the address labels: 64-bit heaps have longer ones.
+  const wide = meta.bands.some((b) => b.high > 0xffffffff);
+  const M = { left: wide ? 116 : 96, right: 10, top: 22, bottom: 26 };
   const width = Math.max(600, Math.min(root.clientWidth || 1200, 1600));
   const height = 520;
   const plotW = width - M.left - M.right, plotH = height - M.top - M.bottom;
-  const meta = await CP.api(CP.logPath('timeline'));
   const from = params.from !== undefined ? +params.from : 0;
   const to = params.to !== undefined ? +params.to : meta.end_ms;
   const span = Math.max(to - from, 1e-6);

@@ -84,25 +84,21 @@ CP.views.timeline = async function (root, params, current) {
       if (i > 0) { ctx.strokeStyle = '#555'; ctx.beginPath(); ctx.moveTo(M.left, M.top + i * rowH); ctx.lineTo(M.left + plotW, M.top + i * rowH); ctx.stroke(); }
     }
   });
-  // Time axis (or heap changes in log order).
+  // The axis: time, or the heap changes in log order.
+  const axisTicks = [];
   if (logOrder) {
     const step = Math.max(1, niceStep(changes / 8));
-    for (let k = 0; k <= changes; k += step) {
-      const x = xOfChange(k);
-      ctx.fillStyle = '#333';
-      ctx.fillRect(x, M.top + plotH, 1, 4);
-      ctx.fillText(CP.num(k), x - 18, height - 8);
-    }
-    ctx.fillText('heap changes', 4, height - 8);
+    for (let k = 0; k <= changes; k += step) axisTicks.push([xOfChange(k), CP.num(k)]);
   } else {
     const step = niceStep(span / 8);
-    for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
-      const x = xOf(t);
-      ctx.fillStyle = '#333';
-      ctx.fillRect(x, M.top + plotH, 1, 4);
-      ctx.fillText(CP.ms(t), x - 18, height - 8);
-    }
+    for (let t = Math.ceil(from / step) * step; t <= to; t += step) axisTicks.push([xOf(t), CP.ms(t)]);
   }
+  ctx.fillStyle = '#333';
+  for (const [x, label] of axisTicks) {
+    ctx.fillRect(x, M.top + plotH, 1, 4);
+    ctx.fillText(label, x - 18, height - 8);
+  }
+  if (logOrder) ctx.fillText('heap changes', 4, height - 8);
   // GC markers (top strip, by generation) and comments (dashed lines).
   const genColour = ['#2e7dd7', '#e08a00', '#c62828', '#6a1b9a'];
   marks.gcs.forEach((g, i) => {

@@ -230,7 +230,7 @@ for (let id = 0; id < LOGS.length; id++) {
       want.by_type.map((t) => [t.name, t.surviving.bytes, t.surviving.objects, t.allocated.objects]), 'survivors by type');
   });
 
-  test(`${tag}: Time Line: a drag narrows the window and "who allocated" becomes the CLI's answer for it; a click lists what was live`, async () => {
+  test(`${tag}: Time Line: its axis is clrprof timeline's; on a time axis a drag narrows the window and "who allocated" becomes the CLI's answer for it, a click lists what was live`, async () => {
     await open(`timeline?log=${id}`, `${tag}-timeline`);
     const whole = cli(id, ['timeline', '--top', '0']);
     assert.match(await page.textContent('.tl-legend'), new RegExp(`${whole.gcs.length} GCs, ${whole.comments.length} comments`));

@@ -96,7 +96,9 @@ CP.views.timeline = async function (root, params, current) {
   ctx.fillStyle = '#333';
   for (const [x, label] of axisTicks) {
     ctx.fillRect(x, M.top + plotH, 1, 4);
-    ctx.fillText(label, x - 18, height - 8);
+    // Centred under its tick, but kept inside the picture.
+    const lw = ctx.measureText(label).width;
+    ctx.fillText(label, Math.max(2, Math.min(x - lw / 2, width - lw - 2)), height - 8);
   }
   if (logOrder) ctx.fillText('heap changes', 4, height - 8);
   // GC markers (top strip, by generation) and comments (dashed lines).

@@ -307,6 +307,26 @@ pub fn changes_at_one_moment(model: &Model) -> bool {
     model.samples().len() > 1 && changes_span_ms(model).is_some_and(|(first, last)| first == last)
 }
 
+/// The axis of a Time Line's columns: time, unless no time window was
+/// asked for (`windowed` false) and [`changes_at_one_moment`]; then the
+/// heap changes in log order.
+pub fn column_axis(model: &Model, windowed: bool) -> ColumnAxis {
+    if !windowed && changes_at_one_moment(model) {
+        ColumnAxis::LogOrder
+    } else {
+        ColumnAxis::Time
+    }
+}
+
+/// The cell grid with its columns on `columns`: [`grid`] or
+/// [`grid_in_log_order`].
+pub fn grid_on(model: &Model, axis: &AddressAxis, spec: &GridSpec, columns: ColumnAxis) -> Grid {
+    match columns {
+        ColumnAxis::Time => grid(model, axis, spec),
+        ColumnAxis::LogOrder => grid_in_log_order(model, axis, spec),
+    }
+}
+
 /// How many heap changes (sample entries) the log made before tick index
 /// `tick` (entries are made in log order, so their change ticks never go
 /// down): where a GC or a comment of that tick sits in log order.

@@ -6,8 +6,8 @@ use crate::common::{count, create_output, cut_json, more_note, print_json, print
 use anyhow::{bail, Context, Result};
 use clrprof::model::Model;
 use clrprof::query::timeline::{
-    address_axis, changes_at_one_moment, changes_span_ms, comment_marks, end_ms, gc_marks, grid, grid_in_log_order, tick_at_ms, tick_ms,
-    ColumnAxis, GridSpec,
+    address_axis, changes_span_ms, column_axis as axis_of_columns, comment_marks, end_ms, gc_marks, grid_on, tick_at_ms,
+    tick_ms, ColumnAxis, GridSpec,
 };
 use clrprof::query::{live_at, Filter, TimeWindow};
 use clrprof_render::{render_timeline, TimelineOptions};
@@ -75,7 +75,7 @@ fn window_ms(model: &Model, q: &QueryArgs) -> Result<(f64, f64)> {
 /// in log order (said on standard error).
 fn column_axis(model: &Model, q: &QueryArgs) -> ColumnAxis {
     let windowed = q.from.is_some() || q.to.is_some() || q.between_comments.is_some();
-    if windowed || !changes_at_one_moment(model) {
+    if axis_of_columns(model, windowed) == ColumnAxis::Time {
         return ColumnAxis::Time;
     }
     let last = changes_span_ms(model).map_or(0.0, |s| s.1);
@@ -153,10 +153,7 @@ pub fn run(args: Args) -> Result<()> {
     let axis = address_axis(model, address, usize::MAX);
     let cells = args.cells.then(|| {
         let spec = GridSpec { columns: args.width, rows: args.height, from_ms, to_ms };
-        match column_axis(model, q) {
-            ColumnAxis::Time => grid(model, &axis, &spec),
-            ColumnAxis::LogOrder => grid_in_log_order(model, &axis, &spec),
-        }
+        grid_on(model, &axis, &spec, column_axis(model, q))
     });
     let limit = q.limit();
 

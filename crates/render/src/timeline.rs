@@ -25,7 +25,7 @@ use super::canvas::{fit, Canvas, Rgb, GLYPH};
 use clrprof::model::Model;
 use clrprof::model::TickIndex;
 use clrprof::query::timeline::{
-    address_axis, changes_before, comment_marks, gc_marks, grid, grid_in_log_order, ColumnAxis, Grid, GridSpec,
+    address_axis, changes_before, comment_marks, gc_marks, grid_on, ColumnAxis, Grid, GridSpec,
 };
 use serde::Serialize;
 
@@ -316,10 +316,7 @@ pub fn render_timeline(model: &Model, opts: &TimelineOptions) -> Result<Timeline
     let separators = axis.bands.len().saturating_sub(1) as u32 * BAND_SEPARATOR;
     let rows = ph.saturating_sub(separators).max(1);
     let spec = GridSpec { columns: pw, rows, from_ms: opts.from_ms, to_ms: opts.to_ms };
-    let grid = match opts.axis {
-        ColumnAxis::Time => grid(model, &axis, &spec),
-        ColumnAxis::LogOrder => grid_in_log_order(model, &axis, &spec),
-    };
+    let grid = grid_on(model, &axis, &spec, opts.axis);
     let changes = model.samples().len() as f64;
 
     // Colours.

@@ -6,8 +6,8 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use clrprof::model::Model;
 use clrprof::query::timeline::{
-    address_axis, changes_at_one_moment, changes_before, changes_span_ms, comment_marks, end_ms, gc_marks, grid as cell_grid,
-    grid_in_log_order, Band, ColumnAxis, CommentMark, GcMark, GridSpec, GridType,
+    address_axis, changes_at_one_moment, changes_before, changes_span_ms, column_axis, comment_marks, end_ms, gc_marks, grid_on,
+    Band, ColumnAxis, CommentMark, GcMark, GridSpec, GridType,
 };
 use clrprof::model::TickIndex;
 use serde::{Deserialize, Serialize};
@@ -50,11 +50,7 @@ impl TimelineParams {
     /// every heap change of the log happened at one tick and no window
     /// was asked for; then the heap changes in log order.
     fn columns(&self, model: &Model) -> ColumnAxis {
-        if self.from.is_none() && self.to.is_none() && changes_at_one_moment(model) {
-            ColumnAxis::LogOrder
-        } else {
-            ColumnAxis::Time
-        }
+        column_axis(model, self.from.is_some() || self.to.is_some())
     }
 
     fn address(&self) -> Option<(u64, u64)> {
@@ -151,10 +147,7 @@ pub async fn grid(State(app): State<App>, Path(id): Path<u32>, Query(p): Query<T
         let (from_ms, to_ms) = p.window(model)?;
         let axis = address_axis(model, p.address(), usize::MAX);
         let spec = GridSpec { columns, rows, from_ms, to_ms };
-        let g = match p.columns(model) {
-            ColumnAxis::Time => cell_grid(model, &axis, &spec),
-            ColumnAxis::LogOrder => grid_in_log_order(model, &axis, &spec),
-        };
+        let g = grid_on(model, &axis, &spec, p.columns(model));
         let mut runs: Vec<i64> = Vec::new();
         let mut cur: Option<(i32, i64)> = None;
         for &c in &g.cells {

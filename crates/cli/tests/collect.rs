@@ -404,6 +404,7 @@ fn try_hello(target: &str, token: &Token) -> Option<String> {
         session: None,
         spool: None,
         spool_from: None,
+        catch_up: false,
     };
     (&s).write_all(handshake::hello_line(token, &server, &hello).unwrap().as_bytes()).unwrap();
     let mut answer = String::new();

@@ -30,6 +30,7 @@ fn agent(target: &str, token: &Token, id: u32, megabytes: usize) -> Result<u64, 
         session: None,
         spool: None,
         spool_from: None,
+        catch_up: false,
     };
     w.write_all(handshake::hello_line(token, &server, &hello).map_err(|e| e.to_string())?.as_bytes()).map_err(|e| e.to_string())?;
     line.clear();

@@ -128,6 +128,7 @@ pub fn request(socket: &Path, token: &Token, request: &Request) -> Result<Reply,
         session: None,
         spool: None,
         spool_from: None,
+        catch_up: false,
     };
     let h = handshake::hello_line(token, &server, &hello).map_err(|e| bad(e.to_string()))?;
     w.write_all(h.as_bytes()).map_err(CollectError::io("writing to the admin socket"))?;

@@ -13,10 +13,13 @@
 //! `resume`: an agent whose stream broke names its session and the offset
 //! at which its spool starts; the stored log is cut back to that offset
 //! (bytes stored but not acknowledged are in the spool too) and the
-//! record names the spool.
+//! record names the spool. With `catch_up` in its hello the agent then
+//! sends the spool's bytes and goes on streaming: the session is live
+//! again, takes commands, and ends whole (see [`catch_up`]).
 //!
 //! `spooled`: an agent that could not connect at start; a session with an
-//! empty stored part and the spool named.
+//! empty stored part and the spool named (or, with `catch_up`, a session
+//! that takes the whole log from the spool on).
 
 use crate::record::{self, SessionRecord, SessionState};
 use crate::registry::{Live, ReplyTo};
@@ -161,42 +164,29 @@ async fn read_loop(
     }
 }
 
-/// A new streamed session.
-pub(crate) async fn stream(mut c: Handshaken) {
-    let dir = c.ctx.opts.dir.clone();
-    let (name, mut file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("clrprof collect: session from {}: {e}", c.peer);
-            return;
-        }
-    };
-    let mut rec = new_record(&c, &name);
-    if let Err(e) = record::write(&dir, &rec) {
-        eprintln!("clrprof collect: {e}");
-        return;
-    }
-    let files = c.ctx.registry.files_lock(&name);
-    let _held = files.lock().await;
+/// Serves an agent's stream after the handshake: registers the session
+/// for commands, sends the `OK` line, then stores the log bytes of its
+/// frames in `file` (counting on from `rec.bytes`, so acknowledgements are
+/// log offsets) until the log ends or the stream is cut.
+async fn serve(mut c: Handshaken, name: &str, file: &mut std::fs::File, rec: &mut SessionRecord) -> Outcome {
     let (cmd_tx, cmd_rx) = mpsc::channel(16);
     let cancel = Arc::new(Notify::new());
     let ctx = Arc::clone(&c.ctx);
-    ctx.registry.insert(&name, Live { commands: cmd_tx, cancel: Arc::clone(&cancel) });
-    eprintln!("clrprof collect: session {name} from {} (pid {}, runtime {})", c.peer, rec.pid, rec.runtime);
-    let outcome = match c.accept(&name).await {
+    ctx.registry.insert(name, Live { commands: cmd_tx, cancel: Arc::clone(&cancel) });
+    let outcome = match c.accept(name).await {
         Err(e) => Outcome::Cut(format!("the agent went away during the handshake ({e})")),
         Ok(()) => {
             let Handshaken { mut reader, writer, .. } = c;
-            let (ack_tx, ack_rx) = watch::channel(0u64);
+            let (ack_tx, ack_rx) = watch::channel(rec.bytes);
             let pending: Pending = Arc::default();
             let w = tokio::spawn(write_loop(writer, ack_rx, cmd_rx, Arc::clone(&pending)));
             let outcome = tokio::select! {
-                o = read_loop(&mut reader, &mut file, &mut rec.bytes, ctx.opts.max_line, &ack_tx, &pending) => o,
+                o = read_loop(&mut reader, file, &mut rec.bytes, ctx.opts.max_line, &ack_tx, &pending) => o,
                 _ = cancel.notified() => Outcome::Cut("the agent reconnected to say its stream broke".into()),
             };
             // On a clean end the agent gets its last acknowledgement
             // (the whole log is stored) before the connection closes.
-            ctx.registry.remove(&name);
+            ctx.registry.remove(name);
             drop(ack_tx);
             if matches!(outcome, Outcome::Ended) {
                 let _ = tokio::time::timeout(std::time::Duration::from_secs(2), w).await;
@@ -209,8 +199,49 @@ pub(crate) async fn stream(mut c: Handshaken) {
             outcome
         }
     };
-    ctx.registry.remove(&name);
+    ctx.registry.remove(name);
     let _ = file.flush();
+    outcome
+}
+
+/// Writes a session's record (errors go to standard error).
+fn save(dir: &std::path::Path, rec: &SessionRecord) -> bool {
+    match record::write(dir, rec) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("clrprof collect: {e}");
+            false
+        }
+    }
+}
+
+fn said_end(name: &str, rec: &SessionRecord) {
+    eprintln!(
+        "clrprof collect: session {name} {} ({} bytes){}",
+        if rec.state == SessionState::Ended { "ended" } else { "cut" },
+        rec.bytes,
+        rec.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+    );
+}
+
+/// A new streamed session.
+pub(crate) async fn stream(c: Handshaken) {
+    let dir = c.ctx.opts.dir.clone();
+    let (name, mut file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("clrprof collect: session from {}: {e}", c.peer);
+            return;
+        }
+    };
+    let mut rec = new_record(&c, &name);
+    if !save(&dir, &rec) {
+        return;
+    }
+    let files = c.ctx.registry.files_lock(&name);
+    let _held = files.lock().await;
+    eprintln!("clrprof collect: session {name} from {} (pid {}, runtime {})", c.peer, rec.pid, rec.runtime);
+    let outcome = serve(c, &name, &mut file, &mut rec).await;
     rec.end = Some(record::now());
     match outcome {
         Outcome::Ended => rec.state = SessionState::Ended,
@@ -219,15 +250,52 @@ pub(crate) async fn stream(mut c: Handshaken) {
             rec.reason = Some(why);
         }
     }
-    eprintln!(
-        "clrprof collect: session {name} {} ({} bytes){}",
-        if rec.state == SessionState::Ended { "ended" } else { "cut" },
-        rec.bytes,
-        rec.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
-    );
-    if let Err(e) = record::write(&dir, &rec) {
-        eprintln!("clrprof collect: {e}");
+    said_end(&name, &rec);
+    save(&dir, &rec);
+}
+
+/// An agent catching up from its spool (`catch_up` in its hello): the
+/// stored log, cut back to `from` (where the spool starts), takes the
+/// spool's bytes and then the rest of the log as a stream. At the end the
+/// stored log is whole, and the record names no spool. If the catch-up is
+/// cut, what it added is cut away again (it is all in the spool), so the
+/// stored part followed by the spool is still the log, byte for byte.
+async fn catch_up(c: Handshaken, name: &str, mut file: std::fs::File, mut rec: SessionRecord, from: u64, broke: &str) {
+    let dir = c.ctx.opts.dir.clone();
+    let spool = rec.spool.clone().unwrap_or_default();
+    rec.state = SessionState::Live;
+    rec.end = None;
+    rec.bytes = from;
+    rec.reason = Some(format!("{broke}; the agent is sending the rest from its spool {spool}"));
+    if !save(&dir, &rec) {
+        return;
     }
+    eprintln!("clrprof collect: session {name}: the agent catches up from its spool {spool} (byte {from} on)");
+    let outcome = serve(c, name, &mut file, &mut rec).await;
+    rec.end = Some(record::now());
+    match outcome {
+        Outcome::Ended => {
+            rec.state = SessionState::Ended;
+            rec.reason = Some(format!("{broke}; the agent sent the rest from its spool {spool}: the stored log is whole"));
+            rec.spool = None;
+            rec.spool_from = None;
+        }
+        Outcome::Cut(why) => {
+            let added = rec.bytes - from;
+            if let Err(e) = file.set_len(from) {
+                eprintln!("clrprof collect: cannot cut session {name} back to {from} bytes: {e}");
+            } else {
+                rec.bytes = from;
+            }
+            rec.state = SessionState::Cut;
+            rec.reason = Some(format!(
+                "{broke}; catching up from the spool stopped ({why}) after {added} bytes, cut away again: the log goes on from byte {from} in the agent's spool file"
+            ));
+            rec.spool_from = Some(from);
+        }
+    }
+    said_end(name, &rec);
+    save(&dir, &rec);
 }
 
 /// An agent whose stream broke: its log goes on in a spool file from
@@ -260,8 +328,24 @@ pub(crate) async fn resume(mut c: Handshaken) {
     };
     let path = record::log_path(&dir, &name);
     let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    let broke = rec.reason.clone().unwrap_or_else(|| "the collector stopped".into());
-    let mut reason = format!("the stream broke ({broke}); the log goes on from byte {from} in the agent's spool file");
+    let broke = match (&rec.spool_from, &rec.reason) {
+        (Some(_), _) => format!("the stream broke at byte {from}, and a catch-up from the spool stopped too"),
+        (None, Some(r)) => format!("the stream broke at byte {from} ({r})"),
+        (None, None) => format!("the stream broke at byte {from} (the collector stopped)"),
+    };
+    if c.hello.catch_up && len >= from {
+        let file = std::fs::OpenOptions::new().append(true).open(&path).and_then(|f| f.set_len(from).map(|_| f));
+        match file {
+            Ok(f) => {
+                rec.spool = Some(spool);
+                rec.spool_from = Some(from);
+                catch_up(c, &name, f, rec, from, &broke).await;
+                return;
+            }
+            Err(e) => eprintln!("clrprof collect: cannot cut {} back to {from} bytes: {e}", path.display()),
+        }
+    }
+    let mut reason = format!("{broke}; the log goes on from byte {from} in the agent's spool file");
     if len >= from {
         if let Err(e) = std::fs::OpenOptions::new().write(true).open(&path).and_then(|f| f.set_len(from)) {
             eprintln!("clrprof collect: cannot cut {} back to {from} bytes: {e}", path.display());
@@ -293,7 +377,7 @@ pub(crate) async fn spooled(mut c: Handshaken) {
         c.ctx.refusals.log(&c.peer, "spooled without a spool path");
         return;
     };
-    let (name, _file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
+    let (name, file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("clrprof collect: {e}");
@@ -301,11 +385,18 @@ pub(crate) async fn spooled(mut c: Handshaken) {
         }
     };
     let mut rec = new_record(&c, &name);
+    rec.spool = Some(spool);
+    rec.spool_from = Some(0);
+    if c.hello.catch_up {
+        let broke = "the agent could not reach the collector at start";
+        let files = c.ctx.registry.files_lock(&name);
+        let _held = files.lock().await;
+        catch_up(c, &name, file, rec, 0, broke).await;
+        return;
+    }
     rec.state = SessionState::Cut;
     rec.end = Some(record::now());
     rec.reason = Some("the agent could not reach the collector at start: its whole log is in its spool file".into());
-    rec.spool = Some(spool);
-    rec.spool_from = Some(0);
     if let Err(e) = record::write(&dir, &rec) {
         eprintln!("clrprof collect: {e}");
         return;

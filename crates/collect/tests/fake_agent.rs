@@ -89,6 +89,7 @@ pub fn hello(role: Role, pid: u32, program: &str, nonce: &Nonce) -> Hello {
         session: None,
         spool: None,
         spool_from: None,
+        catch_up: false,
     }
 }
 

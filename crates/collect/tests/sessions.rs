@@ -249,6 +249,86 @@ fn a_resume_cuts_the_part_back_to_the_spool_start_and_names_the_spool() {
 }
 
 #[test]
+fn a_catch_up_makes_the_stored_log_whole_and_a_cut_one_leaves_part_plus_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Running::start(opts(dir.path()));
+    let log = lines(3_000, "caught");
+    let mut a = Fake::connect(&c.target, &c.token, 31, "catcher").unwrap();
+    a.data(&log[..5_000]);
+    a.wait_acked(4_900);
+    // The agent's spool starts at a line boundary the collector had
+    // stored: one line before its last acknowledgement (that one was
+    // lost), so the collector must cut a stored line away.
+    let stored = a.acked as usize;
+    let from = log[..stored - 1].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) as u64;
+    let mut h = hello(Role::Resume, 31, "catcher", &Nonce([0; 32]));
+    h.session = Some(a.session.clone());
+    h.spool = Some("/tmp/catcher.spool.log".into());
+    h.spool_from = Some(from);
+    h.catch_up = true;
+    let mut b = Fake::connect_as(&c.target, &c.token, h).unwrap();
+    assert_eq!(b.session, a.session);
+    // The old connection is closed; the part is cut back to the spool's
+    // start and the session is live again.
+    assert!(a.frame().is_none());
+    let r = record::read(dir.path(), &a.session).unwrap();
+    assert_eq!((r.state, r.bytes, r.spool_from), (SessionState::Live, from, Some(from)), "{r:?}");
+    assert_eq!(std::fs::read(record::log_path(dir.path(), &a.session)).unwrap(), &log[..from as usize]);
+    // Acknowledgements are log offsets; commands reach the agent again.
+    b.data(&log[from as usize..from as usize + 1_000]);
+    b.wait_acked(from + 1);
+    assert!(b.acked > from && b.acked <= from + 1_000);
+    let (admin, token, session) = (c.admin.clone(), c.token.clone(), a.session.clone());
+    let asker = std::thread::spawn(move || admin::request(&admin, &token, &Request::Ctl { session, command: "comment back".into() }).unwrap());
+    let (seq, text) = b.next_command();
+    assert_eq!(text, "comment back");
+    b.reply(&format!("{seq} ok"));
+    assert!(asker.join().unwrap().ok);
+    b.data(&log[from as usize + 1_000..]);
+    b.end();
+    b.wait_acked(log.len() as u64);
+    let r = finished(dir.path(), &a.session);
+    assert_eq!((r.state, r.bytes), (SessionState::Ended, log.len() as u64), "{r:?}");
+    assert_eq!((r.spool.as_deref(), r.spool_from), (None, None), "a whole log names no spool");
+    let reason = r.reason.unwrap();
+    assert!(reason.contains(&format!("broke at byte {from}")) && reason.contains("whole"), "{reason}");
+    assert_eq!(std::fs::read(record::log_path(dir.path(), &a.session)).unwrap(), log);
+
+    // Spooled from the start, caught up in part, then the connection
+    // drops in the middle of a line: what the catch-up added is cut away,
+    // so the part (empty) followed by the spool is the log.
+    let mut h = hello(Role::Spooled, 32, "dropper", &Nonce([0; 32]));
+    h.spool = Some("/tmp/dropper.spool.log".into());
+    h.catch_up = true;
+    let mut d = Fake::connect_as(&c.target, &c.token, h).unwrap();
+    assert_eq!(record::read(dir.path(), &d.session).unwrap().state, SessionState::Live);
+    d.data(&log[..2_345]);
+    d.wait_acked(1);
+    let name = d.session.clone();
+    drop(d);
+    let r = finished(dir.path(), &name);
+    assert_eq!((r.state, r.bytes, r.spool_from), (SessionState::Cut, 0, Some(0)), "{r:?}");
+    assert_eq!(r.spool.as_deref(), Some("/tmp/dropper.spool.log"));
+    assert!(r.reason.as_deref().unwrap().contains("catching up from the spool stopped"), "{r:?}");
+    assert!(std::fs::read(record::log_path(dir.path(), &name)).unwrap().is_empty());
+
+    // A catch-up can resume again: the part is cut back to the spool's
+    // start once more and the whole log comes.
+    let mut h = hello(Role::Resume, 32, "dropper", &Nonce([0; 32]));
+    h.session = Some(name.clone());
+    h.spool = Some("/tmp/dropper.spool.log".into());
+    h.spool_from = Some(0);
+    h.catch_up = true;
+    let mut e = Fake::connect_as(&c.target, &c.token, h).unwrap();
+    e.data(&log);
+    e.end();
+    e.wait_acked(log.len() as u64);
+    let r = finished(dir.path(), &name);
+    assert_eq!((r.state, r.bytes, r.spool.as_deref()), (SessionState::Ended, log.len() as u64, None), "{r:?}");
+    assert_eq!(std::fs::read(record::log_path(dir.path(), &name)).unwrap(), log);
+}
+
+#[test]
 fn unix_socket_listener_and_a_restart_closes_stale_sessions() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("agents.sock");

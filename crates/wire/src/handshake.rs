@@ -81,6 +81,10 @@ pub struct Hello {
     pub spool: Option<String>,
     /// For `resume`: the log's byte offset at which the spool starts.
     pub spool_from: Option<u64>,
+    /// For `resume` and `spooled`: after the handshake the agent sends the
+    /// spool's bytes (from its start) as `D` frames and goes on streaming,
+    /// so the stored log catches up and becomes whole again.
+    pub catch_up: bool,
 }
 
 fn escape(value: &str, out: &mut String) {
@@ -140,6 +144,9 @@ impl Hello {
         if let Some(v) = self.spool_from {
             field("spool_from", &v.to_string());
         }
+        if self.catch_up {
+            field("catch_up", "1");
+        }
         s
     }
 
@@ -156,6 +163,7 @@ impl Hello {
             session: None,
             spool: None,
             spool_from: None,
+            catch_up: false,
         };
         for pair in text.split('\t') {
             let (key, value) = pair.split_once('=').ok_or(WireError::Field { field: "hello", expected: "key=value pairs" })?;
@@ -170,6 +178,13 @@ impl Hello {
                 "spool_from" => {
                     h.spool_from =
                         Some(value.parse().map_err(|_| WireError::Field { field: "spool_from", expected: "a byte offset" })?)
+                }
+                "catch_up" => {
+                    h.catch_up = match value {
+                        "1" => true,
+                        "0" => false,
+                        _ => return Err(WireError::Field { field: "catch_up", expected: "0 or 1" }),
+                    }
                 }
                 _ => {}
             }
@@ -252,6 +267,7 @@ mod tests {
             session: None,
             spool: None,
             spool_from: None,
+            catch_up: false,
         }
     }
 
@@ -283,7 +299,14 @@ mod tests {
         h.spool_from = Some(12345);
         let text = h.encode();
         assert!(!text.contains('\n'));
+        assert!(!text.contains("catch_up"), "sent only when set: {text}");
         assert_eq!(Hello::decode(&text).unwrap(), h);
+        h.catch_up = true;
+        let text = h.encode();
+        assert!(text.ends_with("\tcatch_up=1"), "{text}");
+        assert_eq!(Hello::decode(&text).unwrap(), h);
+        assert!(Hello::decode("role=resume\tcatch_up=yes").is_err());
+        assert!(!Hello::decode("role=resume\tcatch_up=0").unwrap().catch_up);
         assert!(Hello::decode("nonce=00").is_err());
         assert!(Hello::decode("role=king").is_err());
         assert!(Hello::decode("role=stream\tpid=x").is_err());

@@ -51,6 +51,7 @@
 pub mod agent;
 pub mod api;
 pub mod callback;
+pub mod catch_up;
 pub mod com;
 pub mod commands;
 pub mod config;

@@ -48,7 +48,14 @@ fn write(l: &(String, String)) {
     }
     let Some(path) = std::env::var_os("CLRPROF_STATUS").filter(|p| !p.is_empty()) else { return };
     let text = if l.1.is_empty() { format!("{}\n", l.0) } else { format!("{} {}\n", l.0, l.1) };
-    let _ = std::fs::write(path, text);
+    // Replaced whole (a new file renamed over the old one): the process
+    // may end while a thread rewrites the line, and a reader must then
+    // find the previous line, not an empty file.
+    let mut tmp = path.clone();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
 }
 
 /// Appends `extra` to the reported line (the spool's start and why),

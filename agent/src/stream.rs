@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::catch_up::{CatchUp, Plan};
 use crate::config::StreamConfig;
 
 /// How long a connection attempt may take.
@@ -162,46 +163,102 @@ fn open(target: &str, token: &Token, mut hello: Hello) -> Result<(String, Conn, 
     Ok((session, w, reader))
 }
 
-/// What the writer thread and the two network threads share.
+/// What the writer thread (or the catch-up thread) and the two network
+/// threads share.
 #[derive(Default)]
-struct State {
+pub(crate) struct State {
     /// Log bytes not yet known to be stored, oldest first.
     queue: VecDeque<Arc<Vec<u8>>>,
     /// Log offset of the first byte of `queue[0]`.
-    base: u64,
+    pub base: u64,
     /// Log offset after the last byte handed to the stream.
-    end: u64,
+    pub end: u64,
     /// Log offset up to which bytes were written to the socket.
     sent: u64,
     /// Log offset up to which bytes are being written (the collector may
     /// acknowledge them before the write returns).
     sending: u64,
     /// Log offset up to which the collector has stored the log.
-    acked: u64,
+    pub acked: u64,
     /// Command replies to send.
     replies: VecDeque<Vec<u8>>,
     /// Why the stream cannot go on.
-    failed: Option<String>,
+    pub failed: Option<String>,
     /// The writer thread gave up the stream (spool or done).
     stop: bool,
     /// Send an `E` frame once everything is sent.
-    finishing: bool,
+    pub finishing: bool,
     /// The `E` frame is being sent or was sent.
-    end_sent: bool,
+    pub end_sent: bool,
     /// The session name the collector gave.
     session: Option<String>,
     /// A handle to shut the connection down.
     conn: Option<Conn>,
 }
 
-struct Net {
+impl State {
+    /// A stream whose first byte is at log offset `at` (a catch-up sends
+    /// the spool, which starts there).
+    pub(crate) fn at(at: u64) -> State {
+        State { base: at, end: at, sent: at, sending: at, acked: at, ..State::default() }
+    }
+}
+
+/// A stream's shared state and the condition variable its threads wait on.
+pub(crate) struct Net {
     state: Mutex<State>,
-    cv: Condvar,
+    pub cv: Condvar,
 }
 
 impl Net {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn new(state: State) -> Arc<Net> {
+        Arc::new(Net { state: Mutex::new(state), cv: Condvar::new() })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until the handshake is done (the session name) or failed.
+    pub(crate) fn wait_session(&self) -> Option<String> {
+        let mut s = self.lock();
+        loop {
+            if let Some(n) = &s.session {
+                return Some(n.clone());
+            }
+            if s.failed.is_some() || s.stop {
+                return None;
+            }
+            s = match self.cv.wait(s) {
+                Ok(g) => g,
+                Err(e) => e.into_inner(),
+            };
+        }
+    }
+
+    /// Hands a buffer of log bytes to the stream (the caller keeps within
+    /// the bound).
+    pub(crate) fn push(&self, buf: Vec<u8>) {
+        let mut s = self.lock();
+        s.end += buf.len() as u64;
+        s.queue.push_back(Arc::new(buf));
+        self.cv.notify_all();
+    }
+
+    /// The end of the log: the `E` frame goes once everything is sent.
+    pub(crate) fn finish(&self) {
+        self.lock().finishing = true;
+        self.cv.notify_all();
+    }
+
+    /// Stops the stream and shuts its connection down.
+    pub(crate) fn close(&self) {
+        let mut s = self.lock();
+        s.stop = true;
+        if let Some(c) = s.conn.take() {
+            c.shutdown();
+        }
+        self.cv.notify_all();
     }
 
     fn fail(&self, why: String) {
@@ -225,13 +282,15 @@ pub struct Streamer {
     /// Bytes lost because the spool could not be created or written
     /// (reported on standard error and in the status).
     lost: u64,
+    /// The thread that sends the spool once the collector answers again.
+    catch: Option<Arc<CatchUp>>,
 }
 
 impl Streamer {
     /// Starts connecting (on the `clrprof-net` thread; this returns at
     /// once). Buffers handed over meanwhile are kept, within the bound.
     pub fn start(config: StreamConfig, identity: Identity) -> Streamer {
-        let net = Arc::new(Net { state: Mutex::new(State::default()), cv: Condvar::new() });
+        let net = Net::new(State::default());
         let theirs = Arc::clone(&net);
         let hello = Hello {
             role: Role::Stream,
@@ -242,6 +301,7 @@ impl Streamer {
             session: None,
             spool: None,
             spool_from: None,
+            catch_up: false,
         };
         let target = config.target.clone();
         let token = config.token.clone();
@@ -251,7 +311,7 @@ impl Streamer {
         if let Err(e) = spawned {
             net.fail(format!("cannot start the network thread: {e}"));
         }
-        Streamer { net, config, identity, spool: None, switched: false, lost: 0 }
+        Streamer { net, config, identity, spool: None, switched: false, lost: 0, catch: None }
     }
 
     /// Takes a buffer of whole lines.
@@ -269,9 +329,12 @@ impl Streamer {
                 format!("the collector is behind by more than {} MB (CLRPROF_STREAM_BUFFER_MB)", self.config.buffer_bytes >> 20)
             });
             drop(s);
-            self.switch_to_spool(&why);
+            self.switch_to_spool(&why, true);
         }
         self.spool_write(&buf);
+        if let Some(c) = &self.catch {
+            c.wrote();
+        }
     }
 
     /// Called when the writer thread is idle: notices a broken stream.
@@ -279,7 +342,7 @@ impl Streamer {
         if !self.switched {
             let failed = self.net.lock().failed.clone();
             if let Some(why) = failed {
-                self.switch_to_spool(&why);
+                self.switch_to_spool(&why, true);
             }
         }
     }
@@ -304,11 +367,15 @@ impl Streamer {
     /// The end of the log (shutdown): sends the end and waits up to
     /// `CLRPROF_STREAM_LINGER_MS` for the collector to confirm it has
     /// stored everything; otherwise the unconfirmed rest goes to the spool
-    /// and the collector is told (one attempt).
+    /// and the collector is told (one attempt). When spooling, a catch-up
+    /// under way gets as long to be stored whole.
     pub fn finish(&mut self) {
         if self.switched {
             if let Some((f, _)) = &mut self.spool {
                 let _ = f.flush();
+            }
+            if let Some(c) = &self.catch {
+                c.finish(Duration::from_millis(self.config.linger_ms));
             }
             return;
         }
@@ -335,7 +402,8 @@ impl Streamer {
         }
         let why = s.failed.clone().unwrap_or_else(|| format!("the collector did not confirm the end within {} ms", self.config.linger_ms));
         drop(s);
-        self.switch_to_spool(&why);
+        // The program ends: no time to catch up.
+        self.switch_to_spool(&why, false);
         if let Some((f, _)) = &mut self.spool {
             let _ = f.flush();
         }
@@ -353,6 +421,9 @@ impl Streamer {
                 if let Err(e) = f.write_all(bytes) {
                     eprintln!("clrprof agent: cannot write the spool {}: {e}; the rest of the log is lost", p.display());
                     self.lost += bytes.len() as u64;
+                    if let Some(c) = &self.catch {
+                        c.broken();
+                    }
                 }
             }
             _ => self.lost += bytes.len() as u64,
@@ -373,8 +444,9 @@ impl Streamer {
         note
     }
 
-    /// Switches to the spool for good.
-    fn switch_to_spool(&mut self, why: &str) {
+    /// Switches to the spool for good; with `catch_up`, a thread then
+    /// tries the collector and sends it the spool (see [`crate::catch_up`]).
+    fn switch_to_spool(&mut self, why: &str, catch_up: bool) {
         self.switched = true;
         let (tail, from, conn) = {
             let mut s = self.net.lock();
@@ -401,24 +473,25 @@ impl Streamer {
             self.spool_write(part);
         }
         let path = self.spool.as_ref().map(|(_, p)| p.display().to_string()).unwrap_or_default();
-        eprintln!(
-            "clrprof agent: streaming to {} stopped ({why}); the log goes on in {path} from byte {acked}",
-            self.config.target
-        );
+        eprintln!("clrprof agent: streaming to {} stopped ({why}); the log goes on in {path} from byte {acked}", self.config.target);
         crate::status::amend(&format!("{} because={why}", self.spool_note("")));
+        if !catch_up || self.lost > 0 {
+            return;
+        }
         let (hello, target, token) = self.resume_hello();
-        if let (Some(hello), Some(token)) = (hello, token) {
-            let period = Duration::from_millis(self.config.reconnect_ms);
-            let note = self.spool_note("told_collector=yes");
-            let _ = std::thread::Builder::new().name("clrprof-reconnect".into()).spawn(move || {
-                crate::guard((), || loop {
-                    std::thread::sleep(period);
-                    if open(&target, &token, hello.clone()).is_ok() {
-                        crate::status::amend(&note);
-                        return;
-                    }
-                })
-            });
+        if let (Some(mut hello), Some(token), Some((_, spool))) = (hello, token, &self.spool) {
+            hello.catch_up = true;
+            self.catch = Some(CatchUp::start(Plan {
+                spool: spool.clone(),
+                from: acked,
+                hello,
+                target,
+                token,
+                period: Duration::from_millis(self.config.reconnect_ms),
+                bound: self.config.buffer_bytes,
+                note: self.spool_note(""),
+                because: why.to_string(),
+            }));
         }
     }
 
@@ -436,6 +509,7 @@ impl Streamer {
             session: s.session.clone(),
             spool: Some(path.display().to_string()),
             spool_from: Some(s.acked),
+            catch_up: false,
         };
         (Some(hello), self.config.target.clone(), self.config.token.clone())
     }
@@ -458,7 +532,7 @@ fn create_spool(path: &Path) -> std::io::Result<(File, PathBuf)> {
 }
 
 /// `clrprof-net`: connect, then send what the writer hands over.
-fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello) {
+pub(crate) fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello) {
     let Some(token) = token else {
         net.fail("CLRPROF_TOKEN is missing or is not 64 hex digits".into());
         return;
@@ -478,6 +552,7 @@ fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello) 
         }
         s.session = Some(session);
         s.conn = w.try_clone().ok();
+        net.cv.notify_all();
     }
     let theirs = Arc::clone(net);
     if let Err(e) =

@@ -164,12 +164,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 let field = |k: &str| line.split(' ').find_map(|w| w.strip_prefix(k)).map(str::to_string);
                 match field("spooling_to=") {
                     Some(spool) => eprintln!(
-                        "clrprof record: {} exited with {}; streamed to {} until byte {}, then to the spool {spool}{}",
+                        "clrprof record: {} exited with {}; streamed to {} until byte {}, then to the spool {spool}{}{}",
                         shown,
                         describe(&status),
                         args.target.as_deref().unwrap_or(""),
                         field("spooling_from=").unwrap_or_default(),
-                        line.split_once(" because=").map(|(_, why)| format!(" ({why})")).unwrap_or_default()
+                        line.split_once(" because=").map(|(_, why)| format!(" ({why})")).unwrap_or_default(),
+                        catch_up_outcome(&field)
                     ),
                     None => eprintln!(
                         "clrprof record: {} exited with {}; streamed the log to {}; `clrprof sessions --dir DIR` lists it",
@@ -398,6 +399,21 @@ fn describe(status: &ExitStatus) -> String {
         (None, Some(s)) => format!("signal {s}"),
         _ => "an unknown status".into(),
     }
+}
+
+/// What the status line says of the agent's catch-up from its spool.
+fn catch_up_outcome(field: &dyn Fn(&str) -> Option<String>) -> String {
+    if field("caught_up=").is_some() {
+        return "; the collector then caught up from the spool: its stored log is whole".into();
+    }
+    if let Some(why) = field("catch_up_gave_up=") {
+        return format!("; the agent gave up catching the collector up ({})", why.replace('_', " "));
+    }
+    if field("catching_up=").is_some() {
+        return "; a catch-up from the spool was under way when the program ended: the collector's part followed by the spool is the log"
+            .into();
+    }
+    String::new()
 }
 
 #[cfg(test)]

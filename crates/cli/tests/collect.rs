@@ -323,8 +323,18 @@ fn three_programs_stream_and_take_commands_on_both_runtimes() {
     drop(collector);
 }
 
+/// The spool and its start in the log, from `record`'s message.
+fn spool_of(err: &str) -> (PathBuf, u64) {
+    let from = err.split("until byte ").nth(1).and_then(|r| r.split(',').next()).and_then(|n| n.parse().ok());
+    let spool = err.split("then to the spool ").nth(1).and_then(|r| r.split_whitespace().next());
+    match (spool, from) {
+        (Some(s), Some(n)) => (PathBuf::from(s), n),
+        _ => panic!("no spool named in {err:?}"),
+    }
+}
+
 #[test]
-fn collector_killed_mid_run_part_plus_spool_is_the_whole_log() {
+fn collector_killed_mid_run_catches_up_from_the_spool_and_ends_whole() {
     let Some((dn, agent)) = setup() else { return };
     for rt in Runtime::ALL {
         let dir = work().join(format!("killed-{}", rt.tag()));
@@ -336,37 +346,68 @@ fn collector_killed_mid_run_part_plus_spool_is_the_whole_log() {
         let session = eventually("the live session", || sessions(&dir).into_iter().find(|s| s["state"] == "live"));
         let name = session["session"].as_str().unwrap().to_string();
         collector.kill();
-        // The program goes on without the collector.
+        // The program goes on without the collector (into the spool).
         p.go();
         p.wait_for("phase B done");
-        let _again = Collector::start(&dir, &target);
-        // The agent tells the restarted collector where its spool is.
-        let rec = eventually("the spool named in the session record", || {
-            sessions(&dir).into_iter().find(|s| s["session"] == name.as_str() && !s["spool"].is_null())
-        });
+        let again = Collector::start(&dir, &target);
+        // The agent sends its spool to the restarted collector: the
+        // session is live again and takes commands.
+        eventually("the session live again", || sessions(&dir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] == "live"));
+        assert!(ctl(&dir, &name, &["comment", "after", "the", "restart"]).contains("ok"));
         p.go();
         let (program, err) = p.finish();
-        assert!(err.contains("then to the spool"), "{err}");
-        assert_eq!(rec["state"], "cut");
-        let part = dir.join(rec["log"].as_str().unwrap());
-        let spool = PathBuf::from(rec["spool"].as_str().unwrap());
-        assert_eq!(std::fs::metadata(&part).unwrap().len(), rec["spool_from"].as_u64().unwrap(), "the part ends where the spool starts");
-        // Part + spool: the whole log, every marker counted, no warning.
-        let mut whole = std::fs::read(&part).unwrap();
-        whole.extend(std::fs::read(&spool).unwrap());
+        assert!(err.contains("then to the spool") && err.contains("caught up from the spool"), "{rt:?}: {err}");
+        let rec = eventually("the session ended", || sessions(&dir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] != "live"));
+        assert_eq!(rec["state"], "ended", "{rec}");
+        assert!(rec["spool"].is_null() && rec["spool_from"].is_null(), "a whole log names no spool: {rec}");
+        assert!(rec["reason"].as_str().unwrap().contains("the stored log is whole"), "{rec}");
+        // The stored log alone is the whole log: every marker counted,
+        // no warning, the comment sent after the restart in it.
+        let whole = stored(&dir, &rec);
+        assert_eq!(rec["bytes"].as_u64().unwrap(), whole.len() as u64);
         let f = facts(&whole);
-        counts_match(&format!("killed collector, {rt:?}"), &f, &program, &[]);
-        // The CLI loads the pair as one log, and `join` writes it.
-        let summary = json(&["summary", "--json", part.to_str().unwrap(), spool.to_str().unwrap()]);
-        let single = json(&["summary", "--json", part.to_str().unwrap()]);
-        assert!(summary["allocated_bytes"].as_u64() > single["allocated_bytes"].as_u64());
-        let joined = dir.join("joined.log");
-        let out = clrprof(&["join", part.to_str().unwrap(), spool.to_str().unwrap(), "-o", joined.to_str().unwrap()]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(std::fs::read(&joined).unwrap(), whole);
-        // `join` never replaces a file.
-        assert!(!clrprof(&["join", part.to_str().unwrap(), spool.to_str().unwrap(), "-o", joined.to_str().unwrap()]).status.success());
+        counts_match(&format!("caught up, {rt:?}"), &f, &program, &[]);
+        assert!(f.comments.iter().any(|c| c.1 == "after the restart"), "{rt:?}: {:?}", f.comments);
+        // The local spool is the log from the break on, byte for byte.
+        let (spool, from) = spool_of(&err);
+        assert_eq!(std::fs::read(&spool).unwrap(), &whole[from as usize..], "{rt:?}: the spool is the log's tail");
+        let summary = json(&["summary", "--json", dir.join(rec["log"].as_str().unwrap()).to_str().unwrap()]);
+        assert!(summary["allocated_bytes"].as_u64().unwrap() > 0);
+        drop(again);
     }
+}
+
+#[test]
+fn collector_back_only_after_the_program_ended_part_plus_spool_is_the_whole_log() {
+    let Some((dn, agent)) = setup() else { return };
+    let dir = work().join("late-return");
+    let mut collector = Collector::start(&dir, "127.0.0.1:0");
+    let target = collector.target.clone();
+    let token_file = dir.join("collector.token");
+    let mut p = Program::start(dn, &agent, "phases", Runtime::Net8, "late", &target, &token_file);
+    p.wait_for("phase A done");
+    let session = eventually("the live session", || sessions(&dir).into_iter().find(|s| s["state"] == "live"));
+    let name = session["session"].as_str().unwrap().to_string();
+    collector.kill();
+    p.go();
+    p.wait_for("phase B done");
+    p.go();
+    let (program, err) = p.finish();
+    assert!(err.contains("then to the spool") && !err.contains("caught up"), "{err}");
+    let _again = Collector::start(&dir, &target);
+    // The restart marks the session cut; its stored part may hold bytes
+    // whose acknowledgement never came: its first `spooling_from` bytes
+    // followed by the spool are the log.
+    let rec = sessions(&dir).into_iter().find(|s| s["session"] == name.as_str()).unwrap();
+    assert_eq!(rec["state"], "cut", "{rec}");
+    let part = dir.join(rec["log"].as_str().unwrap());
+    let (spool, from) = spool_of(&err);
+    let joined = dir.join("joined.log");
+    let out = clrprof(&["join", "--spool-from", &from.to_string(), part.to_str().unwrap(), spool.to_str().unwrap(), "-o", joined.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    counts_match("part + spool", &facts(&std::fs::read(&joined).unwrap()), &program, &[]);
+    // `join` never replaces a file.
+    assert!(!clrprof(&["join", part.to_str().unwrap(), spool.to_str().unwrap(), "-o", joined.to_str().unwrap()]).status.success());
 }
 
 #[test]

@@ -338,7 +338,9 @@ fn under_agent(rt: Runtime) {
     assert_eq!(ask("allocations\ton=1"), "ok\tprevious=0");
     let status = ask("status");
     assert!(status.starts_with(&format!("ok\tpid={}\tlog=", p.pid)) && status.contains("\tdumps=1\t"), "{status}");
-    drop(ask);
+    // Closed before the next client.
+    drop(replies);
+    drop(conn);
     let alone = heap_dump(&dir, p.pid, &["-o", "alone.log"]);
     assert_eq!(alone["dump"]["log"].as_str().map(PathBuf::from), Some(dir.join("alone.log")));
     assert_eq!(p.send("drop")["dropped"].as_u64(), Some(N / 2));

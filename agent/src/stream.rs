@@ -19,10 +19,11 @@
 //! the retained bytes would exceed the bound, the writer thread switches
 //! to the spool for good: the spool starts with every byte the collector
 //! has not acknowledged (from offset `acked`), then takes everything
-//! after. A thread then tries to reach the collector again and tells it
-//! the spool's path and start; the collector cuts its stored part back to
-//! that offset. So the stored part followed by the spool is the log, byte
-//! for byte.
+//! after. A thread then tries to reach the collector again, tells it the
+//! spool's path and start (the collector cuts its stored part back to
+//! that offset, so the stored part followed by the spool is the log, byte
+//! for byte) and sends it the spool, following it as it grows, until the
+//! stored log is whole ([`crate::catch_up`]).
 
 use clrprof_wire::frame::{small_frame, HEADER, MAX_FRAME};
 use clrprof_wire::{handshake, Command, FrameHeader, FrameKind, Hello, Nonce, Role, Token};

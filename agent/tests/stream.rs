@@ -7,7 +7,7 @@
 use clrprof_agent::config::StreamConfig;
 use clrprof_agent::stream::{Identity, Streamer};
 use clrprof_wire::frame::{small_frame, HEADER};
-use clrprof_wire::{handshake, FrameHeader, FrameKind, Nonce, Token};
+use clrprof_wire::{handshake, FrameHeader, FrameKind, Hello, Nonce, Role, Token};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -27,6 +27,59 @@ enum Script {
     CloseAfter(u64),
     /// Never reads after the handshake.
     Stall,
+    /// Closes right after the handshake.
+    Barren,
+}
+
+/// Serves one connection on `l` by `script`; gives the agent's hello,
+/// the bytes it stored (acknowledged as log offsets: a catch-up's start at
+/// its `spool_from`) and whether it saw the end.
+fn serve_one(l: &TcpListener, script: Script) -> (Hello, Vec<u8>, bool) {
+    let (s, _) = l.accept().unwrap();
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    let server = Nonce([7; 32]);
+    w.write_all(handshake::challenge_line(&server).as_bytes()).unwrap();
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line).unwrap();
+    let hello = handshake::parse_hello(&line, &token(), &server).unwrap();
+    let client = handshake::client_nonce(&hello).unwrap();
+    w.write_all(handshake::ok_line(&token(), &client, &server, "s1").as_bytes()).unwrap();
+    let base = if hello.catch_up { hello.spool_from.unwrap_or(0) } else { 0 };
+    let mut stored = Vec::new();
+    let mut ended = false;
+    match script {
+        Script::Stall => std::thread::sleep(Duration::from_secs(30)),
+        Script::Barren => return (hello, stored, ended),
+        _ => {}
+    }
+    loop {
+        let mut h = [0u8; HEADER];
+        if r.read_exact(&mut h).is_err() {
+            break;
+        }
+        let h = FrameHeader::parse(h).unwrap();
+        let mut p = vec![0u8; h.len as usize];
+        r.read_exact(&mut p).unwrap();
+        match h.kind {
+            FrameKind::Data => {
+                if let Script::CloseAfter(n) = script {
+                    if stored.len() as u64 + p.len() as u64 > n {
+                        break;
+                    }
+                }
+                stored.extend_from_slice(&p);
+                let at = base + stored.len() as u64;
+                w.write_all(&small_frame(FrameKind::Ack, &at.to_be_bytes())).unwrap();
+            }
+            FrameKind::End => {
+                ended = true;
+                break;
+            }
+            _ => {}
+        }
+    }
+    (hello, stored, ended)
 }
 
 /// Runs one scripted collector connection; sends back the bytes it
@@ -36,47 +89,24 @@ fn collector(script: Script) -> (String, mpsc::Receiver<(Vec<u8>, bool)>) {
     let addr = l.local_addr().unwrap().to_string();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let (s, _) = l.accept().unwrap();
-        let mut w = s.try_clone().unwrap();
-        let mut r = BufReader::new(s);
-        let server = Nonce([7; 32]);
-        w.write_all(handshake::challenge_line(&server).as_bytes()).unwrap();
-        let mut line = Vec::new();
-        r.read_until(b'\n', &mut line).unwrap();
-        let hello = handshake::parse_hello(&line, &token(), &server).unwrap();
-        let client = handshake::client_nonce(&hello).unwrap();
-        w.write_all(handshake::ok_line(&token(), &client, &server, "s1").as_bytes()).unwrap();
-        let mut stored = Vec::new();
-        let mut ended = false;
-        if let Script::Stall = script {
-            std::thread::sleep(Duration::from_secs(30));
-        }
-        loop {
-            let mut h = [0u8; HEADER];
-            if r.read_exact(&mut h).is_err() {
-                break;
-            }
-            let h = FrameHeader::parse(h).unwrap();
-            let mut p = vec![0u8; h.len as usize];
-            r.read_exact(&mut p).unwrap();
-            match h.kind {
-                FrameKind::Data => {
-                    if let Script::CloseAfter(n) = script {
-                        if stored.len() as u64 + p.len() as u64 > n {
-                            break;
-                        }
-                    }
-                    stored.extend_from_slice(&p);
-                    w.write_all(&small_frame(FrameKind::Ack, &(stored.len() as u64).to_be_bytes())).unwrap();
-                }
-                FrameKind::End => {
-                    ended = true;
-                    break;
-                }
-                _ => {}
-            }
-        }
+        let (_, stored, ended) = serve_one(&l, script);
         tx.send((stored, ended)).unwrap();
+    });
+    (addr, rx)
+}
+
+/// A collector serving one connection per script, in turn; sends back
+/// what each one saw.
+fn collectors(scripts: Vec<Script>) -> (String, mpsc::Receiver<(Hello, Vec<u8>, bool)>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for script in scripts {
+            if tx.send(serve_one(&l, script)).is_err() {
+                return;
+            }
+        }
     });
     (addr, rx)
 }
@@ -198,4 +228,68 @@ fn no_collector_at_start_spools_everything() {
     s.finish();
     assert_eq!(spool_of(&c2), all(&b));
     let _ = TcpStream::connect(format!("127.0.0.1:{port}"));
+}
+
+#[test]
+fn a_collector_back_after_a_break_is_caught_up_from_the_spool_and_gets_the_whole_log() {
+    let (addr, seen) = collectors(vec![Script::CloseAfter(200_000), Script::Good]);
+    let mut c = config(&addr, "catch-up", 64 << 20);
+    c.reconnect_ms = 50;
+    let mut s = Streamer::start(c.clone(), identity());
+    let b = buffers(300);
+    for (i, x) in b.iter().enumerate() {
+        s.write(x.clone());
+        if i % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+            s.poll();
+        }
+    }
+    let (first, part, ended) = seen.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(!ended && !first.catch_up && first.role == Role::Stream);
+    // More of the log while the catch-up runs: it follows the spool.
+    let more = buffers(100);
+    for x in &more {
+        s.write(x.clone());
+    }
+    s.finish();
+    let (again, rest, ended) = seen.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(ended, "the catch-up ends with the end of the log");
+    assert_eq!((again.role, again.catch_up, again.session.as_deref()), (Role::Resume, true, Some("s1")));
+    let from = again.spool_from.unwrap() as usize;
+    let whole = [all(&b), all(&more)].concat();
+    assert!(from > 0 && from <= part.len(), "spool from {from}, stored {}", part.len());
+    // The collector, cutting its part back to the spool's start and
+    // appending the catch-up, holds every byte once.
+    assert_eq!([&part[..from], &rest[..]].concat(), whole);
+    // The local spool is the same tail, kept.
+    assert_eq!(spool_of(&c), &whole[from..]);
+}
+
+#[test]
+fn a_collector_that_accepts_the_catch_up_but_stores_nothing_is_given_up() {
+    use clrprof_agent::catch_up::MAX_BARREN;
+    let mut scripts = vec![Script::CloseAfter(100_000)];
+    scripts.extend(std::iter::repeat(Script::Barren).take(MAX_BARREN as usize + 3));
+    let (addr, seen) = collectors(scripts);
+    let mut c = config(&addr, "barren", 64 << 20);
+    c.reconnect_ms = 20;
+    let mut s = Streamer::start(c.clone(), identity());
+    let b = buffers(300);
+    for (i, x) in b.iter().enumerate() {
+        s.write(x.clone());
+        if i % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+            s.poll();
+        }
+    }
+    let mut connections = 0;
+    while seen.recv_timeout(Duration::from_secs(2)).is_ok() {
+        connections += 1;
+    }
+    // The stream, then MAX_BARREN catch-ups that stored nothing; no more.
+    assert_eq!(connections, 1 + MAX_BARREN as usize);
+    s.finish();
+    let whole = all(&b);
+    let spool = spool_of(&c);
+    assert!(whole.ends_with(&spool) && !spool.is_empty(), "the spool keeps the log's tail");
 }

@@ -54,6 +54,10 @@ pub struct SessionRecord {
     pub spool_from: Option<u64>,
 }
 
+/// How the reason of a session that was live when the collector stopped
+/// begins.
+pub const STOPPED_WHILE_LIVE: &str = "the collector stopped while the session was live";
+
 /// Now, UTC, RFC 3339 with seconds.
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
@@ -173,7 +177,7 @@ pub fn close_stale(dir: &Path) -> Result<Vec<String>, CollectError> {
         r.bytes = len;
         r.state = SessionState::Cut;
         r.end = Some(now());
-        r.reason = Some("the collector stopped while the session was live (the log holds what was stored until then)".into());
+        r.reason = Some(format!("{STOPPED_WHILE_LIVE} (the log holds what was stored until then)"));
         write(dir, &r)?;
         marked.push(r.session);
     }

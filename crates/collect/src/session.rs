@@ -328,11 +328,14 @@ pub(crate) async fn resume(mut c: Handshaken) {
     };
     let path = record::log_path(&dir, &name);
     let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    let broke = match (&rec.spool_from, &rec.reason) {
-        (Some(_), _) => format!("the stream broke at byte {from}, and a catch-up from the spool stopped too"),
-        (None, Some(r)) => format!("the stream broke at byte {from} ({r})"),
-        (None, None) => format!("the stream broke at byte {from} (the collector stopped)"),
+    // Why the stream broke, as far as this side knows (its own restart
+    // says only that it stopped).
+    let cause = match (&rec.spool_from, &rec.reason) {
+        (Some(_), _) => "a catch-up from the spool stopped too".to_string(),
+        (None, Some(r)) if !r.starts_with(record::STOPPED_WHILE_LIVE) => r.clone(),
+        _ => "the collector stopped".to_string(),
     };
+    let broke = format!("the stream broke at byte {from} ({cause})");
     if c.hello.catch_up && len >= from {
         let file = std::fs::OpenOptions::new().append(true).open(&path).and_then(|f| f.set_len(from).map(|_| f));
         match file {

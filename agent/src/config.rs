@@ -48,7 +48,7 @@ pub struct StreamConfig {
     /// wait for the collector to confirm the end before spooling the rest.
     pub linger_ms: u64,
     /// `CLRPROF_RECONNECT_MS` (default 500): how often a spooling agent
-    /// tries to tell the collector where its spool is.
+    /// tries the collector, to catch it up from the spool.
     pub reconnect_ms: u64,
 }
 

@@ -19,7 +19,10 @@
 //!
 //! A streaming agent that starts writing its spool rewrites the line with
 //! `spooling_from=` (the log offset at which the spool starts) and the
-//! reason last, so the spool is named in the status.
+//! reason last, so the spool is named in the status. Its catch-up adds
+//! `catching_up=SESSION` while the collector takes the spool,
+//! `caught_up=yes` once the collector has stored the whole log, or
+//! `catch_up_gave_up=WHY`.
 //!
 //! No file at all means the runtime never called `Initialize` (the program
 //! is not a .NET program, or the runtime refused to load the library).

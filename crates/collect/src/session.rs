@@ -15,7 +15,7 @@
 //! (bytes stored but not acknowledged are in the spool too) and the
 //! record names the spool. With `catch_up` in its hello the agent then
 //! sends the spool's bytes and goes on streaming: the session is live
-//! again, takes commands, and ends whole (see [`catch_up`]).
+//! again, takes commands, and ends whole (see `catch_up` below).
 //!
 //! `spooled`: an agent that could not connect at start; a session with an
 //! empty stored part and the spool named (or, with `catch_up`, a session

@@ -98,7 +98,10 @@ fn collector(script: Script) -> (String, mpsc::Receiver<(Vec<u8>, bool)>) {
 /// A collector serving one connection per script, in turn; sends back
 /// what each one saw.
 fn collectors(scripts: Vec<Script>) -> (String, mpsc::Receiver<(Hello, Vec<u8>, bool)>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    collectors_on(TcpListener::bind("127.0.0.1:0").unwrap(), scripts)
+}
+
+fn collectors_on(l: TcpListener, scripts: Vec<Script>) -> (String, mpsc::Receiver<(Hello, Vec<u8>, bool)>) {
     let addr = l.local_addr().unwrap().to_string();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -292,4 +295,29 @@ fn a_collector_that_accepts_the_catch_up_but_stores_nothing_is_given_up() {
     let whole = all(&b);
     let spool = spool_of(&c);
     assert!(whole.ends_with(&spool) && !spool.is_empty(), "the spool keeps the log's tail");
+}
+
+#[test]
+fn a_collector_started_after_the_program_gets_the_whole_log_from_the_spool() {
+    // A port nobody listens on yet.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut c = config(&format!("127.0.0.1:{port}"), "late-collector", 64 << 20);
+    c.reconnect_ms = 50;
+    let mut s = Streamer::start(c.clone(), identity());
+    let b = buffers(200);
+    for x in &b[..100] {
+        s.write(x.clone());
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    s.poll();
+    assert_eq!(spool_of(&c), all(&b[..100]), "spooled from the start");
+    let (_, seen) = collectors_on(TcpListener::bind(("127.0.0.1", port)).unwrap(), vec![Script::Good]);
+    for x in &b[100..] {
+        s.write(x.clone());
+    }
+    s.finish();
+    let (hello, stored, ended) = seen.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!((hello.role, hello.catch_up, hello.spool_from), (Role::Spooled, true, Some(0)));
+    assert!(ended);
+    assert_eq!(stored, all(&b), "the collector got the whole log from the spool");
 }

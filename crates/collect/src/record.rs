@@ -162,7 +162,10 @@ pub fn list(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
 
 /// At start-up: records still `live` belong to a collector that stopped
 /// without closing them (killed). They are marked cut, and their logs are
-/// cut back to whole lines. Gives the names of the sessions marked.
+/// cut back to whole lines, or, for a catch-up from a spool, back to where
+/// the spool starts (what the catch-up added is all in the spool: the part
+/// followed by the spool stays the log). Gives the names of the sessions
+/// marked.
 pub fn close_stale(dir: &Path) -> Result<Vec<String>, CollectError> {
     let mut marked = Vec::new();
     for mut r in list(dir)? {
@@ -170,14 +173,20 @@ pub fn close_stale(dir: &Path) -> Result<Vec<String>, CollectError> {
             continue;
         }
         let path = log_path(dir, &r.session);
-        let len = whole_lines_len(&path).unwrap_or(0);
+        let whole = whole_lines_len(&path).unwrap_or(0);
+        let len = r.spool_from.map_or(whole, |from| from.min(whole));
         if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&path) {
             let _ = f.set_len(len);
         }
         r.bytes = len;
         r.state = SessionState::Cut;
         r.end = Some(now());
-        r.reason = Some(format!("{STOPPED_WHILE_LIVE} (the log holds what was stored until then)"));
+        r.reason = Some(match r.spool_from {
+            Some(from) => format!(
+                "{STOPPED_WHILE_LIVE}, catching up from the agent's spool: the log goes on from byte {from} in the spool file"
+            ),
+            None => format!("{STOPPED_WHILE_LIVE} (the log holds what was stored until then)"),
+        });
         write(dir, &r)?;
         marked.push(r.session);
     }

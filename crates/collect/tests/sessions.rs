@@ -341,15 +341,27 @@ fn unix_socket_listener_and_a_restart_closes_stale_sessions() {
     a.data(b"z hello\n");
     a.wait_acked(8);
     let name = a.session.clone();
-    // Pretend the collector was killed: its record stays live.
+    // A second one was catching up from a spool that starts at byte 8.
+    let mut b = Fake::connect(&c.target, &c.token, 23, "catching").unwrap();
+    b.data(b"z hello\nz from the spool\n");
+    b.wait_acked(25);
+    let caught = b.session.clone();
+    // Pretend the collector was killed: its records stay live.
     let mut rec = record::read(dir.path(), &name).unwrap();
     drop(a);
+    drop(b);
     let _ = finished(dir.path(), &name);
+    let mut rec_b = finished(dir.path(), &caught);
     c.stop();
     rec.state = SessionState::Live;
     record::write(dir.path(), &rec).unwrap();
     std::fs::OpenOptions::new().append(true).open(record::log_path(dir.path(), &name)).unwrap().write_all(b"z half").unwrap();
-    // The restart marks it cut, back to whole lines, and the same token
+    rec_b.state = SessionState::Live;
+    rec_b.spool = Some("/tmp/catching.spool.log".into());
+    rec_b.spool_from = Some(8);
+    record::write(dir.path(), &rec_b).unwrap();
+    // The restart marks them cut, back to whole lines (the catch-up back
+    // to its spool's start: the rest is in the spool), and the same token
     // file is used again.
     let c2 = Running::start(o);
     assert_eq!(c2.token, token);
@@ -357,5 +369,9 @@ fn unix_socket_listener_and_a_restart_closes_stale_sessions() {
     assert_eq!((r.state, r.bytes), (SessionState::Cut, 8));
     assert!(r.reason.unwrap().contains("collector stopped"));
     assert_eq!(std::fs::read(record::log_path(dir.path(), &name)).unwrap(), b"z hello\n");
+    let r = record::read(dir.path(), &caught).unwrap();
+    assert_eq!((r.state, r.bytes, r.spool_from), (SessionState::Cut, 8, Some(8)), "{r:?}");
+    assert!(r.reason.unwrap().contains("catching up from the agent's spool"));
+    assert_eq!(std::fs::read(record::log_path(dir.path(), &caught)).unwrap(), b"z hello\n");
     assert!(Fake::connect(&c2.target, &c2.token, 22, "again").is_ok());
 }

@@ -223,9 +223,17 @@ for (let id = 0; id < LOGS.length; id++) {
 
   test(`${tag}: survivors of a window match clrprof survivors`, async () => {
     const end = cli(id, ['timeline', '--top', '0']).to_ms;
-    const [from, to] = [(end * 0.2).toFixed(1), (end * 0.4).toFixed(1)];
+    let [from, to] = [(end * 0.2).toFixed(1), (end * 0.4).toFixed(1)];
+    let want = cli(id, ['survivors', '--from', from, '--to', to, '--top', '50']);
+    if (want.by_type.length === 0) {
+      // A log whose allocations all came at one tick (the real log) has
+      // none in that window: the whole log, so the tables compared hold
+      // something.
+      [from, to] = ['0.0', end.toFixed(1)];
+      want = cli(id, ['survivors', '--from', from, '--to', to, '--top', '50']);
+    }
+    assert.ok(want.by_type.length > 0, `allocations between ${from} and ${to} ms`);
     await open(`lifetime?log=${id}&tab=survivors&from=${from}&to=${to}`, `${tag}-survivors`);
-    const want = cli(id, ['survivors', '--from', from, '--to', to, '--top', '50']);
     same((await rows('survivors')).map((r) => [r.name, r.surviving_bytes, r.surviving_objects, r.allocated_objects]),
       want.by_type.map((t) => [t.name, t.surviving.bytes, t.surviving.objects, t.allocated.objects]), 'survivors by type');
   });

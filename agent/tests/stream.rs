@@ -144,6 +144,19 @@ fn all(b: &[Vec<u8>]) -> Vec<u8> {
     b.concat()
 }
 
+/// Hands the buffers over, pausing every 50 (20 ms, then a poll, as the
+/// writer thread does when idle) so that a collector closing mid-stream is
+/// noticed while the log goes on.
+fn write_pausing(s: &mut Streamer, b: &[Vec<u8>]) {
+    for (i, x) in b.iter().enumerate() {
+        s.write(x.clone());
+        if i % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+            s.poll();
+        }
+    }
+}
+
 #[test]
 fn a_clean_stream_ends_with_everything_acknowledged_and_no_spool() {
     let (addr, done) = collector(Script::Good);
@@ -166,13 +179,7 @@ fn a_collector_going_away_leaves_part_plus_spool_equal_to_the_log() {
     let c = config(&addr, "away", 64 << 20);
     let mut s = Streamer::start(c.clone(), identity());
     let b = buffers(300);
-    for (i, x) in b.iter().enumerate() {
-        s.write(x.clone());
-        if i % 50 == 0 {
-            std::thread::sleep(Duration::from_millis(20));
-            s.poll();
-        }
-    }
+    write_pausing(&mut s, &b);
     s.finish();
     let (stored, ended) = done.recv_timeout(Duration::from_secs(30)).unwrap();
     assert!(!ended);
@@ -240,13 +247,7 @@ fn a_collector_back_after_a_break_is_caught_up_from_the_spool_and_gets_the_whole
     c.reconnect_ms = 50;
     let mut s = Streamer::start(c.clone(), identity());
     let b = buffers(300);
-    for (i, x) in b.iter().enumerate() {
-        s.write(x.clone());
-        if i % 50 == 0 {
-            std::thread::sleep(Duration::from_millis(20));
-            s.poll();
-        }
-    }
+    write_pausing(&mut s, &b);
     let (first, part, ended) = seen.recv_timeout(Duration::from_secs(30)).unwrap();
     assert!(!ended && !first.catch_up && first.role == Role::Stream);
     // More of the log while the catch-up runs: it follows the spool.
@@ -272,19 +273,13 @@ fn a_collector_back_after_a_break_is_caught_up_from_the_spool_and_gets_the_whole
 fn a_collector_that_accepts_the_catch_up_but_stores_nothing_is_given_up() {
     use clrprof_agent::catch_up::MAX_BARREN;
     let mut scripts = vec![Script::CloseAfter(100_000)];
-    scripts.extend(std::iter::repeat(Script::Barren).take(MAX_BARREN as usize + 3));
+    scripts.extend(std::iter::repeat_n(Script::Barren, MAX_BARREN as usize + 3));
     let (addr, seen) = collectors(scripts);
     let mut c = config(&addr, "barren", 64 << 20);
     c.reconnect_ms = 20;
     let mut s = Streamer::start(c.clone(), identity());
     let b = buffers(300);
-    for (i, x) in b.iter().enumerate() {
-        s.write(x.clone());
-        if i % 50 == 0 {
-            std::thread::sleep(Duration::from_millis(20));
-            s.poll();
-        }
-    }
+    write_pausing(&mut s, &b);
     let mut connections = 0;
     while seen.recv_timeout(Duration::from_secs(2)).is_ok() {
         connections += 1;

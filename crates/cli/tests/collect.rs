@@ -333,19 +333,27 @@ fn spool_of(err: &str) -> (PathBuf, u64) {
     }
 }
 
+/// A collector in `dir` and `phases` on `rt` streaming to it; once phase A
+/// is done and its session live, the collector is SIGKILLed. Gives the
+/// program (waiting to run phase B), the collector's address and the
+/// session's name.
+fn killed_after_phase_a(dn: &Dotnet, agent: &Path, rt: Runtime, tag: &str, dir: &Path) -> (Program, String, String) {
+    let mut collector = Collector::start(dir, "127.0.0.1:0");
+    let target = collector.target.clone();
+    let mut p = Program::start(dn, agent, "phases", rt, tag, &target, &dir.join("collector.token"));
+    p.wait_for("phase A done");
+    let session = eventually("the live session", || sessions(dir).into_iter().find(|s| s["state"] == "live"));
+    let name = session["session"].as_str().unwrap().to_string();
+    collector.kill();
+    (p, target, name)
+}
+
 #[test]
 fn collector_killed_mid_run_catches_up_from_the_spool_and_ends_whole() {
     let Some((dn, agent)) = setup() else { return };
     for rt in Runtime::ALL {
         let dir = work().join(format!("killed-{}", rt.tag()));
-        let mut collector = Collector::start(&dir, "127.0.0.1:0");
-        let target = collector.target.clone();
-        let token_file = dir.join("collector.token");
-        let mut p = Program::start(dn, &agent, "phases", rt, "killed", &target, &token_file);
-        p.wait_for("phase A done");
-        let session = eventually("the live session", || sessions(&dir).into_iter().find(|s| s["state"] == "live"));
-        let name = session["session"].as_str().unwrap().to_string();
-        collector.kill();
+        let (mut p, target, name) = killed_after_phase_a(dn, &agent, rt, "killed", &dir);
         // The program goes on without the collector (into the spool).
         p.go();
         p.wait_for("phase B done");
@@ -381,14 +389,7 @@ fn collector_killed_mid_run_catches_up_from_the_spool_and_ends_whole() {
 fn collector_back_only_after_the_program_ended_part_plus_spool_is_the_whole_log() {
     let Some((dn, agent)) = setup() else { return };
     let dir = work().join("late-return");
-    let mut collector = Collector::start(&dir, "127.0.0.1:0");
-    let target = collector.target.clone();
-    let token_file = dir.join("collector.token");
-    let mut p = Program::start(dn, &agent, "phases", Runtime::Net8, "late", &target, &token_file);
-    p.wait_for("phase A done");
-    let session = eventually("the live session", || sessions(&dir).into_iter().find(|s| s["state"] == "live"));
-    let name = session["session"].as_str().unwrap().to_string();
-    collector.kill();
+    let (mut p, target, name) = killed_after_phase_a(dn, &agent, Runtime::Net8, "late", &dir);
     p.go();
     p.wait_for("phase B done");
     p.go();

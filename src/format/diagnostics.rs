@@ -7,6 +7,7 @@ use std::fmt;
 /// What a warning is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize))]
 pub enum WarningKind {
     /// A line whose first byte names no record kind; skipped whole.
     UnknownRecord {
@@ -46,7 +47,8 @@ pub enum WarningKind {
         /// What was wrong.
         problem: FieldProblem,
         /// What the field should hold.
-        expected: &'static str,
+        #[cfg_attr(feature = "model", serde(deserialize_with = "static_str"))]
+        expected: StaticText,
     },
     /// The file ends inside this record; it was dropped, as CLRProfiler's
     /// reader drops it.
@@ -60,6 +62,19 @@ pub enum WarningKind {
         /// The record kind.
         kind: Kind,
     },
+}
+
+/// A text the parser names (what a field should hold). An alias, so that
+/// the serde derive does not take it for a string borrowed from its input.
+pub type StaticText = &'static str;
+
+/// A saved warning's `expected` text, as the `&'static str` the parser
+/// gives. The text is leaked: a model keeps at most a few hundred warnings
+/// in detail ([`DEFAULT_KEPT_WARNINGS`]), each read once per process.
+#[cfg(feature = "model")]
+fn static_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let s: String = serde::Deserialize::deserialize(d)?;
+    Ok(Box::leak(s.into_boxed_str()))
 }
 
 impl WarningKind {
@@ -161,6 +176,7 @@ pub const KINDS: usize = 10;
 
 /// A warning at a position in the log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize))]
 pub struct Warning {
     /// Byte offset in the file.
     pub offset: u64,
@@ -178,6 +194,7 @@ impl fmt::Display for Warning {
 
 /// Warnings collected while reading: the first few in detail, all counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize))]
 pub struct Diagnostics {
     kept: Vec<Warning>,
     keep: usize,

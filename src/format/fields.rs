@@ -4,6 +4,7 @@ use super::scan::{self, Number};
 
 /// What was wrong with a field (the reader recovers from all of these).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize))]
 pub enum FieldProblem {
     /// No number where one was expected: read as -1.
     Missing,

@@ -8,6 +8,7 @@ macro_rules! log_id {
     ($(#[$doc:meta])* $name:ident($inner:ty)) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+        #[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize), serde(transparent))]
         pub struct $name(pub $inner);
 
         impl $name {

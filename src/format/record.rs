@@ -5,6 +5,7 @@ use super::records::*;
 /// A record kind: the first character of a record, lower-cased.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
+#[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize))]
 pub enum Kind {
     /// `t` type definition.
     Type = 0,

@@ -30,7 +30,7 @@ use super::ids::{GcIndex, ObjectId, StackRef, ThreadRef, TickIndex};
 
 /// A column of unsigned integers stored in 1 to 4 bytes each, widened (the
 /// whole column re-encoded) the first time a value needs more.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct UintColumn {
     width: u8,
     bytes: Vec<u8>,
@@ -106,7 +106,7 @@ impl UintColumn {
 }
 
 /// Runs of equal values over object ids: `(first object, value)`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Runs {
     runs: Vec<(u32, u32)>,
 }
@@ -179,7 +179,7 @@ pub struct ObjectRow {
 pub const ADDRESS_BLOCK: usize = 256;
 
 /// Addresses as varint deltas (see the module documentation).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct AddressColumn {
     bytes: Vec<u8>,
     blocks: Vec<u32>,
@@ -302,7 +302,7 @@ impl AddressColumn {
 /// one more (up to 2) at each GC it survived whose condemned generation
 /// included it. This equals the generator's ground truth on the reference
 /// logs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Fate {
     /// Removed by a GC: by its removal pass (not covered by a `u`/`v` range
     /// or a preserved generation), or overwritten while that GC moved
@@ -395,7 +395,7 @@ impl<'a> Promotions<'a> {
 }
 
 /// The allocation table.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct AllocationTable {
     stacks: UintColumn,
     threads: Runs,

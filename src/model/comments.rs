@@ -3,7 +3,7 @@
 use super::ids::{NameId, TickIndex};
 
 /// A comment CLRProfiler keeps (one per tick index; see section 6.4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Comment {
     /// Its tick index.
     pub tick: TickIndex,
@@ -12,7 +12,7 @@ pub struct Comment {
 }
 
 /// The kept comments, in log order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct CommentTable {
     kept: Vec<Comment>,
     dropped: u64,

@@ -3,7 +3,7 @@
 use super::ids::{ObjectId, TickIndex};
 
 /// An object queued for finalization.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Finalization {
     /// The object.
     pub object: ObjectId,
@@ -15,7 +15,7 @@ pub struct Finalization {
 
 /// The `l` records that matched a live object, in log order, and how many
 /// did not.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct FinalizerTable {
     events: Vec<Finalization>,
     unmatched: u64,

@@ -7,7 +7,7 @@ use super::types::INITIAL_CAPACITY;
 use crate::format::{Address, FunctionId, ModuleId, StackId};
 
 /// One function as its `f` record described it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Function {
     /// The function id.
     pub id: FunctionId,
@@ -26,7 +26,7 @@ pub struct Function {
 }
 
 /// Functions by id, as columns.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct FunctionTable {
     rows: IdMap,
     ids: Vec<FunctionId>,

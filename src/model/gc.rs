@@ -10,7 +10,7 @@ use super::error::Problem;
 use super::ids::{GcIndex, TickIndex};
 
 /// How a GC was logged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum GcSource {
     /// A `b 0` end line.
     EndLine,
@@ -21,7 +21,7 @@ pub enum GcSource {
 }
 
 /// One generation range of a `b` line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct GenerationRange {
     /// The generation (3: large object heap).
     pub generation: i32,
@@ -34,7 +34,7 @@ pub struct GenerationRange {
 }
 
 /// One GC as the heap simulation saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Gc {
     /// When it ended.
     pub end: TickIndex,
@@ -55,7 +55,7 @@ pub struct Gc {
 }
 
 /// The GCs in log order, with the generation ranges of their end lines.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct GcTable {
     gcs: Vec<Gc>,
     range_start: Vec<u32>,
@@ -113,7 +113,7 @@ impl GcTable {
 
 /// An event list that keeps an entry only when its tick is strictly later
 /// than the previous kept one's (CLRProfiler's `EventList.AddEvent`).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct EventTicks {
     ticks: Vec<u32>,
 }
@@ -133,7 +133,7 @@ impl EventTicks {
 }
 
 /// The reader's own GC bookkeeping (section 5.1).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct GcBookkeeping {
     events: EventTicks,
     event_is_new: bool,

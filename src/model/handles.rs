@@ -5,7 +5,7 @@ use crate::format::{Address, HandleId, StackId};
 use std::collections::HashMap;
 
 /// One `h` or `j` record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HandleEvent {
     /// When.
     pub tick: TickIndex,
@@ -20,7 +20,7 @@ pub struct HandleEvent {
 }
 
 /// Handle events and the handles alive at the end.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct HandleTable {
     created: Vec<HandleEvent>,
     destroyed: Vec<HandleEvent>,

@@ -16,7 +16,7 @@ use crate::format::records::ROOT_WEAK;
 use crate::format::{Address, TypeId};
 
 /// A GC root of a dump.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DumpRoot {
     /// The referenced object.
     pub address: Address,
@@ -29,7 +29,7 @@ pub struct DumpRoot {
 }
 
 /// One object of a dump.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DumpObject {
     /// Its address.
     pub address: Address,
@@ -45,7 +45,7 @@ pub struct DumpObject {
 }
 
 /// One dump.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HeapDump {
     /// Its tick index.
     pub tick: TickIndex,
@@ -66,7 +66,7 @@ pub struct HeapDump {
 /// addresses [u64]   types [i32]   sizes [u32]   stacks [u32]   objects [u32 or none]
 /// ref_start [u32] -> refs bytes: varint(zigzag(ref - address))...
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct HeapDumpTable {
     dumps: Vec<HeapDump>,
     roots: Vec<DumpRoot>,

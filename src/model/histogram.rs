@@ -4,7 +4,7 @@
 use super::ids::StackRef;
 
 /// A count per stack row, as a dense column.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StackCounts {
     counts: Vec<u64>,
 }
@@ -68,7 +68,7 @@ impl StackCounts {
 }
 
 /// The histograms CLRProfiler's reader keeps, by stack row.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Histograms {
     /// Objects allocated (`!`/`a` records applied).
     pub allocated: StackCounts,

@@ -10,7 +10,7 @@ const UNSET: u32 = u32::MAX;
 /// Ids below this are stored in the array (grown on demand).
 const DENSE_LIMIT: u64 = 1 << 24;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct IdMap {
     dense: Vec<u32>,
     sparse: HashMap<u64, u32>,

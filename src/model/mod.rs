@@ -99,7 +99,7 @@ use crate::format::{ChunkOptions, Diagnostics, TypeId};
 
 /// The heap simulation's collection counters and generation limits
 /// (section 3.7).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Collections {
     /// Gen 0 collections (every GC; a `g` line may overwrite the count).
     pub gen0: i64,
@@ -114,7 +114,7 @@ pub struct Collections {
 }
 
 /// Everything loaded from one log (see the module documentation).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Model {
     pub(crate) names: NameTable,
     pub(crate) types: TypeTable,

@@ -4,7 +4,7 @@ use super::ids::{NameId, ThreadRef, TickIndex};
 use crate::format::{Address, ModuleId};
 
 /// A loaded module.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Module {
     /// The module id.
     pub id: ModuleId,
@@ -17,7 +17,7 @@ pub struct Module {
 }
 
 /// An assembly loaded on a thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AssemblyLoad {
     /// The loading thread.
     pub thread: ThreadRef,
@@ -30,7 +30,7 @@ pub struct AssemblyLoad {
 }
 
 /// Modules in load order and assemblies in load order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ModuleTable {
     modules: Vec<Module>,
     assemblies: Vec<AssemblyLoad>,

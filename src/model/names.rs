@@ -11,7 +11,8 @@ use std::hash::{BuildHasher, Hasher};
 /// text:    "System.StringSystem.Object []Main"
 /// ends:    [13, 29, 33]          NameId(1) = text[13..29]
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(from = "Names", into = "Names")]
 pub struct NameTable {
     text: String,
     ends: Vec<u32>,
@@ -23,6 +24,35 @@ pub struct NameTable {
 
 const NO_NEXT: u32 = u32::MAX;
 
+/// What a [`NameTable`] is saved as: its strings (the hash index is built
+/// again on reading, with a new hasher).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Names {
+    text: String,
+    ends: Vec<u32>,
+}
+
+impl From<NameTable> for Names {
+    fn from(t: NameTable) -> Names {
+        Names { text: t.text, ends: t.ends }
+    }
+}
+
+impl From<Names> for NameTable {
+    fn from(n: Names) -> NameTable {
+        let mut t = NameTable::new();
+        let mut start = 0usize;
+        for &end in &n.ends {
+            // Ends that go back or past the text (a damaged file) give
+            // empty names rather than a panic.
+            let end = (end as usize).min(n.text.len()).max(start);
+            t.intern_new(n.text.get(start..end).unwrap_or(""));
+            start = end;
+        }
+        t
+    }
+}
+
 impl NameTable {
     /// An empty table.
     pub fn new() -> Self {
@@ -33,6 +63,28 @@ impl NameTable {
         let mut h = self.hasher.build_hasher();
         h.write(s.as_bytes());
         h.finish()
+    }
+
+    /// Adds `s` as the next id even if it is there already (a saved table
+    /// has distinct names, so its ids stay the same).
+    fn intern_new(&mut self, s: &str) {
+        let h = self.hash(s);
+        let id = self.ends.len() as u32;
+        self.text.push_str(s);
+        self.ends.push(self.text.len() as u32);
+        self.chain.push(NO_NEXT);
+        match self.by_hash.get(&h) {
+            Some(&first) => {
+                let mut last = first;
+                while self.chain[last as usize] != NO_NEXT {
+                    last = self.chain[last as usize];
+                }
+                self.chain[last as usize] = id;
+            }
+            None => {
+                self.by_hash.insert(h, id);
+            }
+        }
     }
 
     /// The id of `s`, adding it if it is new.

@@ -54,7 +54,7 @@ const BLOCK: usize = 1 << BLOCK_BITS;
 const MAX_STEPS: u64 = 1 << 28;
 
 /// One entry of the address history.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
     /// The type that occupies the grain from `change` on (0: free).
     pub type_id: TypeId,
@@ -82,7 +82,7 @@ fn predicted(p: &Sample) -> Option<SampleId> {
 // ---------------------------------------------------------------- encoding
 
 /// Packed samples (see the module documentation).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PackedSamples {
     chunks: Vec<Vec<u16>>,
     groups: Vec<u32>,
@@ -387,7 +387,7 @@ impl<'a> GroupDecoder<'a> {
 // ---------------------------------------------------------------- grains
 
 /// Newest sample per grain, in blocks of 256 grains (256 KB of address space).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct GrainIndex {
     blocks: HashMap<u64, u32>,
     newest: Vec<Box<[u32]>>,
@@ -473,7 +473,7 @@ impl GrainIndex {
 // ---------------------------------------------------------------- the table
 
 /// The sample table: packed samples, the grain index and the GC tick list.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct SampleTable {
     samples: PackedSamples,
     grains: GrainIndex,

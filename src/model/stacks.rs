@@ -39,7 +39,7 @@ const HAS_HEAD: u8 = 2;
 const LONG_ENOUGH: u8 = 4;
 
 /// The renumbering table ("mapping") of CLRProfiler's stack table.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Mapping {
     /// Its length: ids at or beyond it are errors.
     len: u64,
@@ -58,7 +58,7 @@ impl Mapping {
 }
 
 /// The stack table (see the module documentation).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct StackTable {
     // The prefix tree.
     parent: Vec<u32>,
@@ -83,7 +83,7 @@ pub struct StackTable {
 
 /// The part of a row every allocation reads, kept together (one cache line
 /// per lookup).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct RowInfo {
     /// The first two values of the list (type and size).
     head: [i32; 2],
@@ -91,7 +91,7 @@ struct RowInfo {
 }
 
 /// A stack index's row with a copy of the row's head and flags.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Slot {
     head: [i32; 2],
     row: u32,
@@ -99,7 +99,7 @@ struct Slot {
 }
 
 /// Slots by stack index: an array below 2^24, a hash map above.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct IndexSlots {
     dense: Vec<Slot>,
     sparse: HashMap<u32, Slot>,

@@ -5,7 +5,7 @@ use crate::format::ThreadId;
 use std::collections::HashMap;
 
 /// Thread ids and their dense numbers (0 is "no thread").
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ThreadTable {
     ids: Vec<Option<ThreadId>>,
     rows: HashMap<i32, u32>,

@@ -18,7 +18,7 @@ pub const COMMENT_SLOT_LIMIT: usize = MAX_SLOTS / 2;
 const STEP: usize = MAX_SLOTS / 8;
 
 /// The time table.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TimeTable {
     seconds: Vec<f64>,
     offsets: Vec<u64>,

@@ -10,7 +10,7 @@ pub(crate) const INITIAL_CAPACITY: u64 = 1000;
 
 /// Type ids and their names. Type 0 is "Free Space" (the reader names it
 /// before reading anything); a type redefined later takes the later name.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TypeTable {
     rows: IdMap,
     ids: Vec<TypeId>,

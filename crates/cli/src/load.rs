@@ -79,10 +79,40 @@ pub struct Loaded {
     pub memory: MemoryProbe,
 }
 
-/// Opens and loads the log named by `args`.
+/// Opens and loads the log named by `args`: from the model cache when it
+/// holds this log's model (see `cache.rs`), else from the log (then saved
+/// in the cache when the load took long enough).
 pub fn load(args: &LoadArgs, quiet: bool) -> Result<Loaded> {
+    let cache = crate::cache::Cache::from_env();
+    let key = cache.as_ref().and_then(|c| if args.log.as_os_str() == "-" { None } else { c.key(&args.log) });
+    if let (Some(cache), Some(key)) = (&cache, &key) {
+        let start = Instant::now();
+        if let Some(model) = cache.get(key) {
+            let seconds = start.elapsed().as_secs_f64();
+            let mut memory = MemoryProbe::default();
+            memory.sample();
+            strict_check(args, &model)?;
+            return Ok(Loaded { model, seconds, memory });
+        }
+    }
     let source = args.open()?;
-    load_source(args, &source, quiet)
+    let loaded = load_source(args, &source, quiet)?;
+    if let (Some(cache), Some(key)) = (&cache, &key) {
+        if cache.worth_saving(Duration::from_secs_f64(loaded.seconds)) {
+            cache.put(key, &loaded.model);
+        }
+    }
+    Ok(loaded)
+}
+
+/// `--strict`: the first warning of the log is an error.
+fn strict_check(args: &LoadArgs, model: &Model) -> Result<()> {
+    if args.strict {
+        if let Some(w) = model.diagnostics().first() {
+            bail!("{}: {}", args.shown().display(), FormatError::from_warning(w));
+        }
+    }
+    Ok(())
 }
 
 /// Loads an opened log.
@@ -105,10 +135,6 @@ pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<L
         Ok(m) => m,
         Err(e) => bail!("{}: {e}", path.display()),
     };
-    if args.strict {
-        if let Some(w) = model.diagnostics().first() {
-            bail!("{}: {}", path.display(), FormatError::from_warning(w));
-        }
-    }
+    strict_check(args, &model)?;
     Ok(Loaded { model, seconds, memory })
 }

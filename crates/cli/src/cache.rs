@@ -217,9 +217,19 @@ impl Cache {
     /// than its limit (never `keep`, the entry just written).
     fn evict(&self, keep: &Path) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
+        let stale = SystemTime::now() - Duration::from_secs(3600);
         let mut files: Vec<(SystemTime, u64, PathBuf)> = entries
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_str().is_some_and(is_entry_name))
+            .filter(|e| {
+                let name = e.file_name();
+                let Some(name) = name.to_str() else { return false };
+                // A writer that died left its temporary file: gone after an
+                // hour (a live writer finishes long before).
+                if is_temporary_name(name) && e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < stale) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+                is_entry_name(name)
+            })
             .filter_map(|e| {
                 let m = e.metadata().ok()?;
                 Some((m.modified().ok()?, m.len(), e.path()))
@@ -245,6 +255,14 @@ impl Cache {
 /// Whether `name` is an entry of this cache (16 hex digits and the suffix).
 fn is_entry_name(name: &str) -> bool {
     name.strip_suffix(SUFFIX).is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Whether `name` is a writer's temporary file (`.ENTRY.PID.tmp`).
+fn is_temporary_name(name: &str) -> bool {
+    name.strip_prefix('.')
+        .and_then(|n| n.strip_suffix(".tmp"))
+        .and_then(|n| n.rsplit_once('.'))
+        .is_some_and(|(entry, pid)| is_entry_name(entry) && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A writer that counts the bytes through it and their CRC-32.
@@ -333,6 +351,49 @@ mod tests {
         assert!(!is_entry_name(".0123456789abcdef.clrprof-model.12.tmp"));
         assert!(!is_entry_name("notes.txt"));
         assert!(!is_entry_name("0123456789abcdeg.clrprof-model"));
+        assert!(is_temporary_name(".0123456789abcdef.clrprof-model.12.tmp"));
+        assert!(!is_temporary_name(".0123456789abcdef.clrprof-model..tmp"));
+        assert!(!is_temporary_name(".notes.12.tmp"));
+        assert!(!is_temporary_name("0123456789abcdef.clrprof-model.12.tmp"));
+    }
+
+    #[test]
+    fn eviction_removes_the_least_recently_used_entries_only() {
+        let dir = std::env::temp_dir().join(format!("clrprof-cache-evict-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create");
+        let now = SystemTime::now();
+        let names = ["000000000000000a", "000000000000000b", "000000000000000c", "000000000000000d"];
+        for (k, n) in names.iter().enumerate() {
+            let p = dir.join(format!("{n}{SUFFIX}"));
+            std::fs::write(&p, [0u8; 100]).expect("write");
+            // a is the oldest, d the newest; a is the entry just written.
+            let f = File::options().append(true).open(&p).expect("open");
+            f.set_modified(now - Duration::from_secs(100 - k as u64 * 10)).expect("set mtime");
+        }
+        std::fs::write(dir.join("notes.txt"), [0u8; 1000]).expect("write");
+        std::fs::write(dir.join(format!(".{}{SUFFIX}.7.tmp", names[0])), [0u8; 1000]).expect("write");
+        let old_tmp = dir.join(format!(".{}{SUFFIX}.8.tmp", names[1]));
+        std::fs::write(&old_tmp, [0u8; 1000]).expect("write");
+        File::options().append(true).open(&old_tmp).and_then(|f| f.set_modified(now - Duration::from_secs(7200))).expect("age it");
+        let cache = Cache { dir: dir.clone(), limit_bytes: 250, min_load: Duration::ZERO, trace: false };
+        let keep = dir.join(format!("{}{SUFFIX}", names[0]));
+        cache.evict(&keep);
+        let mut left: Vec<String> =
+            std::fs::read_dir(&dir).expect("list").filter_map(|e| e.ok()).filter_map(|e| e.file_name().into_string().ok()).collect();
+        left.sort();
+        // 400 bytes of entries, 250 allowed: b and c (the oldest after a,
+        // which is kept) go; the other files are not entries (a writer's
+        // temporary file younger than an hour, a file of someone else's),
+        // but a temporary file two hours old is a dead writer's: it goes.
+        let want = [
+            format!(".{}{SUFFIX}.7.tmp", names[0]),
+            format!("{}{SUFFIX}", names[0]),
+            format!("{}{SUFFIX}", names[3]),
+            "notes.txt".to_string(),
+        ];
+        assert_eq!(left, want);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     fn decoded(e: &[u8], key: &[u8]) -> Result<Model, String> {

@@ -1,0 +1,198 @@
+//! The model cache (`crates/cli/src/cache.rs`): a command that reads the
+//! model back from the cache answers exactly as one that loads the log; a
+//! changed log, a damaged entry, standard input and `CLRPROF_CACHE=off` all
+//! load the log itself. Each test uses a cache folder of its own
+//! (`CLRPROF_CACHE_DIR`), saves every load (`CLRPROF_CACHE_MIN_MS=0`) and
+//! reads what the cache did from `CLRPROF_CACHE_TRACE`.
+
+mod common;
+
+use common::{reference_dir, repo_root};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What a run printed: success, standard output, standard error without
+/// the cache's own lines, and those lines.
+struct Run {
+    ok: bool,
+    out: String,
+    err: String,
+    trace: String,
+}
+
+fn run(args: &[&str], log: &Path, cache: Option<&Path>) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_clrprof"));
+    cmd.args(args).arg(log);
+    match cache {
+        Some(dir) => cmd.env("CLRPROF_CACHE_DIR", dir).env("CLRPROF_CACHE_MIN_MS", "0").env("CLRPROF_CACHE_TRACE", "1"),
+        None => cmd.env("CLRPROF_CACHE", "off"),
+    };
+    let o = cmd.output().expect("run clrprof");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let (trace, rest): (Vec<&str>, Vec<&str>) = err.lines().partition(|l| l.starts_with("clrprof cache: "));
+    Run { ok: o.status.success(), out: String::from_utf8_lossy(&o.stdout).into_owned(), err: rest.join("\n"), trace: trace.join("\n") }
+}
+
+/// A fresh folder under the target's temporary folder.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cache-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create a scratch folder");
+    d
+}
+
+/// The cache's entries.
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|r| r.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "clrprof-model")).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The queries compared (all in JSON, the complete answers).
+const QUERIES: [&[&str]; 12] = [
+    &["summary", "--json"],
+    &["types", "--json"],
+    &["functions", "--json"],
+    &["modules", "--json"],
+    &["lifetime", "--json"],
+    &["ages", "--json"],
+    &["threads", "--json"],
+    &["handles", "--json"],
+    &["dumps", "--json"],
+    &["calls", "--json"],
+    &["timeline", "--json"],
+    &["graph", "--json"],
+];
+
+#[test]
+fn a_cached_model_answers_every_query_as_the_log_does() {
+    let Some(reference) = reference_dir() else { return };
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(&reference)
+        .expect("read the reference corpus")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    let bundled = std::fs::read_dir(repo_root().join("corpus")).expect("read corpus/");
+    logs.extend(bundled.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "log")));
+    logs.sort();
+    assert!(logs.len() > 20, "expected the reference corpus' logs, found {logs:?}");
+    let cache = scratch("queries");
+    let mut hits = 0;
+    for log in &logs {
+        let first = run(QUERIES[0], log, Some(&cache));
+        if !first.ok {
+            // A log the model refuses is never saved.
+            assert!(!first.trace.contains("stored:"), "{}: {}", log.display(), first.trace);
+            continue;
+        }
+        assert!(first.trace.contains("stored:"), "{}: the first load was not saved: {}", log.display(), first.trace);
+        for q in QUERIES {
+            let plain = run(q, log, None);
+            let cached = run(q, log, Some(&cache));
+            assert!(cached.trace.contains("hit:"), "{} {q:?}: not read from the cache: {}", log.display(), cached.trace);
+            assert_eq!(plain.ok, cached.ok, "{} {q:?}: {} / {}", log.display(), plain.err, cached.err);
+            assert_eq!(plain.out, cached.out, "{} {q:?}: the cached model answers differently", log.display());
+            assert_eq!(plain.err, cached.err, "{} {q:?}", log.display());
+            hits += 1;
+        }
+    }
+    assert!(hits >= 12 * 20, "only {hits} cached answers compared");
+}
+
+#[test]
+fn a_changed_log_is_loaded_again() {
+    let dir = scratch("changed");
+    let cache = dir.join("cache");
+    let log = dir.join("app.log");
+    std::fs::copy(repo_root().join("corpus/all-kinds.log"), &log).expect("copy the example log");
+    let before = run(&["summary", "--json"], &log, Some(&cache));
+    assert!(before.ok && before.trace.contains("stored:"), "{}", before.trace);
+    // One more GC's worth of text: a comment at the end.
+    std::fs::OpenOptions::new().append(true).open(&log).and_then(|mut f| f.write_all(b"z one more comment\n")).expect("append");
+    let after = run(&["summary", "--json"], &log, Some(&cache));
+    assert!(after.trace.contains("saved for another log"), "{}", after.trace);
+    assert!(after.trace.contains("stored:"), "{}", after.trace);
+    assert_eq!(after.out, run(&["summary", "--json"], &log, None).out);
+    assert_ne!(before.out, after.out, "the appended comment changes the summary");
+    // One entry per log: the new one replaced the old.
+    assert_eq!(entries(&cache).len(), 1);
+    // Nothing was written beside the log.
+    let beside: Vec<_> = std::fs::read_dir(&dir).expect("list").filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+    assert_eq!(beside.len(), 2, "{beside:?}");
+    let again = run(&["summary", "--json"], &log, Some(&cache));
+    assert!(again.trace.contains("hit:"), "{}", again.trace);
+    assert_eq!(again.out, after.out);
+}
+
+#[test]
+fn a_damaged_entry_is_refused_and_replaced() {
+    let dir = scratch("damaged");
+    let cache = dir.join("cache");
+    let log = repo_root().join("corpus/all-kinds.log");
+    let plain = run(&["types", "--json"], &log, None);
+    assert!(run(&["types", "--json"], &log, Some(&cache)).trace.contains("stored:"));
+    let [entry] = entries(&cache).try_into().expect("one entry");
+    // A byte in the middle of the model flipped, then the entry cut short.
+    let mut bytes = std::fs::read(&entry).expect("read the entry");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&entry, &bytes).expect("damage the entry");
+    let r = run(&["types", "--json"], &log, Some(&cache));
+    assert!(r.trace.contains("checksum mismatch") && r.trace.contains("stored:"), "{}", r.trace);
+    assert_eq!(r.out, plain.out);
+    let whole = std::fs::read(&entry).expect("read the entry");
+    std::fs::write(&entry, &whole[..whole.len() - 100]).expect("cut the entry");
+    let r = run(&["types", "--json"], &log, Some(&cache));
+    assert!(r.trace.contains("miss:") && r.trace.contains("stored:"), "{}", r.trace);
+    assert_eq!(r.out, plain.out);
+    std::fs::write(&entry, b"CLRPROFM").expect("cut the entry to its magic");
+    let r = run(&["types", "--json"], &log, Some(&cache));
+    assert!(r.trace.contains("cut short"), "{}", r.trace);
+    assert_eq!(r.out, plain.out);
+    let r = run(&["types", "--json"], &log, Some(&cache));
+    assert!(r.trace.contains("hit:"), "{}", r.trace);
+    assert_eq!(r.out, plain.out);
+}
+
+#[test]
+fn standard_input_and_cache_off_are_never_saved() {
+    let dir = scratch("off");
+    let cache = dir.join("cache");
+    let log = repo_root().join("corpus/all-kinds.log");
+    let o = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["summary", "--json", "-"])
+        .env("CLRPROF_CACHE_DIR", &cache)
+        .env("CLRPROF_CACHE_MIN_MS", "0")
+        .stdin(std::fs::File::open(&log).expect("open the log"))
+        .stdout(Stdio::piped())
+        .output()
+        .expect("run clrprof");
+    assert!(o.status.success());
+    assert!(entries(&cache).is_empty(), "standard input was saved");
+    for off in [("CLRPROF_CACHE", "off"), ("CLRPROF_CACHE_MB", "0")] {
+        let o = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+            .args(["summary", "--json"])
+            .arg(&log)
+            .env("CLRPROF_CACHE_DIR", &cache)
+            .env("CLRPROF_CACHE_MIN_MS", "0")
+            .env(off.0, off.1)
+            .output()
+            .expect("run clrprof");
+        assert!(o.status.success());
+        assert!(!cache.exists(), "{}={} still made the cache", off.0, off.1);
+    }
+    // A load shorter than the threshold is not saved either.
+    let o = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["summary", "--json"])
+        .arg(&log)
+        .env("CLRPROF_CACHE_DIR", &cache)
+        .env("CLRPROF_CACHE_MIN_MS", "600000")
+        .output()
+        .expect("run clrprof");
+    assert!(o.status.success());
+    assert!(!cache.exists(), "a short load was saved");
+}

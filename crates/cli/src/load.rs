@@ -80,10 +80,10 @@ pub struct Loaded {
 }
 
 /// Opens and loads the log named by `args`: from the model cache when it
-/// holds this log's model (see `cache.rs`), else from the log (then saved
+/// holds this log's model (see the `clrprof-cache` crate), else from the log (then saved
 /// in the cache when the load took long enough).
 pub fn load(args: &LoadArgs, quiet: bool) -> Result<Loaded> {
-    let cache = crate::cache::Cache::from_env();
+    let cache = clrprof_cache::Cache::from_env();
     let key = cache.as_ref().and_then(|c| if args.log.as_os_str() == "-" { None } else { c.key(&args.log) });
     if let (Some(cache), Some(key)) = (&cache, &key) {
         let start = Instant::now();

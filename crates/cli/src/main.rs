@@ -31,7 +31,6 @@ mod cmd_threads;
 mod cmd_types;
 mod cmd_ui;
 mod cmd_timeline;
-mod cache;
 mod common;
 mod dump_sites;
 mod live;

@@ -1,9 +1,10 @@
-//! The model cache (`crates/cli/src/cache.rs`): a command that reads the
+//! The model cache (`crates/cache`): a command that reads the
 //! model back from the cache answers exactly as one that loads the log; a
 //! changed log, a damaged entry, standard input and `CLRPROF_CACHE=off` all
 //! load the log itself. Each test uses a cache folder of its own
 //! (`CLRPROF_CACHE_DIR`), saves every load (`CLRPROF_CACHE_MIN_MS=0`) and
-//! reads what the cache did from `CLRPROF_CACHE_TRACE`.
+//! reads what the cache did from `CLRPROF_CACHE_TRACE`. `clrprof ui` uses
+//! the same cache for the logs it is given.
 
 mod common;
 
@@ -195,4 +196,78 @@ fn standard_input_and_cache_off_are_never_saved() {
         .expect("run clrprof");
     assert!(o.status.success());
     assert!(!cache.exists(), "a short load was saved");
+}
+
+/// `GET path` on the UI server at `addr` (HTTP/1.1, one request per
+/// connection): the status line's code and the body.
+fn get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the UI");
+    // One write: the request whole in one segment.
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).expect("send");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read the answer");
+    let code = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    // A chunked body (axum's JSON is sent whole: one chunk) is unwrapped.
+    let body = match text.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        true => body.split_once("\r\n").map_or("", |(_, rest)| rest).rsplit_once("\r\n0\r\n").map_or(body, |(b, _)| b).to_string(),
+        false => body.to_string(),
+    };
+    (code, body)
+}
+
+/// Starts `clrprof ui` on `log` with the cache in `cache`; gives its
+/// `Summary` answer once the log is ready, and what the cache said.
+fn ui_summary(log: &Path, cache: &Path) -> (String, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["ui", "--listen", "127.0.0.1:0", "--quiet"])
+        .arg(log)
+        .env("CLRPROF_CACHE_DIR", cache)
+        .env("CLRPROF_CACHE_MIN_MS", "0")
+        .env("CLRPROF_CACHE_TRACE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start clrprof ui");
+    let mut first = String::new();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    stdout.read_line(&mut first).expect("read the address");
+    // The server's later lines must find the pipe open.
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let url = first.trim().strip_prefix("clrprof ui: open http://").unwrap_or_else(|| panic!("unexpected first line {first:?}")).to_string();
+    let (addr, token) = url.split_once("/?token=").expect("address and token");
+    let mut summary = None;
+    for _ in 0..200 {
+        let (code, logs) = get(addr, &format!("/api/logs?token={token}"));
+        assert_eq!(code, 200, "{logs}");
+        if logs.contains("\"state\":\"ready\"") {
+            let (code, body) = get(addr, &format!("/api/log/0/summary?token={token}"));
+            assert_eq!(code, 200, "{body}");
+            summary = Some(body);
+            break;
+        }
+        assert!(!logs.contains("\"state\":\"failed\""), "{logs}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("wait for the UI");
+    let trace = String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("clrprof cache: ")).collect::<Vec<_>>().join("\n");
+    (summary.expect("the log never became ready"), trace)
+}
+
+#[test]
+fn the_ui_opens_a_log_from_the_cache_with_the_same_figures() {
+    let cache = scratch("ui");
+    let log = repo_root().join("corpus/dump-sites.log");
+    let (first, trace) = ui_summary(&log, &cache);
+    assert!(trace.contains("stored:"), "the UI's load was not saved: {trace}");
+    let (second, trace) = ui_summary(&log, &cache);
+    assert!(trace.contains("hit:"), "the UI did not read the cache: {trace}");
+    assert_eq!(first, second);
+    // A command reads the entry the UI wrote, and agrees with a load.
+    let r = run(&["summary", "--json"], &log, Some(&cache));
+    assert!(r.trace.contains("hit:"), "{}", r.trace);
+    assert_eq!(r.out, run(&["summary", "--json"], &log, None).out);
 }

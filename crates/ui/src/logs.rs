@@ -437,11 +437,24 @@ fn load_one(
     options: &LoadOptions,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<Arc<LoadedLog>, String> {
+    // The model cache, as for the commands (`clrprof-cache`): a log given
+    // at start whose model a command saved opens at once.
+    let cache = clrprof_cache::Cache::from_env();
+    let key = cache.as_ref().and_then(|c| c.key(path));
+    let start = std::time::Instant::now();
+    if let (Some(cache), Some(key)) = (&cache, &key) {
+        if let Some(model) = cache.get(key) {
+            let total = model.file_bytes();
+            slot.total.store(total, Ordering::Relaxed);
+            slot.done.store(total, Ordering::Relaxed);
+            progress(total, total);
+            return Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())));
+        }
+    }
     let source = LogSource::open(path).map_err(|e| e.to_string())?;
     let data = source.bytes();
     let total = data.len() as u64;
     slot.total.store(total, Ordering::Relaxed);
-    let start = std::time::Instant::now();
     let model = model::load_with_progress(data, options, |done| {
         slot.done.store(done, Ordering::Relaxed);
         progress(done, total);
@@ -449,7 +462,13 @@ fn load_one(
     .map_err(|e| e.to_string())?;
     slot.done.store(total, Ordering::Relaxed);
     progress(total, total);
-    Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())))
+    let seconds = start.elapsed().as_secs_f64();
+    if let (Some(cache), Some(key)) = (&cache, &key) {
+        if cache.worth_saving(std::time::Duration::from_secs_f64(seconds)) {
+            cache.put(key, &model);
+        }
+    }
+    Ok(Arc::new(LoadedLog::new(model, seconds)))
 }
 
 /// Loads the first `len` bytes of a growing log (whole lines).

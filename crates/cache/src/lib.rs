@@ -27,6 +27,8 @@
 //! `CLRPROF_CACHE_MIN_MS` is the shortest load worth saving (default 500);
 //! `CLRPROF_CACHE_TRACE=1` says on standard error what the cache did.
 
+#![deny(missing_docs)]
+
 use bincode::Options as _;
 use clrprof::model::Model;
 use std::fs::File;
@@ -50,7 +52,8 @@ pub struct Cache {
     trace: bool,
 }
 
-/// What identifies a log and the binary that saves its model.
+/// What identifies a log and the binary that saves its model (see
+/// [`Cache::key`]).
 pub struct Key {
     bytes: Vec<u8>,
     name: String,

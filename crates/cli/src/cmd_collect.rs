@@ -40,14 +40,24 @@ pub fn run(args: Args) -> Result<()> {
         handshake_timeout: Duration::from_secs_f64(args.handshake_timeout.clamp(0.01, 3600.0)),
         ..Options::default()
     };
+    // A long-running service: the reader of its output going away (a
+    // stopped `tee`, a closed pipe) must not kill it. Writes to a closed
+    // pipe then fail, and the collector's lines ignore such failures.
+    // Safety: setting a signal's disposition to "ignore" has no other
+    // effect.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     clrprof_collect::run(opts, |c| {
         let (file, made) = c.token_file();
         // The two variables on standard output, for `eval` or copying; the
         // rest on standard error.
-        println!("CLRPROF_TARGET={}", c.target());
-        println!("CLRPROF_TOKEN={}", c.token_hex());
-        let _ = std::io::stdout().flush();
-        eprintln!(
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "CLRPROF_TARGET={}", c.target());
+        let _ = writeln!(out, "CLRPROF_TOKEN={}", c.token_hex());
+        let _ = out.flush();
+        drop(out);
+        clrprof_collect::say!(
             "clrprof collect: listening on {}; token {} {}; admin socket {}",
             c.target(),
             if made { "made and kept in" } else { "read from" },
@@ -55,7 +65,7 @@ pub fn run(args: Args) -> Result<()> {
             c.admin_path().display()
         );
         for s in c.stale_sessions() {
-            eprintln!("clrprof collect: session {s} was live when the collector last stopped: marked cut");
+            clrprof_collect::say!("clrprof collect: session {s} was live when the collector last stopped: marked cut");
         }
     })?;
     Ok(())

@@ -41,6 +41,13 @@ pub fn run(args: Args) -> Result<()> {
         quiet: args.quiet,
         collector: args.collector,
     };
+    // A long-running server: the reader of its output going away must not
+    // kill it (see `cmd_collect`); its lines ignore failed writes.
+    // Safety: setting a signal's disposition to "ignore" has no other
+    // effect.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     clrprof_ui::serve(options, |url| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "clrprof ui: open {url}");

@@ -12,6 +12,7 @@ mod common;
 use clrprof::format::{read_all, Record};
 use clrprof_wire::{handshake, Hello, Role, Token};
 use common::dotnet::{self, Dotnet, Runtime};
+use common::Killed;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -489,4 +490,37 @@ fn refusals_are_logged_with_the_peer_and_never_the_token() {
     });
     assert_eq!(listed[0]["program"], "probe");
     assert!(listed[0]["reason"].as_str().unwrap().contains("closed before the end"));
+}
+
+#[test]
+fn a_collector_whose_output_reader_went_away_keeps_serving() {
+    // `clrprof collect ... 2>&1 | tee collector.log`, and the tee stopped:
+    // the collector's next line on standard error must not end it.
+    let dir = work().join("no-reader");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = Command::new(clrprof_exe())
+        .args(["collect", "--listen", "127.0.0.1:0", "--dir"])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start clrprof collect");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut target = String::new();
+    out.read_line(&mut target).unwrap();
+    let target = target.trim().strip_prefix("CLRPROF_TARGET=").unwrap_or_else(|| panic!("collector printed {target:?}")).to_string();
+    let token = Token::from_hex(&std::fs::read_to_string(dir.join("collector.token")).unwrap()).unwrap();
+    // Both readers go away.
+    drop(out);
+    drop(child.stderr.take());
+    let collector = Killed(child);
+    // A refusal, then a session that ends without its end frame: each is a
+    // line on the closed standard error.
+    assert_eq!(try_hello(&target, &Token::from_bytes([3; 32])), None);
+    let answer = try_hello(&target, &token).expect("the collector answers after its reader went away");
+    assert!(answer.starts_with("OK"), "{answer}");
+    std::thread::sleep(Duration::from_millis(300));
+    let answer = try_hello(&target, &token).expect("the collector still answers");
+    assert!(answer.starts_with("OK"), "{answer}");
+    drop(collector);
 }

@@ -40,6 +40,7 @@ pub mod record;
 pub mod refusals;
 mod registry;
 mod server;
+pub mod say;
 pub mod session;
 pub mod token_file;
 

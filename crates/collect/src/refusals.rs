@@ -58,7 +58,7 @@ impl Refusals {
     /// Notes and prints.
     pub fn log(&self, peer: &str, reason: &str) {
         for l in self.note(peer, reason) {
-            eprintln!("{l}");
+            crate::say!("{l}");
         }
     }
 

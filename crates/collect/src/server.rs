@@ -156,7 +156,7 @@ impl Collector {
                 r = accept(&self.listener) => match r {
                     Ok((c, p)) => (c, p, false),
                     Err(e) => {
-                        eprintln!("clrprof collect: accept failed: {e}");
+                        crate::say!("clrprof collect: accept failed: {e}");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
@@ -164,7 +164,7 @@ impl Collector {
                 r = self.admin.accept() => match r {
                     Ok((c, _)) => (Box::new(c) as BoxConn, "admin socket".to_string(), true),
                     Err(e) => {
-                        eprintln!("clrprof collect: admin accept failed: {e}");
+                        crate::say!("clrprof collect: admin accept failed: {e}");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
@@ -227,7 +227,7 @@ async fn handle(ctx: Arc<Ctx>, conn: BoxConn, peer: String, admin_socket: bool) 
     let server = match token_file::random_nonce() {
         Ok(n) => n,
         Err(e) => {
-            eprintln!("clrprof collect: {e}");
+            crate::say!("clrprof collect: {e}");
             return;
         }
     };

@@ -209,14 +209,14 @@ fn save(dir: &std::path::Path, rec: &SessionRecord) -> bool {
     match record::write(dir, rec) {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("clrprof collect: {e}");
+            crate::say!("clrprof collect: {e}");
             false
         }
     }
 }
 
 fn said_end(name: &str, rec: &SessionRecord) {
-    eprintln!(
+    crate::say!(
         "clrprof collect: session {name} {} ({} bytes){}",
         if rec.state == SessionState::Ended { "ended" } else { "cut" },
         rec.bytes,
@@ -230,7 +230,7 @@ pub(crate) async fn stream(c: Handshaken) {
     let (name, mut file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("clrprof collect: session from {}: {e}", c.peer);
+            crate::say!("clrprof collect: session from {}: {e}", c.peer);
             return;
         }
     };
@@ -240,7 +240,7 @@ pub(crate) async fn stream(c: Handshaken) {
     }
     let files = c.ctx.registry.files_lock(&name);
     let _held = files.lock().await;
-    eprintln!("clrprof collect: session {name} from {} (pid {}, runtime {})", c.peer, rec.pid, rec.runtime);
+    crate::say!("clrprof collect: session {name} from {} (pid {}, runtime {})", c.peer, rec.pid, rec.runtime);
     let outcome = serve(c, &name, &mut file, &mut rec).await;
     rec.end = Some(record::now());
     match outcome {
@@ -270,7 +270,7 @@ async fn catch_up(c: Handshaken, name: &str, mut file: std::fs::File, mut rec: S
     if !save(&dir, &rec) {
         return;
     }
-    eprintln!("clrprof collect: session {name}: the agent catches up from its spool {spool} (byte {from} on)");
+    crate::say!("clrprof collect: session {name}: the agent catches up from its spool {spool} (byte {from} on)");
     let outcome = serve(c, name, &mut file, &mut rec).await;
     rec.end = Some(record::now());
     match outcome {
@@ -283,7 +283,7 @@ async fn catch_up(c: Handshaken, name: &str, mut file: std::fs::File, mut rec: S
         Outcome::Cut(why) => {
             let added = rec.bytes - from;
             if let Err(e) = file.set_len(from) {
-                eprintln!("clrprof collect: cannot cut session {name} back to {from} bytes: {e}");
+                crate::say!("clrprof collect: cannot cut session {name} back to {from} bytes: {e}");
             } else {
                 rec.bytes = from;
             }
@@ -345,13 +345,13 @@ pub(crate) async fn resume(mut c: Handshaken) {
                 catch_up(c, &name, f, rec, from, &broke).await;
                 return;
             }
-            Err(e) => eprintln!("clrprof collect: cannot cut {} back to {from} bytes: {e}", path.display()),
+            Err(e) => crate::say!("clrprof collect: cannot cut {} back to {from} bytes: {e}", path.display()),
         }
     }
     let mut reason = format!("{broke}; the log goes on from byte {from} in the agent's spool file");
     if len >= from {
         if let Err(e) = std::fs::OpenOptions::new().write(true).open(&path).and_then(|f| f.set_len(from)) {
-            eprintln!("clrprof collect: cannot cut {} back to {from} bytes: {e}", path.display());
+            crate::say!("clrprof collect: cannot cut {} back to {from} bytes: {e}", path.display());
         }
         rec.bytes = from;
     } else {
@@ -366,10 +366,10 @@ pub(crate) async fn resume(mut c: Handshaken) {
         rec.end = Some(record::now());
     }
     if let Err(e) = record::write(&dir, &rec) {
-        eprintln!("clrprof collect: {e}");
+        crate::say!("clrprof collect: {e}");
         return;
     }
-    eprintln!("clrprof collect: session {name}: the agent goes on in its spool {} from byte {from}", rec.spool.as_deref().unwrap_or(""));
+    crate::say!("clrprof collect: session {name}: the agent goes on in its spool {} from byte {from}", rec.spool.as_deref().unwrap_or(""));
     let _ = c.accept(&name).await;
 }
 
@@ -383,7 +383,7 @@ pub(crate) async fn spooled(mut c: Handshaken) {
     let (name, file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("clrprof collect: {e}");
+            crate::say!("clrprof collect: {e}");
             return;
         }
     };
@@ -401,9 +401,9 @@ pub(crate) async fn spooled(mut c: Handshaken) {
     rec.end = Some(record::now());
     rec.reason = Some("the agent could not reach the collector at start: its whole log is in its spool file".into());
     if let Err(e) = record::write(&dir, &rec) {
-        eprintln!("clrprof collect: {e}");
+        crate::say!("clrprof collect: {e}");
         return;
     }
-    eprintln!("clrprof collect: session {name}: spooled from the start in {}", rec.spool.as_deref().unwrap_or(""));
+    crate::say!("clrprof collect: session {name}: spooled from the start in {}", rec.spool.as_deref().unwrap_or(""));
     let _ = c.accept(&name).await;
 }

@@ -7,6 +7,7 @@ use crate::app::WeakApp;
 use crate::{App, SessionDir, Token, UiError};
 use clrprof::format::ChunkOptions;
 use clrprof::model::LoadOptions;
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -69,7 +70,8 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiEr
             .map_err(|error| UiError::Bind { addr: options.listen.to_string(), error })?;
         let addr = listener.local_addr()?;
         if !addr.ip().is_loopback() {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr().lock(),
                 "clrprof ui: listening on {addr}, beyond this machine: anyone who can reach it and has the address with its token can read the logs (plain HTTP)"
             );
         }

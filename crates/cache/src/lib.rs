@@ -255,6 +255,84 @@ impl Cache {
     }
 }
 
+/// An entry of the cache, as [`Cache::entries`] lists it.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The entry's file.
+    pub file: PathBuf,
+    /// The log it was saved for (`None`: a header that cannot be read).
+    pub log: Option<PathBuf>,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// When it was last written or read.
+    pub last_used: SystemTime,
+}
+
+impl Cache {
+    /// The cache's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The most the entries may take, in bytes.
+    pub fn limit_bytes(&self) -> u64 {
+        self.limit_bytes
+    }
+
+    /// The entries, the most recently used first.
+    pub fn entries(&self) -> Vec<Entry> {
+        let Ok(list) = std::fs::read_dir(&self.dir) else { return Vec::new() };
+        let mut v: Vec<Entry> = list
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_str().is_some_and(is_entry_name))
+            .filter_map(|e| {
+                let m = e.metadata().ok()?;
+                Some(Entry { log: saved_for(&e.path()), file: e.path(), bytes: m.len(), last_used: m.modified().ok()? })
+            })
+            .collect();
+        v.sort_by(|a, b| b.last_used.cmp(&a.last_used).then_with(|| a.file.cmp(&b.file)));
+        v
+    }
+
+    /// Removes every entry (and writers' temporary files); gives how many
+    /// entries went and their bytes. Other files in the folder stay.
+    pub fn clear(&self) -> (usize, u64) {
+        let (mut n, mut bytes) = (0, 0);
+        let Ok(list) = std::fs::read_dir(&self.dir) else { return (0, 0) };
+        for e in list.filter_map(|e| e.ok()) {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let len = e.metadata().map_or(0, |m| m.len());
+            if is_entry_name(name) {
+                if std::fs::remove_file(e.path()).is_ok() {
+                    n += 1;
+                    bytes += len;
+                }
+            } else if is_temporary_name(name) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        (n, bytes)
+    }
+}
+
+/// The log path an entry's key names (the key starts with it, up to a NUL
+/// byte).
+fn saved_for(entry: &Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut f = File::open(entry).ok()?;
+    let mut head = [0u8; 16];
+    f.read_exact(&mut head).ok()?;
+    if &head[..8] != MAGIC || u32::from_le_bytes([head[8], head[9], head[10], head[11]]) != FORMAT {
+        return None;
+    }
+    let klen = u32::from_le_bytes([head[12], head[13], head[14], head[15]]) as usize;
+    let mut key = vec![0u8; klen.min(1 << 16)];
+    f.read_exact(&mut key).ok()?;
+    let end = key.iter().position(|&b| b == 0)?;
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(&key[..end])))
+}
+
 /// Whether `name` is an entry of this cache (16 hex digits and the suffix).
 fn is_entry_name(name: &str) -> bool {
     name.strip_suffix(SUFFIX).is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))

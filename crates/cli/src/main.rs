@@ -2,6 +2,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod cmd_ages;
+mod cmd_cache;
 mod cmd_calls;
 mod cmd_collect;
 mod cmd_ctl;
@@ -112,6 +113,8 @@ enum Command {
     Collect(cmd_collect::Args),
     /// A collector's sessions, live and finished.
     Sessions(cmd_sessions::Args),
+    /// The model cache: which logs' models it holds (--clear removes them).
+    Cache(cmd_cache::Args),
     /// Send a command to a live session: dump, comment TEXT,
     /// allocations on|off, calls on|off, flush.
     Ctl(cmd_ctl::Args),
@@ -158,6 +161,7 @@ fn main() -> ExitCode {
         Command::Export(a) => cmd_export::run(a),
         Command::Collect(a) => cmd_collect::run(a),
         Command::Sessions(a) => cmd_sessions::run(a),
+        Command::Cache(a) => cmd_cache::run(a),
         Command::Ctl(a) => cmd_ctl::run(a),
         Command::Join(a) => cmd_join::run(a),
     };

@@ -271,3 +271,31 @@ fn the_ui_opens_a_log_from_the_cache_with_the_same_figures() {
     assert!(r.trace.contains("hit:"), "{}", r.trace);
     assert_eq!(r.out, run(&["summary", "--json"], &log, None).out);
 }
+
+#[test]
+fn clrprof_cache_lists_the_entries_and_clears_them() {
+    let cache = scratch("list");
+    let logs = [repo_root().join("corpus/all-kinds.log"), repo_root().join("corpus/dump-sites.log")];
+    for log in &logs {
+        assert!(run(&["summary", "--json"], log, Some(&cache)).trace.contains("stored:"));
+    }
+    std::fs::write(cache.join("notes.txt"), "not an entry").expect("write");
+    let list = |args: &[&str]| -> serde_json::Value {
+        let o = Command::new(env!("CARGO_BIN_EXE_clrprof")).arg("cache").args(args).env("CLRPROF_CACHE_DIR", &cache).output().expect("run");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).expect("JSON")
+    };
+    let v = list(&["--json"]);
+    let mut listed: Vec<String> = v["entries"].as_array().expect("entries").iter().map(|e| e["log"].as_str().unwrap_or("").to_string()).collect();
+    listed.sort();
+    let mut want: Vec<String> = logs.iter().map(|l| std::fs::canonicalize(l).expect("canonical").display().to_string()).collect();
+    want.sort();
+    assert_eq!(listed, want);
+    let sizes: u64 = entries(&cache).iter().map(|p| std::fs::metadata(p).expect("size").len()).sum();
+    assert_eq!(v["bytes"].as_u64(), Some(sizes));
+    let v = list(&["--clear", "--json"]);
+    assert_eq!((v["removed"].as_u64(), v["removed_bytes"].as_u64()), (Some(2), Some(sizes)));
+    assert!(entries(&cache).is_empty());
+    assert!(cache.join("notes.txt").is_file(), "a file that is not an entry was removed");
+    assert_eq!(list(&["--json"])["entries"].as_array().map(Vec::len), Some(0));
+}

@@ -21,6 +21,9 @@
 //! entries: after a save, the least recently used ones beyond that are
 //! removed. Only files of this cache's own name pattern are ever removed.
 //!
+//! The folder is made readable by its owner only; a folder that another
+//! user owns, or that others may write to, turns the cache off.
+//!
 //! Settings (environment): `CLRPROF_CACHE=off` turns the cache off;
 //! `CLRPROF_CACHE_DIR` puts it elsewhere (default `$XDG_CACHE_HOME/clrprof`,
 //! else `~/.cache/clrprof`); `CLRPROF_CACHE_MB` bounds it (0: off);
@@ -79,12 +82,22 @@ impl Cache {
             },
         };
         let min_ms = var("CLRPROF_CACHE_MIN_MS").and_then(|v| v.to_str()?.parse::<u64>().ok()).unwrap_or(500);
-        Some(Cache {
+        let cache = Cache {
             dir,
             limit_bytes: mb.saturating_mul(1 << 20),
             min_load: Duration::from_millis(min_ms),
             trace: var("CLRPROF_CACHE_TRACE").is_some_and(|v| v != "0"),
-        })
+        };
+        // A folder someone else owns, or others may write to, could hold
+        // entries made to mislead: the cache is off then.
+        if let Ok(m) = std::fs::metadata(&cache.dir) {
+            let mine = std::fs::metadata("/proc/self").map_or(m.uid(), |p| p.uid());
+            if m.uid() != mine || m.mode() & 0o022 != 0 {
+                cache.say(format_args!("off: {} is not a folder only its owner may write to", cache.dir.display()));
+                return None;
+            }
+        }
+        Some(cache)
     }
 
     fn say(&self, what: std::fmt::Arguments<'_>) {

@@ -1,7 +1,7 @@
 //! The model cache (`crates/cache`): a command that reads the
 //! model back from the cache answers exactly as one that loads the log; a
-//! changed log, a damaged entry, standard input and `CLRPROF_CACHE=off` all
-//! load the log itself. Each test uses a cache folder of its own
+//! changed log, a damaged entry, standard input, `CLRPROF_CACHE=off` and a
+//! cache folder others may write to all load the log itself. Each test uses a cache folder of its own
 //! (`CLRPROF_CACHE_DIR`), saves every load (`CLRPROF_CACHE_MIN_MS=0`) and
 //! reads what the cache did from `CLRPROF_CACHE_TRACE`. `clrprof ui` uses
 //! the same cache for the logs it is given.
@@ -196,6 +196,14 @@ fn standard_input_and_cache_off_are_never_saved() {
         .expect("run clrprof");
     assert!(o.status.success());
     assert!(!cache.exists(), "a short load was saved");
+    // A folder others may write to is not used.
+    use std::os::unix::fs::PermissionsExt;
+    let open = dir.join("open");
+    std::fs::create_dir_all(&open).expect("create");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let r = run(&["summary", "--json"], &log, Some(&open));
+    assert!(r.ok && r.trace.contains("off:"), "{}", r.trace);
+    assert!(entries(&open).is_empty(), "an entry went into a folder others may write to");
 }
 
 /// `GET path` on the UI server at `addr` (HTTP/1.1, one request per

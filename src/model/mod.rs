@@ -114,6 +114,13 @@ pub struct Collections {
 }
 
 /// Everything loaded from one log (see the module documentation).
+///
+/// A model can be saved and read back with serde (the `clrprof-cache`
+/// crate keeps one per log so that the next command need not load the log
+/// again). Reading gives back the same tables, so every query answers as
+/// on the loaded model; the bytes must be ones a model was saved as (the
+/// cache checks a CRC first): tables read from altered bytes may not hold
+/// together, and a query on them may panic.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Model {
     pub(crate) names: NameTable,

@@ -215,10 +215,16 @@ fn standard_input_and_cache_off_are_never_saved() {
 /// `GET path` on the UI server at `addr` (HTTP/1.1, one request per
 /// connection): the status line's code and the body.
 fn get(addr: &str, path: &str) -> (u16, String) {
+    request(addr, "GET", path)
+}
+
+/// `METHOD path` (no body) on the UI server at `addr`.
+fn request(addr: &str, method: &str, path: &str) -> (u16, String) {
     use std::io::Read;
     let mut s = std::net::TcpStream::connect(addr).expect("connect to the UI");
     // One write: the request whole in one segment.
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).expect("send");
+    let req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).expect("send");
     let mut text = String::new();
     s.read_to_string(&mut text).expect("read the answer");
     let code = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
@@ -234,10 +240,17 @@ fn get(addr: &str, path: &str) -> (u16, String) {
 /// Starts `clrprof ui` on `log` with the cache in `cache`; gives its
 /// `Summary` answer once the log is ready, and what the cache said.
 fn ui_summary(log: &Path, cache: &Path) -> (String, String) {
+    ui_summary_of(&[log.as_os_str()], None, cache)
+}
+
+/// Starts `clrprof ui ARGS` with the cache in `cache`, opens the collector's
+/// session `open` if given (it is then log 0); gives log 0's `Summary`
+/// answer once it is ready, and what the cache said.
+fn ui_summary_of(args: &[&std::ffi::OsStr], open: Option<&str>, cache: &Path) -> (String, String) {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_clrprof"))
         .args(["ui", "--listen", "127.0.0.1:0", "--quiet"])
-        .arg(log)
+        .args(args)
         .env("CLRPROF_CACHE_DIR", cache)
         .env("CLRPROF_CACHE_MIN_MS", "0")
         .env("CLRPROF_CACHE_TRACE", "1")
@@ -252,6 +265,10 @@ fn ui_summary(log: &Path, cache: &Path) -> (String, String) {
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
     let url = first.trim().strip_prefix("clrprof ui: open http://").unwrap_or_else(|| panic!("unexpected first line {first:?}")).to_string();
     let (addr, token) = url.split_once("/?token=").expect("address and token");
+    if let Some(name) = open {
+        let (code, body) = request(addr, "POST", &format!("/api/session/{name}/open?token={token}"));
+        assert_eq!(code, 200, "{body}");
+    }
     let mut summary = None;
     for _ in 0..200 {
         let (code, logs) = get(addr, &format!("/api/logs?token={token}"));
@@ -312,4 +329,33 @@ fn clrprof_cache_lists_the_entries_and_clears_them() {
     assert!(entries(&cache).is_empty());
     assert!(cache.join("notes.txt").is_file(), "a file that is not an entry was removed");
     assert_eq!(list(&["--json"])["entries"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn the_ui_opens_a_finished_session_from_the_cache() {
+    // A collector's folder with one ended session (as `clrprof collect`
+    // leaves it: the log and its record).
+    let dir = scratch("session");
+    let cache = dir.join("cache");
+    let sessions = dir.join("sessions");
+    std::fs::create_dir_all(&sessions).expect("create");
+    let name = "app_4242_20261125_000000";
+    let log = sessions.join(format!("{name}.log"));
+    std::fs::copy(repo_root().join("corpus/dump-sites.log"), &log).expect("copy the log");
+    let bytes = std::fs::metadata(&log).expect("size").len();
+    let record = serde_json::json!({
+        "session": name, "log": format!("{name}.log"), "pid": 4242, "program": "app", "runtime": "8.0.4",
+        "peer": "127.0.0.1:50000", "start": "2026-11-25T00:00:00Z", "end": "2026-11-25T00:00:05Z",
+        "bytes": bytes, "state": "ended", "reason": null, "spool": null, "spool_from": null,
+    });
+    std::fs::write(sessions.join(format!("{name}.json")), record.to_string()).expect("write the record");
+    let args = [std::ffi::OsStr::new("--collector"), sessions.as_os_str()];
+    let (first, trace) = ui_summary_of(&args, Some(name), &cache);
+    assert!(trace.contains("stored:"), "a finished session was not saved: {trace}");
+    let (second, trace) = ui_summary_of(&args, Some(name), &cache);
+    assert!(trace.contains("hit:"), "a finished session was not read from the cache: {trace}");
+    assert_eq!(first, second);
+    // The commands share the entry.
+    let r = run(&["summary", "--json"], &log, Some(&cache));
+    assert!(r.trace.contains("hit:"), "{}", r.trace);
 }

@@ -409,7 +409,13 @@ impl LogSet {
                 slot.refreshed_ms.store(now_ms(), Ordering::Relaxed);
                 continue;
             }
-            match load_prefix(slot, path, whole, options) {
+            // A session that no longer grows (ended or cut, its file all
+            // whole lines) is a finished log: loaded through the model
+            // cache, so that it opens at once the next time (and for the
+            // commands). A live one is read up to its last whole line.
+            let finished = !live && std::fs::metadata(path).is_ok_and(|m| m.len() == whole);
+            let loaded = if finished { load_one(slot, path, options, |_, _| {}) } else { load_prefix(slot, path, whole, options) };
+            match loaded {
                 Ok(l) => {
                     slot.set_state(State::Ready(l));
                     slot.loaded_bytes.store(whole, Ordering::Relaxed);

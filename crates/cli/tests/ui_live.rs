@@ -1,13 +1,19 @@
 //! `clrprof ui --collector DIR` on a live session, in a real headless
-//! Chromium: starts `clrprof collect` and `clrprof ui --collector`, and
-//! runs `crates/ui/browser/live.test.mjs` (playwright-core), which runs
+//! Chromium. `a_live_session_in_headless_chromium` starts `clrprof
+//! collect` and `clrprof ui --collector`, and runs
+//! `crates/ui/browser/live.test.mjs` (playwright-core), which runs
 //! `agent/testapps/phases.cs` on .NET 8 under the agent through
 //! `clrprof record --target`, and checks in the page that the session is
 //! listed and opened, that its figures are the CLI's and refresh as the
 //! log grows, that "heap dump now" takes a dump that appears with the
 //! CLI's numbers, that a comment appears on the Time Line, that
 //! allocations off/on work, and that a refused command shows the
-//! collector's reason. Screenshots go to `target/ui-screenshots/live-*`.
+//! collector's reason. `a_session_through_a_collector_restart_in_headless_chromium`
+//! starts the UI only, and runs `crates/ui/browser/catchup.test.mjs`, which
+//! starts the collector itself, SIGKILLs it after phase A and starts it
+//! again on the same address after phase B: the page must follow the
+//! session through the agent's catch-up from its spool to its end, whole.
+//! Screenshots go to `target/ui-screenshots/live-*`.
 //!
 //! Needs what `ui_browser.rs` needs (node, chromium, playwright-core:
 //! `scripts/setup-ui-tests.sh`) and what `collect.rs` needs (the .NET
@@ -24,31 +30,102 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-#[test]
-fn a_live_session_in_headless_chromium() {
+/// What both tests need: the `clrprof` binary, the agent, the .NET
+/// runtimes, a work folder and the browser tests' folder (`None`, having
+/// said why, when something is missing).
+struct Setup {
+    exe: PathBuf,
+    agent: PathBuf,
+    dn: &'static dotnet::Dotnet,
+    work: PathBuf,
+    browser_dir: PathBuf,
+}
+
+fn setup(name: &str) -> Option<Setup> {
     let browser_dir = repo_root().join("crates/ui/browser");
     if !has_node() {
-        return missing("node (scripts/setup-ui-tests.sh installs it)");
+        missing("node (scripts/setup-ui-tests.sh installs it)");
+        return None;
     }
     if !chromium().is_file() {
-        return missing(&format!("{} (scripts/setup-ui-tests.sh installs Debian's chromium)", chromium().display()));
+        missing(&format!("{} (scripts/setup-ui-tests.sh installs Debian's chromium)", chromium().display()));
+        return None;
     }
     if !browser_dir.join("node_modules/playwright-core").is_dir() {
-        return missing("crates/ui/browser/node_modules (run scripts/setup-ui-tests.sh: npm ci)");
+        missing("crates/ui/browser/node_modules (run scripts/setup-ui-tests.sh: npm ci)");
+        return None;
     }
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_clrprof"));
-    let Some(agent) = dotnet::agent_beside(&exe) else { return };
-    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ui-live-{}", std::process::id()));
-    let Some(dn) = dotnet::dotnet(&work.join("apps")) else { return };
-    let dir = work.join("sessions");
+    let agent = dotnet::agent_beside(&exe)?;
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let dn = dotnet::dotnet(&work.join("apps"))?;
+    Some(Setup { exe, agent, dn, work, browser_dir })
+}
+
+/// `clrprof ui --collector DIR` on a free port: the server (killed when
+/// dropped) and the address it printed, with its token.
+fn start_ui(exe: &Path, dir: &Path) -> (Killed, String) {
+    let mut child = Command::new(exe)
+        .arg("ui")
+        .arg("--collector")
+        .arg(dir)
+        .args(["--listen", "127.0.0.1:0", "--quiet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start clrprof ui");
+    let mut reader = BufReader::new(child.stdout.take().expect("server stdout"));
+    let server = Killed(child);
+    let mut first = String::new();
+    reader.read_line(&mut first).expect("read the server's address");
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let url = first.trim().strip_prefix("clrprof ui: open ").unwrap_or_else(|| panic!("unexpected first line {first:?}")).to_string();
+    (server, url)
+}
+
+/// `phases` on .NET 8 under `clrprof record --target TARGET`, as the
+/// browser tests start it.
+fn phases(s: &Setup, target: &str, token_file: &Path, dir_name: &str) -> serde_json::Value {
+    let app_dir = s.dn.app_dir("phases", Runtime::Net8, &s.work.join(dir_name));
+    serde_json::json!({
+        "cmd": s.exe,
+        "args": ["record", "-o", "local.log", "--target", target, "--token-file", token_file,
+                 "--", s.dn.host(Runtime::Net8), "phases.dll"],
+        "cwd": app_dir,
+        "env": { "DOTNET_SYSTEM_GLOBALIZATION_INVARIANT": "1", "CLRPROF_AGENT": s.agent },
+    })
+}
+
+/// Runs one browser test file; gives whether it passed, and where the
+/// screenshots went.
+fn node_test(s: &Setup, file: &str, url: &str, dir: &Path, program: &serde_json::Value) -> (bool, PathBuf) {
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target dir").join("ui-screenshots");
+    let status = Command::new("node")
+        .args(["--test", "--test-concurrency=1", file])
+        .current_dir(&s.browser_dir)
+        .env("CLRPROF_UI_URL", url)
+        .env("CLRPROF_CLI", &s.exe)
+        .env("CLRPROF_COLLECTOR_DIR", dir)
+        .env("CLRPROF_PROGRAM", program.to_string())
+        .env("CLRPROF_SCREENSHOTS", &shots)
+        .env("CLRPROF_CHROMIUM", chromium())
+        .status()
+        .expect("run node");
+    (status.success(), shots)
+}
+
+#[test]
+fn a_live_session_in_headless_chromium() {
+    let Some(s) = setup("ui-live") else { return };
+    let dir = s.work.join("sessions");
     std::fs::create_dir_all(&dir).expect("create the collector's directory");
 
     // The collector: its first two lines are the agents' settings.
-    let mut child = Command::new(&exe)
+    let mut child = Command::new(&s.exe)
         .args(["collect", "--listen", "127.0.0.1:0", "--dir"])
         .arg(&dir)
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(work.join("collector.err")).expect("collector's stderr"))
+        .stderr(std::fs::File::create(s.work.join("collector.err")).expect("collector's stderr"))
         .spawn()
         .expect("start clrprof collect");
     let mut out = BufReader::new(child.stdout.take().expect("collector stdout"));
@@ -62,54 +139,30 @@ fn a_live_session_in_headless_chromium() {
     }
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
 
-    // The UI on the collector's directory only.
-    let mut child = Command::new(&exe)
-        .arg("ui")
-        .arg("--collector")
-        .arg(&dir)
-        .args(["--listen", "127.0.0.1:0", "--quiet"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start clrprof ui");
-    let mut reader = BufReader::new(child.stdout.take().expect("server stdout"));
-    let server = Killed(child);
-    let mut first = String::new();
-    reader.read_line(&mut first).expect("read the server's address");
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-    let url = first.trim().strip_prefix("clrprof ui: open ").unwrap_or_else(|| panic!("unexpected first line {first:?}")).to_string();
-
-    // The program, started by the browser test (it steps it through its
-    // phases): `clrprof record --target` on phases.dll, .NET 8.
-    let app_dir = dn.app_dir("phases", Runtime::Net8, &work.join("phases"));
-    let program = serde_json::json!({
-        "cmd": exe,
-        "args": ["record", "-o", "local.log", "--target", vars["CLRPROF_TARGET"], "--token-file", dir.join("collector.token"),
-                 "--", dn.host(Runtime::Net8), "phases.dll"],
-        "cwd": app_dir,
-        "env": { "DOTNET_SYSTEM_GLOBALIZATION_INVARIANT": "1", "CLRPROF_AGENT": agent },
-    });
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target dir").join("ui-screenshots");
-    let status = Command::new("node")
-        .args(["--test", "--test-concurrency=1", "live.test.mjs"])
-        .current_dir(&browser_dir)
-        .env("CLRPROF_UI_URL", &url)
-        .env("CLRPROF_CLI", &exe)
-        .env("CLRPROF_COLLECTOR_DIR", &dir)
-        .env("CLRPROF_PROGRAM", program.to_string())
-        .env("CLRPROF_SCREENSHOTS", &shots)
-        .env("CLRPROF_CHROMIUM", chromium())
-        .status()
-        .expect("run node");
+    // The UI on the collector's directory only; the program, started by
+    // the browser test (it steps it through its phases).
+    let (server, url) = start_ui(&s.exe, &dir);
+    let program = phases(&s, &vars["CLRPROF_TARGET"], &dir.join("collector.token"), "phases");
+    let (ok, shots) = node_test(&s, "live.test.mjs", &url, &dir, &program);
     drop(server);
     drop(collector);
-    assert!(
-        status.success(),
-        "the live browser test failed (screenshots in {}, the collector's log in {})",
-        shots.display(),
-        work.join("collector.err").display()
-    );
+    assert!(ok, "the live browser test failed (screenshots in {}, the collector's log in {})", shots.display(), s.work.join("collector.err").display());
     for view in ["live-sessions", "live-dump", "live-timeline"] {
         assert!(shots.join(format!("{view}.png")).is_file(), "no screenshot of {view}");
     }
+}
+
+#[test]
+fn a_session_through_a_collector_restart_in_headless_chromium() {
+    let Some(s) = setup("ui-catchup") else { return };
+    let dir = s.work.join("sessions");
+    std::fs::create_dir_all(&dir).expect("create the collector's directory");
+    // The browser test starts the collector (and restarts it); the UI only
+    // reads the directory.
+    let (server, url) = start_ui(&s.exe, &dir);
+    let program = phases(&s, "{TARGET}", &dir.join("collector.token"), "phases-catchup");
+    let (ok, shots) = node_test(&s, "catchup.test.mjs", &url, &dir, &program);
+    drop(server);
+    assert!(ok, "the catch-up browser test failed (screenshots in {})", shots.display());
+    assert!(shots.join("live-catchup.png").is_file(), "no screenshot of the session caught up");
 }

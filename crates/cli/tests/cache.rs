@@ -359,3 +359,27 @@ fn the_ui_opens_a_finished_session_from_the_cache() {
     let r = run(&["summary", "--json"], &log, Some(&cache));
     assert!(r.trace.contains("hit:"), "{}", r.trace);
 }
+
+#[test]
+fn another_build_does_not_read_the_entries_of_this_one() {
+    let dir = scratch("build");
+    let cache = dir.join("cache");
+    let log = repo_root().join("corpus/all-kinds.log");
+    assert!(run(&["summary", "--json"], &log, Some(&cache)).trace.contains("stored:"));
+    // A copy of the binary is another file (another modification time):
+    // what another build of clrprof would be.
+    let other = dir.join("clrprof-other");
+    std::fs::copy(env!("CARGO_BIN_EXE_clrprof"), &other).expect("copy the binary");
+    let o = Command::new(&other)
+        .args(["summary", "--json"])
+        .arg(&log)
+        .env("CLRPROF_CACHE_DIR", &cache)
+        .env("CLRPROF_CACHE_MIN_MS", "0")
+        .env("CLRPROF_CACHE_TRACE", "1")
+        .output()
+        .expect("run the copy");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("another build") && err.contains("stored:"), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), run(&["summary", "--json"], &log, None).out);
+}

@@ -29,7 +29,7 @@ CP.views.summary = async function (root) {
   const s = await CP.api(CP.logPath('summary'));
   const log = CP.state.logs[CP.logId()];
   root.append(CP.el('h2', {}, `Summary of ${log.name}`),
-    CP.el('p', { class: 'note' }, `Loaded in ${log.seconds.toFixed(2)} s. Each figure opens the view it comes from.`));
+    CP.el('p', { class: 'note' }, `Loaded in ${log.seconds.toFixed(2)} s${log.from_cache ? ' from the model cache (the log is unchanged since it was last loaded)' : ''}. Each figure opens the view it comes from.`));
   const rows = CP.SUMMARY.map(([key, label, view, params]) => ({ key, label, view, params, value: s[key] }));
   root.append(CP.table('summary', [
     { key: 'label', label: 'Figure' },

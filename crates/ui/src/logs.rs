@@ -25,6 +25,9 @@ pub struct LoadedLog {
     pub model: Model,
     /// Seconds the load took.
     pub seconds: f64,
+    /// Whether the model was read from the model cache (`clrprof-cache`)
+    /// rather than loaded from the log.
+    pub from_cache: bool,
     lifetime_all: OnceLock<Lifetime>,
     ages_all: OnceLock<Ages>,
     flame_index: OnceLock<FlameIndex>,
@@ -45,6 +48,7 @@ impl LoadedLog {
         LoadedLog {
             model,
             seconds,
+            from_cache: false,
             lifetime_all: OnceLock::new(),
             ages_all: OnceLock::new(),
             flame_index: OnceLock::new(),
@@ -178,6 +182,8 @@ pub struct LogStatus {
     pub total: u64,
     /// Seconds the load took, once ready.
     pub seconds: Option<f64>,
+    /// Whether the model was read from the model cache, once ready.
+    pub from_cache: bool,
     /// Why it failed.
     pub error: Option<String>,
     /// Heap dumps in the log, once ready.
@@ -303,6 +309,7 @@ impl LogSet {
                     done: s.done.load(Ordering::Relaxed),
                     total: s.total.load(Ordering::Relaxed),
                     seconds: None,
+                    from_cache: false,
                     error: None,
                     dumps: None,
                     session: s.session.as_ref().map(|name| SessionStatus {
@@ -320,6 +327,7 @@ impl LogSet {
                         State::Ready(l) => {
                             st.state = "ready";
                             st.seconds = Some(l.seconds);
+                            st.from_cache = l.from_cache;
                             st.dumps = Some(l.model.heap_dumps().dumps().len());
                         }
                         State::Failed(e) => {
@@ -454,7 +462,9 @@ fn load_one(
             slot.total.store(total, Ordering::Relaxed);
             slot.done.store(total, Ordering::Relaxed);
             progress(total, total);
-            return Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())));
+            let mut l = LoadedLog::new(model, start.elapsed().as_secs_f64());
+            l.from_cache = true;
+            return Ok(Arc::new(l));
         }
     }
     let source = LogSource::open(path).map_err(|e| e.to_string())?;

@@ -21,7 +21,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { chromium } from 'playwright-core';
+import { launch, rows as tableRows, startProgram } from './common.mjs';
 
 const URL_ = process.env.CLRPROF_UI_URL;
 const CLI = process.env.CLRPROF_CLI;
@@ -47,29 +47,6 @@ async function killCollector() {
   await collector.exited;
 }
 
-// The program, talked to through its standard input and output.
-const program = { child: null, lines: [], waiters: [], exited: null };
-function startProgram(target) {
-  const args = PROGRAM.args.map((a) => (a === '{TARGET}' ? target : a));
-  const child = spawn(PROGRAM.cmd, args, { cwd: PROGRAM.cwd, env: Object.assign({}, process.env, PROGRAM.env), stdio: ['pipe', 'pipe', 'pipe'] });
-  program.child = child;
-  let err = '';
-  child.stderr.on('data', (d) => { err += d; });
-  program.exited = new Promise((resolve) => child.on('exit', (code) => resolve({ code, err })));
-  createInterface({ input: child.stdout }).on('line', (l) => {
-    program.lines.push(l.trim());
-    for (const w of program.waiters.splice(0)) w();
-  });
-}
-async function waitLine(text, ms = 120000) {
-  const start = Date.now();
-  while (!program.lines.includes(text)) {
-    if (Date.now() - start > ms) throw new Error(`the program did not print ${JSON.stringify(text)}; it printed ${JSON.stringify(program.lines)}`);
-    await new Promise((r) => { program.waiters.push(r); setTimeout(r, 500); });
-  }
-}
-function go() { program.child.stdin.write('go\n'); }
-
 // The collector's record of the session, as `clrprof sessions` gives it.
 function record(session) {
   return JSON.parse(execFileSync(CLI, ['sessions', '--dir', DIR, '--json']).toString()).find((s) => s.session === session);
@@ -84,33 +61,18 @@ async function eventually(what, f, ms = 120000) {
   }
 }
 
-let browser, page;
-const pageErrors = [];
+let browser, page, pageErrors, program;
 before(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: process.env.CLRPROF_CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
-  });
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  ({ browser, page, errors: pageErrors } = await launch());
 });
 after(async () => {
-  if (program.child && program.child.exitCode === null) program.child.kill('SIGKILL');
+  if (program && program.child.exitCode === null) program.child.kill('SIGKILL');
   if (collector && collector.child.exitCode === null) collector.child.kill('SIGKILL');
   await browser?.close();
 });
 
-async function rows(table) {
-  return page.$$eval(`table[data-table="${table}"] tbody tr`, (trs) => trs.map((tr) => {
-    const o = { name: tr.dataset.name };
-    for (const td of tr.querySelectorAll('td')) {
-      const v = td.dataset.value;
-      o[td.dataset.col] = v === 'null' ? null : (v !== '' && !isNaN(Number(v)) ? Number(v) : v);
-    }
-    return o;
-  }));
-}
+const rows = (table) => tableRows(page, table);
 
 // The session as the server has it loaded.
 async function loaded() {
@@ -120,8 +82,8 @@ async function loaded() {
 
 test('a session stays on the page through a collector restart, catches up from the spool and ends whole', async () => {
   const target = await startCollector('127.0.0.1:0');
-  startProgram(target);
-  await waitLine('phase A done');
+  program = startProgram(PROGRAM, PROGRAM.args.map((a) => (a === '{TARGET}' ? target : a)));
+  await program.waitLine('phase A done');
   await page.goto(URL_);
   const row = await page.waitForSelector('table[data-table="sessions"] tbody tr[data-name^="phases_"]', { timeout: 60000 });
   const session = await row.getAttribute('data-name');
@@ -133,8 +95,8 @@ test('a session stays on the page through a collector restart, catches up from t
   const allocatedA = Object.fromEntries((await rows('summary')).map((r) => [r.name, r.value])).allocated_bytes;
   // The collector goes away; the program runs phase B into its spool.
   await killCollector();
-  go();
-  await waitLine('phase B done');
+  program.go();
+  await program.waitLine('phase B done');
   // The collector comes back on the same address: it marks the session
   // cut, then the agent catches it up and the session is live again.
   await startCollector(target);
@@ -162,7 +124,7 @@ test('a session stays on the page through a collector restart, catches up from t
   assert.match(await page.textContent('#live-bar [data-live-status]'), new RegExp(`running ${session}`));
   await page.screenshot({ path: join(SHOTS, 'live-catchup.png') });
 
-  go();
+  program.go();
   const { code, err } = await program.exited;
   assert.equal(code, 0, `the program failed: ${err}`);
   assert.match(err, /caught up from the spool/, 'clrprof record says the collector caught up');

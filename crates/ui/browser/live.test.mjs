@@ -14,12 +14,11 @@
 //   CLRPROF_CHROMIUM       the browser (default /usr/bin/chromium)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { createInterface } from 'node:readline';
-import { chromium } from 'playwright-core';
+import { launch, rows as tableRows, startProgram } from './common.mjs';
 
 const URL_ = process.env.CLRPROF_UI_URL;
 const CLI = process.env.CLRPROF_CLI;
@@ -43,55 +42,18 @@ function cliOnPrefix(session, bytes, args) {
   return v;
 }
 
-// The program, talked to through its standard input and output.
-const program = { child: null, lines: [], waiters: [], exited: null };
-function startProgram() {
-  const child = spawn(PROGRAM.cmd, PROGRAM.args, { cwd: PROGRAM.cwd, env: Object.assign({}, process.env, PROGRAM.env), stdio: ['pipe', 'pipe', 'pipe'] });
-  program.child = child;
-  let err = '';
-  child.stderr.on('data', (d) => { err += d; });
-  program.exited = new Promise((resolve) => child.on('exit', (code) => resolve({ code, err })));
-  createInterface({ input: child.stdout }).on('line', (l) => {
-    program.lines.push(l.trim());
-    for (const w of program.waiters.splice(0)) w();
-  });
-}
-async function waitLine(text, ms = 120000) {
-  const start = Date.now();
-  while (!program.lines.includes(text)) {
-    if (Date.now() - start > ms) throw new Error(`the program did not print ${JSON.stringify(text)}; it printed ${JSON.stringify(program.lines)}`);
-    await new Promise((r) => { program.waiters.push(r); setTimeout(r, 500); });
-  }
-}
-function go() { program.child.stdin.write('go\n'); }
-
-let browser, page;
-const pageErrors = [];
+let browser, page, pageErrors, program;
 before(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: process.env.CLRPROF_CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
-  });
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  startProgram();
+  ({ browser, page, errors: pageErrors } = await launch());
+  program = startProgram(PROGRAM);
 });
 after(async () => {
   if (program.child && program.child.exitCode === null) program.child.kill('SIGKILL');
   await browser?.close();
 });
 
-async function rows(table) {
-  return page.$$eval(`table[data-table="${table}"] tbody tr`, (trs) => trs.map((tr) => {
-    const o = { name: tr.dataset.name };
-    for (const td of tr.querySelectorAll('td')) {
-      const v = td.dataset.value;
-      o[td.dataset.col] = v === 'null' ? null : (v !== '' && !isNaN(Number(v)) ? Number(v) : v);
-    }
-    return o;
-  }));
-}
+const rows = (table) => tableRows(page, table);
 
 // The page's state for the session's log: the generation (loads so far)
 // and the bytes loaded, read together.
@@ -120,7 +82,7 @@ async function summaryShown(minGeneration = 0) {
 let session;
 
 test('a running session is listed, opened, and shown as running', async () => {
-  await waitLine('phase A done');
+  await program.waitLine('phase A done');
   await page.goto(URL_);
   // With no log given, the page starts on the collector's sessions.
   await page.waitForSelector('[data-view="sessions"][data-ready] table[data-table="sessions"]', { timeout: 60000 });
@@ -195,11 +157,11 @@ test('allocations off and on from the page; the figures grow as the program goes
   const before_ = await summaryShown(1);
   await page.click('[data-ctl="allocations off"]');
   await page.waitForFunction(() => /^allocations off: ok \(was on\)/.test(document.querySelector('[data-ctl-result]').textContent), null, { timeout: 60000 });
-  go();
-  await waitLine('phase B done');
+  program.go();
+  await program.waitLine('phase B done');
   await page.click('[data-ctl="allocations on"]');
   await page.waitForFunction(() => /^allocations on: ok \(was off\)/.test(document.querySelector('[data-ctl-result]').textContent), null, { timeout: 60000 });
-  go();
+  program.go();
   // The page redraws the Summary by itself as the log grows.
   let grown;
   for (;;) {

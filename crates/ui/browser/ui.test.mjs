@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launch, rows as tableRows } from './common.mjs';
 
 const URL_ = process.env.CLRPROF_UI_URL;
 const CLI = process.env.CLRPROF_CLI;
@@ -41,16 +41,10 @@ function cli(id, args) {
   return cache.get(key);
 }
 
-let browser, page;
-const pageErrors = [];
+let browser, page, pageErrors;
 before(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: process.env.CLRPROF_CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
-  });
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  ({ browser, page, errors: pageErrors } = await launch());
   await page.goto(URL_);
   // The logs load in the background; the page polls their progress.
   await page.waitForFunction(async () => {
@@ -71,16 +65,7 @@ async function open(hash, shot) {
 }
 
 // A table's rows as [{name, col: value}] (values as numbers where numeric).
-async function rows(table) {
-  return page.$$eval(`table[data-table="${table}"] tbody tr`, (trs) => trs.map((tr) => {
-    const o = { name: tr.dataset.name };
-    for (const td of tr.querySelectorAll('td')) {
-      const v = td.dataset.value;
-      o[td.dataset.col] = v === 'null' ? null : (v !== '' && !isNaN(Number(v)) ? Number(v) : v);
-    }
-    return o;
-  }));
-}
+const rows = (table) => tableRows(page, table);
 
 function same(actual, expected, what) {
   assert.deepEqual(actual, expected, what);

@@ -268,6 +268,43 @@ impl Cache {
     }
 }
 
+/// What [`load_through`] gives: the model read from the cache, or what the
+/// caller's load made.
+pub enum Got<T> {
+    /// The model saved for this log (boxed: a model's tables are large
+    /// to move around by value).
+    Cached(Box<Model>),
+    /// The caller's load's result (its model saved if the load took long
+    /// enough).
+    Loaded(T),
+}
+
+/// The model of the log at `path` through the cache the environment asks
+/// for: read back when the cache holds it, else made by `load` (whose
+/// model `model_of` gives) and saved when the load took at least the
+/// cache's threshold. `path` is `None` for what is never cached (standard
+/// input). Without a cache (off, or no folder), just `load`.
+pub fn load_through<T, E>(path: Option<&Path>, load: impl FnOnce() -> Result<T, E>, model_of: impl Fn(&T) -> &Model) -> Result<Got<T>, E> {
+    let cache = Cache::from_env();
+    let key = match (&cache, path) {
+        (Some(c), Some(p)) => c.key(p),
+        _ => None,
+    };
+    if let (Some(cache), Some(key)) = (&cache, &key) {
+        if let Some(model) = cache.get(key) {
+            return Ok(Got::Cached(Box::new(model)));
+        }
+    }
+    let start = std::time::Instant::now();
+    let loaded = load()?;
+    if let (Some(cache), Some(key)) = (&cache, &key) {
+        if cache.worth_saving(start.elapsed()) {
+            cache.put(key, model_of(&loaded));
+        }
+    }
+    Ok(Got::Loaded(loaded))
+}
+
 /// An entry of the cache, as [`Cache::entries`] lists it.
 #[derive(Clone, Debug)]
 pub struct Entry {

@@ -83,26 +83,20 @@ pub struct Loaded {
 /// holds this log's model (see the `clrprof-cache` crate), else from the log (then saved
 /// in the cache when the load took long enough).
 pub fn load(args: &LoadArgs, quiet: bool) -> Result<Loaded> {
-    let cache = clrprof_cache::Cache::from_env();
-    let key = cache.as_ref().and_then(|c| if args.log.as_os_str() == "-" { None } else { c.key(&args.log) });
-    if let (Some(cache), Some(key)) = (&cache, &key) {
-        let start = Instant::now();
-        if let Some(model) = cache.get(key) {
+    let start = Instant::now();
+    let path = (args.log.as_os_str() != "-").then_some(args.log.as_path());
+    let got = clrprof_cache::load_through(path, || load_source(args, &args.open()?, quiet), |l| &l.model)?;
+    match got {
+        clrprof_cache::Got::Loaded(loaded) => Ok(loaded),
+        clrprof_cache::Got::Cached(model) => {
+            let model = *model;
             let seconds = start.elapsed().as_secs_f64();
             let mut memory = MemoryProbe::default();
             memory.sample();
             strict_check(args, &model)?;
-            return Ok(Loaded { model, seconds, memory });
+            Ok(Loaded { model, seconds, memory })
         }
     }
-    let source = args.open()?;
-    let loaded = load_source(args, &source, quiet)?;
-    if let (Some(cache), Some(key)) = (&cache, &key) {
-        if cache.worth_saving(Duration::from_secs_f64(loaded.seconds)) {
-            cache.put(key, &loaded.model);
-        }
-    }
-    Ok(loaded)
 }
 
 /// `--strict`: the first warning of the log is an error.

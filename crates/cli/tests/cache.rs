@@ -23,16 +23,35 @@ struct Run {
 }
 
 fn run(args: &[&str], log: &Path, cache: Option<&Path>) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_clrprof"));
-    cmd.args(args).arg(log);
-    match cache {
-        Some(dir) => cmd.env("CLRPROF_CACHE_DIR", dir).env("CLRPROF_CACHE_MIN_MS", "0").env("CLRPROF_CACHE_TRACE", "1"),
-        None => cmd.env("CLRPROF_CACHE", "off"),
+    let mut cmd = match cache {
+        Some(dir) => {
+            let mut c = with_cache(clrprof_exe(), dir, "0");
+            c.env("CLRPROF_CACHE_TRACE", "1");
+            c
+        }
+        None => {
+            let mut c = Command::new(clrprof_exe());
+            c.env("CLRPROF_CACHE", "off");
+            c
+        }
     };
+    cmd.args(args).arg(log);
     let o = cmd.output().expect("run clrprof");
     let err = String::from_utf8_lossy(&o.stderr);
     let (trace, rest): (Vec<&str>, Vec<&str>) = err.lines().partition(|l| l.starts_with("clrprof cache: "));
     Run { ok: o.status.success(), out: String::from_utf8_lossy(&o.stdout).into_owned(), err: rest.join("\n"), trace: trace.join("\n") }
+}
+
+/// `exe` (a `clrprof`) with its cache in `cache`, saving loads of at least
+/// `min_ms` milliseconds.
+fn with_cache(exe: &Path, cache: &Path, min_ms: &str) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.env("CLRPROF_CACHE_DIR", cache).env("CLRPROF_CACHE_MIN_MS", min_ms);
+    cmd
+}
+
+fn clrprof_exe() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_clrprof"))
 }
 
 /// A fresh folder under the target's temporary folder.
@@ -170,10 +189,8 @@ fn standard_input_and_cache_off_are_never_saved() {
     let dir = scratch("off");
     let cache = dir.join("cache");
     let log = repo_root().join("corpus/all-kinds.log");
-    let o = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+    let o = with_cache(clrprof_exe(), &cache, "0")
         .args(["summary", "--json", "-"])
-        .env("CLRPROF_CACHE_DIR", &cache)
-        .env("CLRPROF_CACHE_MIN_MS", "0")
         .stdin(std::fs::File::open(&log).expect("open the log"))
         .stdout(Stdio::piped())
         .output()
@@ -181,25 +198,12 @@ fn standard_input_and_cache_off_are_never_saved() {
     assert!(o.status.success());
     assert!(entries(&cache).is_empty(), "standard input was saved");
     for off in [("CLRPROF_CACHE", "off"), ("CLRPROF_CACHE_MB", "0")] {
-        let o = Command::new(env!("CARGO_BIN_EXE_clrprof"))
-            .args(["summary", "--json"])
-            .arg(&log)
-            .env("CLRPROF_CACHE_DIR", &cache)
-            .env("CLRPROF_CACHE_MIN_MS", "0")
-            .env(off.0, off.1)
-            .output()
-            .expect("run clrprof");
+        let o = with_cache(clrprof_exe(), &cache, "0").args(["summary", "--json"]).arg(&log).env(off.0, off.1).output().expect("run clrprof");
         assert!(o.status.success());
         assert!(!cache.exists(), "{}={} still made the cache", off.0, off.1);
     }
     // A load shorter than the threshold is not saved either.
-    let o = Command::new(env!("CARGO_BIN_EXE_clrprof"))
-        .args(["summary", "--json"])
-        .arg(&log)
-        .env("CLRPROF_CACHE_DIR", &cache)
-        .env("CLRPROF_CACHE_MIN_MS", "600000")
-        .output()
-        .expect("run clrprof");
+    let o = with_cache(clrprof_exe(), &cache, "600000").args(["summary", "--json"]).arg(&log).output().expect("run clrprof");
     assert!(o.status.success());
     assert!(!cache.exists(), "a short load was saved");
     // A folder others may write to is not used.
@@ -373,14 +377,7 @@ fn another_build_does_not_read_the_entries_of_this_one() {
     // what another build of clrprof would be.
     let other = dir.join("clrprof-other");
     std::fs::copy(env!("CARGO_BIN_EXE_clrprof"), &other).expect("copy the binary");
-    let o = Command::new(&other)
-        .args(["summary", "--json"])
-        .arg(&log)
-        .env("CLRPROF_CACHE_DIR", &cache)
-        .env("CLRPROF_CACHE_MIN_MS", "0")
-        .env("CLRPROF_CACHE_TRACE", "1")
-        .output()
-        .expect("run the copy");
+    let o = with_cache(&other, &cache, "0").args(["summary", "--json"]).arg(&log).env("CLRPROF_CACHE_TRACE", "1").output().expect("run the copy");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("another build") && err.contains("stored:"), "{err}");

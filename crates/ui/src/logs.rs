@@ -451,40 +451,35 @@ fn load_one(
     options: &LoadOptions,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<Arc<LoadedLog>, String> {
-    // The model cache, as for the commands (`clrprof-cache`): a log given
-    // at start whose model a command saved opens at once.
-    let cache = clrprof_cache::Cache::from_env();
-    let key = cache.as_ref().and_then(|c| c.key(path));
+    // Through the model cache, as for the commands (`clrprof-cache`): a
+    // log given at start whose model a command saved opens at once.
     let start = std::time::Instant::now();
-    if let (Some(cache), Some(key)) = (&cache, &key) {
-        if let Some(model) = cache.get(key) {
-            let total = model.file_bytes();
+    let got = clrprof_cache::load_through(
+        Some(path),
+        || -> Result<Model, String> {
+            let source = LogSource::open(path).map_err(|e| e.to_string())?;
+            let data = source.bytes();
+            let total = data.len() as u64;
             slot.total.store(total, Ordering::Relaxed);
-            slot.done.store(total, Ordering::Relaxed);
-            progress(total, total);
-            let mut l = LoadedLog::new(model, start.elapsed().as_secs_f64());
-            l.from_cache = true;
-            return Ok(Arc::new(l));
-        }
-    }
-    let source = LogSource::open(path).map_err(|e| e.to_string())?;
-    let data = source.bytes();
-    let total = data.len() as u64;
+            model::load_with_progress(data, options, |done| {
+                slot.done.store(done, Ordering::Relaxed);
+                progress(done, total);
+            })
+            .map_err(|e| e.to_string())
+        },
+        |m| m,
+    )?;
+    let (model, from_cache) = match got {
+        clrprof_cache::Got::Cached(m) => (*m, true),
+        clrprof_cache::Got::Loaded(m) => (m, false),
+    };
+    let total = if from_cache { model.file_bytes() } else { slot.total.load(Ordering::Relaxed) };
     slot.total.store(total, Ordering::Relaxed);
-    let model = model::load_with_progress(data, options, |done| {
-        slot.done.store(done, Ordering::Relaxed);
-        progress(done, total);
-    })
-    .map_err(|e| e.to_string())?;
     slot.done.store(total, Ordering::Relaxed);
     progress(total, total);
-    let seconds = start.elapsed().as_secs_f64();
-    if let (Some(cache), Some(key)) = (&cache, &key) {
-        if cache.worth_saving(std::time::Duration::from_secs_f64(seconds)) {
-            cache.put(key, &model);
-        }
-    }
-    Ok(Arc::new(LoadedLog::new(model, seconds)))
+    let mut l = LoadedLog::new(model, start.elapsed().as_secs_f64());
+    l.from_cache = from_cache;
+    Ok(Arc::new(l))
 }
 
 /// Loads the first `len` bytes of a growing log (whole lines).

@@ -51,6 +51,8 @@ pub struct RecordReader<'a> {
     used_initial: bool,
     /// Whether the frequent records try [`hot`] first.
     fast: bool,
+    /// Whether the log may still grow (see [`RecordReader::growing`]).
+    growing: bool,
 }
 
 /// The little state that decides how far the reference reader consumes
@@ -88,6 +90,7 @@ impl<'a> RecordReader<'a> {
             initial: state,
             used_initial: false,
             fast: true,
+            growing: false,
         }
     }
 
@@ -98,6 +101,26 @@ impl<'a> RecordReader<'a> {
     pub fn general_only(mut self) -> Self {
         self.fast = false;
         self
+    }
+
+    /// The same reader for a log that may still grow: a record that reaches
+    /// the end of `data` (a name that goes on past the last line end, a
+    /// line with no end) is neither read nor warned about; the reader
+    /// stops before it, at [`RecordReader::offset`], with
+    /// [`RecordReader::state`] as it was before it, so that the record can
+    /// be read once more of the log has come.
+    pub fn growing(mut self) -> Self {
+        self.growing = true;
+        self
+    }
+
+    /// Stops before the record at `start` (a growing log's unfinished
+    /// record), the dump state as it was before it.
+    #[cold]
+    fn hold_back(&mut self, start: usize, state: DumpState) {
+        self.pos = start;
+        self.stop = start;
+        self.state = state;
     }
 
     /// The state after the records read so far.
@@ -178,6 +201,7 @@ impl<'a> RecordReader<'a> {
             let data = self.data;
             let start = self.pos;
             let first = data[start];
+            let state_before = self.state;
             let Some(kind) = Kind::from_byte(first) else {
                 self.skip_unknown(start, first);
                 continue;
@@ -218,6 +242,10 @@ impl<'a> RecordReader<'a> {
                     f.issue = None;
                     match memchr::memchr2(b'\n', b'\r', &data[start..]) {
                         Some(k) => f.rest = &data[start + k..],
+                        None if self.growing => {
+                            self.hold_back(start, state_before);
+                            continue;
+                        }
                         None => {
                             self.diagnostics.push(start as u64, WarningKind::UnknownRecordAtEnd { byte: first });
                             f.rest = &data[data.len()..];
@@ -227,6 +255,10 @@ impl<'a> RecordReader<'a> {
                 _ => {}
             }
             let at_end_of_file = f.rest.is_empty() && kind != Kind::AssemblyD;
+            if at_end_of_file && self.growing {
+                self.hold_back(start, state_before);
+                continue;
+            }
             let dropped = at_end_of_file && kind.dropped_at_end_of_file();
             if let Some(issue) = f.issue.filter(|_| !dropped) {
                 let offset = (data.len() - issue.remaining) as u64;
@@ -261,6 +293,7 @@ impl<'a> RecordReader<'a> {
                 self.pos = start + k;
                 self.finish_line();
             }
+            None if self.growing => self.hold_back(start, self.state),
             None => {
                 self.diagnostics.push(start as u64, WarningKind::UnknownRecordAtEnd { byte: first });
                 self.pos = self.data.len();

@@ -36,6 +36,7 @@ use crate::format::{scan, Address, Diagnostics, DumpState, Parsed, Record, Recor
 /// let model = b.finish().unwrap();
 /// assert_eq!(model.allocations().len(), 1);
 /// ```
+#[derive(Clone)]
 pub struct Builder<'a> {
     data: &'a [u8],
     names: NameTable,
@@ -105,6 +106,42 @@ impl<'a> Builder<'a> {
             call_log: Vec::new(),
             had_alloc_info: false,
             had_call_info: false,
+        }
+    }
+
+    /// The same builder, reading `data` from now on: a longer copy of the
+    /// log it was reading (a log that grew), or nothing while it waits
+    /// for more (see [`super::GrowingLog`]).
+    pub(crate) fn rebind<'b>(self, data: &'b [u8]) -> Builder<'b> {
+        Builder {
+            data,
+            names: self.names,
+            types: self.types,
+            functions: self.functions,
+            modules: self.modules,
+            threads: self.threads,
+            stacks: self.stacks,
+            time: self.time,
+            heap: self.heap,
+            out: self.out,
+            objects: self.objects,
+            histograms: self.histograms,
+            gc_book: self.gc_book,
+            gcs: self.gcs,
+            gc_start: self.gc_start,
+            gc_start_generation: self.gc_start_generation,
+            gc_ranges: self.gc_ranges,
+            handles: self.handles,
+            finalizers: self.finalizers,
+            dumps: self.dumps,
+            comments: self.comments,
+            last_was_root: self.last_was_root,
+            last_offset: self.last_offset,
+            extended_roots_seen: self.extended_roots_seen,
+            records: self.records,
+            call_log: self.call_log,
+            had_alloc_info: self.had_alloc_info,
+            had_call_info: self.had_call_info,
         }
     }
 

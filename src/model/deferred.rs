@@ -43,7 +43,7 @@ pub(crate) enum Deferred {
 }
 
 /// The tables the deferred records build.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Recorder {
     /// The allocation table's columns (its fates are kept by the builder).
     pub columns: AllocationTable,
@@ -105,7 +105,7 @@ impl Recorder {
 
 /// The simulation's end of the stream (see the module documentation; the
 /// default queues).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Outbox {
     /// `Some`: records are applied at once.
     inline: Option<Box<Recorder>>,

@@ -128,6 +128,10 @@ pub enum Problem {
         /// The range length in bytes.
         bytes: u64,
     },
+    /// A [`super::GrowingLog`] whose last read was interrupted (by a panic)
+    /// midway: its state is lost, and the log has to be read again.
+    #[error("an earlier read of this growing log was interrupted; it must be read again from the start")]
+    Interrupted,
     /// More than 2^32 - 1 of something the model counts with 32 bits.
     #[error("more than 4,294,967,295 {what}")]
     TooMany {

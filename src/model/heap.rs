@@ -44,7 +44,7 @@ pub(crate) struct Effects<'a> {
 }
 
 /// The live object table.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Heap {
     pub live: LiveObjects,
     pub intervals: Intervals,

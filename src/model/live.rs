@@ -111,7 +111,7 @@ impl Block {
 }
 
 /// The address-ordered store of live objects (see the module documentation).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct LiveObjects {
     blocks: Vec<Block>,
     ids: Vec<u64>,

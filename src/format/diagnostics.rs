@@ -279,6 +279,12 @@ impl Diagnostics {
     /// and line numbers in the whole stream.
     pub(crate) fn rebase(&mut self, data: &[u8], base: u64, line_base: u64) {
         self.sort();
+        self.place(data, base, line_base);
+    }
+
+    /// Like [`Diagnostics::rebase`], the warnings left in the order they
+    /// were found (as one reader of the whole stream leaves them).
+    pub(crate) fn place(&mut self, data: &[u8], base: u64, line_base: u64) {
         self.resolve_lines(data);
         for w in &mut self.kept {
             w.offset += base;

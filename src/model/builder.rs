@@ -39,6 +39,11 @@ use crate::format::{scan, Address, Diagnostics, DumpState, Parsed, Record, Recor
 #[derive(Clone)]
 pub struct Builder<'a> {
     data: &'a [u8],
+    /// Where `data` starts in the log (0, except for a [`super::GrowingLog`],
+    /// which keeps only the part of the log still needed).
+    base: u64,
+    /// Line ends in the log before `base`.
+    base_line: u64,
     names: NameTable,
     types: TypeTable,
     functions: FunctionTable,
@@ -79,6 +84,8 @@ impl<'a> Builder<'a> {
         let types = TypeTable::new(&mut names);
         Builder {
             data,
+            base: 0,
+            base_line: 0,
             names,
             types,
             functions: FunctionTable::new(),
@@ -109,12 +116,15 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// The same builder, reading `data` from now on: a longer copy of the
-    /// log it was reading (a log that grew), or nothing while it waits
-    /// for more (see [`super::GrowingLog`]).
-    pub(crate) fn rebind<'b>(self, data: &'b [u8]) -> Builder<'b> {
+    /// The same builder, reading `data` from now on: the part of the log
+    /// from byte `base` (after `base_line` line ends) to as far as it has
+    /// been written, or nothing while it waits for more (see
+    /// [`super::GrowingLog`]). The part must hold the last record read.
+    pub(crate) fn rebind<'b>(self, data: &'b [u8], base: u64, base_line: u64) -> Builder<'b> {
         Builder {
             data,
+            base,
+            base_line,
             names: self.names,
             types: self.types,
             functions: self.functions,
@@ -145,10 +155,28 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// The line number of the log's byte `offset` (which `data` holds).
+    #[cold]
+    fn line_at(&self, offset: u64) -> u64 {
+        self.base_line + crate::format::line_of(self.data, offset.saturating_sub(self.base))
+    }
+
+    /// Where the log's byte `offset` is in `data`.
+    #[inline]
+    fn local(&self, offset: u64) -> usize {
+        (offset.saturating_sub(self.base) as usize).min(self.data.len())
+    }
+
+    /// The offset in the log of the last record read (a
+    /// [`super::GrowingLog`] keeps the log from there on).
+    pub(crate) fn last_offset(&self) -> u64 {
+        self.last_offset
+    }
+
     #[cold]
     fn error(&self, p: &Parsed<'_>, problem: Problem) -> Error {
         Error {
-            line: crate::format::line_of(self.data, p.offset),
+            line: self.line_at(p.offset),
             offset: p.offset,
             kind: Some(p.record.kind().letter()),
             problem,
@@ -173,11 +201,11 @@ impl<'a> Builder<'a> {
             return false;
         }
         let state = DumpState { root_seen: self.extended_roots_seen, dump_started: true };
-        let mut r = RecordReader::range_with_state(self.data, self.last_offset as usize, self.data.len(), state);
+        let mut r = RecordReader::range_with_state(self.data, self.local(self.last_offset), self.data.len(), state);
         if r.next_record().is_none() {
             return false;
         }
-        r.offset() as u64 == offset
+        self.base + r.offset() as u64 == offset
     }
 
     fn effects(&mut self) -> (&mut Heap, Effects<'_>) {
@@ -298,7 +326,7 @@ impl<'a> Builder<'a> {
     /// The error for a problem at `offset` in a record of kind `kind`.
     #[cold]
     pub(crate) fn error_at(&self, offset: u64, kind: Option<char>, problem: Problem) -> Error {
-        Error { line: crate::format::line_of(self.data, offset), offset, kind, problem }
+        Error { line: self.line_at(offset), offset, kind, problem }
     }
 
     fn apply(&mut self, p: &Parsed<'_>) -> Result<(), Problem> {
@@ -454,7 +482,7 @@ impl<'a> Builder<'a> {
 
     /// T16: an `m` line whose last backslash lies after its last ` 0x`.
     fn check_module_line(&self, offset: u64) -> Result<(), Problem> {
-        let start = (offset as usize + 1).min(self.data.len());
+        let start = (self.local(offset) + 1).min(self.data.len());
         let rest = &self.data[start..];
         let end = rest.iter().position(|&b| b < b' ' && b != b'\t').unwrap_or(rest.len());
         let line = &rest[..end];
@@ -575,8 +603,9 @@ impl<'a> Builder<'a> {
 
     /// Ends the log: walks the final heap and freezes the tables.
     pub fn finish(mut self) -> Result<Model, Error> {
-        let end = self.data.len() as u64;
-        let err = |problem| Error { line: crate::format::line_of(self.data, end), offset: end, kind: None, problem };
+        let end = self.base + self.data.len() as u64;
+        let end_line = self.base_line + crate::format::line_of(self.data, self.data.len() as u64);
+        let err = |problem| Error { line: end_line, offset: end, kind: None, problem };
         let mut recorder = std::mem::take(&mut self.out).into_recorder();
         if let Some(problem) = recorder.failed.take() {
             return Err(err(problem));
@@ -648,7 +677,7 @@ impl<'a> Builder<'a> {
             had_alloc_info: self.had_alloc_info,
             had_call_info: self.had_call_info,
             diagnostics: Diagnostics::new(0),
-            file_bytes: self.data.len() as u64,
+            file_bytes: end,
         })
     }
 

@@ -14,6 +14,11 @@
 //! state between heap-dump lines is carried over, and its warnings are
 //! kept in order (a test compares the two at every line of every reference
 //! log).
+//!
+//! The log itself is not kept: only its bytes from the last record read
+//! on (the builder looks back at that record to tell whether a heap-dump
+//! root line continues a dump), with the count of line ends before them,
+//! so that errors and warnings still name their lines.
 
 use super::builder::Builder;
 use super::error::{Error, Result};
@@ -36,18 +41,23 @@ use crate::format::{Diagnostics, DumpState, RecordReader, DEFAULT_KEPT_WARNINGS}
 /// ```
 #[derive(Clone)]
 pub struct GrowingLog {
-    /// Every byte given so far (the builder reads back into it: line
-    /// numbers, heap-dump continuation, module lines).
-    data: Vec<u8>,
-    /// The bytes parsed: up to the last line end given.
-    parsed: usize,
+    /// The log's bytes from `base` on (the last record read and what
+    /// follows it).
+    window: Vec<u8>,
+    /// Where `window` starts in the log.
+    base: u64,
+    /// Line ends in the log before `base`.
+    base_line: u64,
+    /// Bytes given so far.
+    given: u64,
+    /// Bytes read into the model (an offset in the log).
+    parsed: u64,
     /// The builder, reading nothing between calls (`None` only while it
     /// reads, or after a panic in the middle of a read).
     builder: Option<Builder<'static>>,
     /// The parser's state after the records parsed.
     reader: DumpState,
-    /// The parser's warnings so far (offsets in the log; lines are filled
-    /// in by [`GrowingLog::model`]).
+    /// The parser's warnings so far (offsets and lines in the log).
     diagnostics: Diagnostics,
     /// The first error: the log is read no further (as [`super::load`]
     /// stops there).
@@ -64,7 +74,10 @@ impl GrowingLog {
     /// An empty log.
     pub fn new() -> Self {
         GrowingLog {
-            data: Vec::new(),
+            window: Vec::new(),
+            base: 0,
+            base_line: 0,
+            given: 0,
             parsed: 0,
             builder: Some(Builder::new(&[])),
             reader: DumpState::default(),
@@ -75,12 +88,12 @@ impl GrowingLog {
 
     /// Bytes given so far.
     pub fn len(&self) -> u64 {
-        self.data.len() as u64
+        self.given
     }
 
     /// True when nothing was given yet.
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.given == 0
     }
 
     /// Bytes read into the model: up to the last line end given (a line
@@ -88,7 +101,12 @@ impl GrowingLog {
     /// that reaches that line end and may go on (a type name that crosses
     /// a line, in a damaged log).
     pub fn parsed_bytes(&self) -> u64 {
-        self.parsed as u64
+        self.parsed
+    }
+
+    /// Bytes of the log held (from the last record read on).
+    pub fn held_bytes(&self) -> usize {
+        self.window.len()
     }
 
     /// The first error met, if any (then [`GrowingLog::model`] gives it
@@ -97,47 +115,55 @@ impl GrowingLog {
         self.failed.as_ref()
     }
 
-    /// The bytes given so far.
-    pub fn bytes(&self) -> &[u8] {
-        &self.data
+    fn interrupted(&self) -> Error {
+        Error { line: 0, offset: self.parsed, kind: None, problem: super::Problem::Interrupted }
     }
 
-    /// Appends `bytes` (the next part of the log) and reads every line
-    /// they complete. After an error nothing more is kept and the error
+    /// Appends `bytes` (the next part of the log) and reads every record
+    /// they complete. After an error nothing more is read, and the error
     /// is given again.
     pub fn extend(&mut self, bytes: &[u8]) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        self.data.extend_from_slice(bytes);
-        let Some(last) = memchr::memrchr(b'\n', &self.data[self.parsed..]) else { return Ok(()) };
-        let end = self.parsed + last + 1;
-        let data = &self.data[..end];
-        let Some(builder) = self.builder.take() else {
-            return Err(Error { line: 0, offset: self.parsed as u64, kind: None, problem: super::Problem::Interrupted });
-        };
-        let mut builder = builder.rebind(data);
-        let mut reader = RecordReader::range_with_state(data, self.parsed, end, self.reader).growing();
+        self.window.extend_from_slice(bytes);
+        self.given += bytes.len() as u64;
+        let from = (self.parsed - self.base) as usize;
+        let Some(last) = memchr::memrchr(b'\n', &self.window[from..]) else { return Ok(()) };
+        let end = from + last + 1;
+        let builder = self.builder.take().ok_or_else(|| self.interrupted())?;
+        let (base, base_line) = (self.base, self.base_line);
+        let data = &self.window[..end];
+        let mut builder = builder.rebind(data, base, base_line);
+        let mut reader = RecordReader::range_with_state(data, from, end, self.reader).growing();
         let mut failed = None;
-        while let Some(p) = reader.next_record() {
+        while let Some(mut p) = reader.next_record() {
+            p.offset += base;
             if let Err(e) = builder.push(&p) {
                 failed = Some(e);
                 break;
             }
         }
         self.reader = reader.state();
-        self.diagnostics.merge(reader.take_diagnostics());
-        self.builder = Some(builder.rebind(&[]));
-        self.parsed = reader.offset();
-        match failed {
-            Some(e) => {
-                self.failed = Some(e.clone());
-                self.data = Vec::new();
-                self.builder = None;
-                Err(e)
-            }
-            None => Ok(()),
+        self.parsed = base + reader.offset() as u64;
+        let mut found = reader.take_diagnostics();
+        found.place(data, base, base_line);
+        self.diagnostics.merge(found);
+        let last_record = builder.last_offset();
+        self.builder = Some(builder.rebind(&[], 0, 0));
+        if let Some(e) = failed {
+            self.failed = Some(e.clone());
+            self.window = Vec::new();
+            self.builder = None;
+            return Err(e);
         }
+        // Keep the log from the last record read on.
+        let keep = self.parsed.min(last_record).max(self.base);
+        let cut = (keep - self.base) as usize;
+        self.base_line += memchr::memchr_iter(b'\n', &self.window[..cut]).count() as u64;
+        self.window.drain(..cut);
+        self.base = keep;
+        Ok(())
     }
 
     /// The model of the records read so far: what [`super::load`] gives
@@ -148,33 +174,35 @@ impl GrowingLog {
     }
 
     /// The model of every byte given, as if the log ended there (a
-    /// session that has ended): what [`super::load`] gives for
-    /// [`GrowingLog::bytes`], the last line read even without its line end.
+    /// session that has ended): what [`super::load`] gives for all
+    /// [`GrowingLog::len`] bytes, the last line read even without its
+    /// line end.
     pub fn model_at_end(&self) -> Result<Model> {
-        self.finish_copy(self.data.len())
+        self.finish_copy(self.given)
     }
 
-    /// Finishes a copy of the state after reading the rest of the first
-    /// `end` bytes as the end of the log.
-    fn finish_copy(&self, end: usize) -> Result<Model> {
+    /// Finishes a copy of the state after reading the log from
+    /// `parsed` to `end` as its end.
+    fn finish_copy(&self, end: u64) -> Result<Model> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        let Some(builder) = &self.builder else {
-            return Err(Error { line: 0, offset: self.parsed as u64, kind: None, problem: super::Problem::Interrupted });
-        };
-        let data = &self.data[..end];
-        let mut builder = builder.clone().rebind(data);
+        let builder = self.builder.as_ref().ok_or_else(|| self.interrupted())?;
+        let data = &self.window[..(end - self.base) as usize];
+        let mut builder = builder.clone().rebind(data, self.base, self.base_line);
         let mut diagnostics = self.diagnostics.clone();
         if end > self.parsed {
-            let mut reader = RecordReader::range_with_state(data, self.parsed, end, self.reader);
-            while let Some(p) = reader.next_record() {
+            let from = (self.parsed - self.base) as usize;
+            let mut reader = RecordReader::range_with_state(data, from, data.len(), self.reader);
+            while let Some(mut p) = reader.next_record() {
+                p.offset += self.base;
                 builder.push(&p)?;
             }
-            diagnostics.merge(reader.take_diagnostics());
+            let mut found = reader.take_diagnostics();
+            found.place(data, self.base, self.base_line);
+            diagnostics.merge(found);
         }
         let mut model = builder.finish()?;
-        diagnostics.resolve_lines(data);
         model.diagnostics = diagnostics;
         Ok(model)
     }

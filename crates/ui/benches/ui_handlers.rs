@@ -12,9 +12,12 @@
 //! window (or moment) never asked before. The collector's routes are
 //! measured on a directory of 200 session records (`sessions_list`), and
 //! a live session's refresh when its log did not grow (`session_refresh_same`)
-//! and when it did (reloaded whole: printed, not a criterion bench, since a
-//! seed-scale load takes seconds); the commands (`session_ctl`) go through
-//! a collector in this process to a fake agent that answers at once.
+//! and when it did (printed, not criterion benches: the seed log as a
+//! session, all but its last 8 MB read from its first byte, then those
+//! 8 MB read as the collector appends them, against a load of the whole
+//! log, which is what a refresh cost when a grown log was loaded again);
+//! the commands (`session_ctl`) go through a collector in this process to
+//! a fake agent that answers at once.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -212,12 +215,16 @@ fn sessions(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         };
         record::write(dir.path(), &rec).expect("record");
     }
-    // The seed log as a live session, linked in (a session's log must be a
-    // regular file, so a hard link, or a copy across file systems).
+    // The seed log as a live session, all but its last 8 MB (whole lines)
+    // written at first.
     let big = "seed_1_20260101_000000";
-    if std::fs::hard_link(&seed, record::log_path(dir.path(), big)).is_err() {
-        std::fs::copy(&seed, record::log_path(dir.path(), big)).expect("copy the seed log");
+    let seed_log = std::fs::read(&seed).expect("read the seed log");
+    let mut cut = seed_log.len() - (8 << 20);
+    while seed_log[cut - 1] != b'\n' {
+        cut -= 1;
     }
+    let big_path = record::log_path(dir.path(), big);
+    std::fs::write(&big_path, &seed_log[..cut]).expect("write the session's log");
     let mut rec = record::read(dir.path(), "app_0_20260101_000000").expect("record");
     rec.session = big.into();
     rec.log = format!("{big}.log");
@@ -251,10 +258,33 @@ fn sessions(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     let cpu = cpu_seconds();
     app.refresh_sessions();
     eprintln!(
-        "session_load_seed: the seed log as a session, loaded in {:.2?} ({:.2} s CPU); a live session's log that grew is loaded again whole, so each refresh costs this much",
+        "session_first_read_seed: the seed log but its last 8 MB as a live session, read from its first byte in {:.2?} ({:.2} s CPU)",
         t.elapsed(),
         cpu_seconds() - cpu
     );
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&big_path).expect("open the session's log");
+        f.write_all(&seed_log[cut..]).expect("append its last 8 MB");
+    }
+    let t = std::time::Instant::now();
+    let cpu = cpu_seconds();
+    app.refresh_sessions();
+    eprintln!(
+        "session_grew_8mb_seed: its last {} bytes read as they came, with a new model of the whole log, in {:.2?} ({:.2} s CPU)",
+        seed_log.len() - cut,
+        t.elapsed(),
+        cpu_seconds() - cpu
+    );
+    let t = std::time::Instant::now();
+    let cpu = cpu_seconds();
+    drop(load(&seed_log, &LoadOptions::default()).expect("load the seed log"));
+    eprintln!(
+        "session_reload_seed: the whole seed log loaded again (what that refresh cost before logs were read as they grow) in {:.2?} ({:.2} s CPU)",
+        t.elapsed(),
+        cpu_seconds() - cpu
+    );
+    drop(seed_log);
     // A live session whose agent answers every command at once (its
     // connection times out 30 s after the last command).
     let collector = fake_agent::Running::start(fake_agent::opts(dir.path()));

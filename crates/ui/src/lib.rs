@@ -36,6 +36,7 @@ mod assets;
 mod collector;
 mod error;
 mod flame_tree;
+mod growing_session;
 mod dominator_tree;
 mod logs;
 mod params;

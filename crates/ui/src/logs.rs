@@ -5,6 +5,7 @@
 use crate::answer_cache::AnswerCache;
 use crate::dominator_tree::DominatorCache;
 use crate::flame_tree::{FlameIndex, FlameTree};
+use crate::growing_session::GrowingSession;
 use clrprof::format::LogSource;
 use clrprof::model::{self, LoadOptions, Model};
 use clrprof::query::{ages, lifetime, Ages, Filter, Lifetime};
@@ -137,6 +138,12 @@ pub struct LogSlot {
     refreshed_ms: AtomicU64,
     /// For a session: its record's state, as the collector wrote it.
     record_state: Mutex<Option<String>>,
+    /// For a live session: its log as read so far (each refresh reads only
+    /// what was added).
+    growing: Mutex<Option<GrowingSession>>,
+    /// For a session: bytes read from its file by the last refresh that
+    /// found new lines.
+    read_bytes: AtomicU64,
 }
 
 impl LogSlot {
@@ -153,6 +160,8 @@ impl LogSlot {
             loaded_bytes: AtomicU64::new(0),
             refreshed_ms: AtomicU64::new(0),
             record_state: Mutex::new(None),
+            growing: Mutex::new(None),
+            read_bytes: AtomicU64::new(0),
         }
     }
 
@@ -211,6 +220,11 @@ pub struct SessionStatus {
     /// When the server last had the whole log loaded (ms since the Unix
     /// epoch; 0: not yet).
     pub refreshed_ms: u64,
+    /// Bytes the last refresh that found new lines read from the file:
+    /// while the session is live, only what the collector had added since
+    /// the refresh before (the whole log the first time, or when the file
+    /// no longer held what was read).
+    pub read_bytes: u64,
 }
 
 /// The logs of a server, by [`LogId`]: those given at start, then the
@@ -319,6 +333,7 @@ impl LogSet {
                         generation: s.generation.load(Ordering::Relaxed),
                         loaded_bytes: s.loaded_bytes.load(Ordering::Relaxed),
                         refreshed_ms: s.refreshed_ms.load(Ordering::Relaxed),
+                        read_bytes: s.read_bytes.load(Ordering::Relaxed),
                     }),
                 };
                 if let Ok(state) = s.state.read() {
@@ -386,10 +401,12 @@ impl LogSet {
     }
 
     /// Brings every opened session's log up to date: a session not loaded
-    /// yet is loaded; a session whose log has grown by whole lines since
-    /// it was loaded is loaded again, up to its last whole line (the
-    /// collector writes whole lines only), and replaces the previous model
-    /// when done (requests are answered from the previous one meanwhile).
+    /// yet is loaded; a live session whose log has grown by whole lines
+    /// reads the lines added (up to its last whole line: the collector
+    /// writes whole lines only; see [`GrowingSession`]), and its new model
+    /// replaces the previous one when done (requests are answered from
+    /// the previous one meanwhile). A session that has ended reads the
+    /// rest of its log and is saved in the model cache.
     /// `state_of` gives a session's record state (`live`, `ended`, `cut`).
     /// Gives the ids of the logs (re)loaded.
     pub fn refresh_sessions(&self, options: &LoadOptions, state_of: impl Fn(&str) -> Option<String>) -> Vec<LogId> {
@@ -422,7 +439,7 @@ impl LogSet {
             // cache, so that it opens at once the next time (and for the
             // commands). A live one is read up to its last whole line.
             let finished = !live && std::fs::metadata(path).is_ok_and(|m| m.len() == whole);
-            let loaded = if finished { load_one(slot, path, options, |_, _| {}) } else { load_prefix(slot, path, whole, options) };
+            let loaded = if finished { finish_session(slot, path, whole, options) } else { read_growing(slot, path, whole) };
             match loaded {
                 Ok(l) => {
                     slot.set_state(State::Ready(l));
@@ -451,24 +468,28 @@ fn load_one(
     options: &LoadOptions,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<Arc<LoadedLog>, String> {
-    // Through the model cache, as for the commands (`clrprof-cache`): a
-    // log given at start whose model a command saved opens at once.
+    let loaded = through_cache(slot, path, || {
+        let source = LogSource::open(path).map_err(|e| e.to_string())?;
+        let data = source.bytes();
+        let total = data.len() as u64;
+        slot.total.store(total, Ordering::Relaxed);
+        model::load_with_progress(data, options, |done| {
+            slot.done.store(done, Ordering::Relaxed);
+            progress(done, total);
+        })
+        .map_err(|e| e.to_string())
+    })?;
+    let total = slot.total.load(Ordering::Relaxed);
+    progress(total, total);
+    Ok(loaded)
+}
+
+/// A log's model from the model cache, or from `load` (then saved in the
+/// cache), as for the commands (`clrprof-cache`): a log whose model a
+/// command saved opens at once.
+fn through_cache(slot: &LogSlot, path: &Path, load: impl FnOnce() -> Result<Model, String>) -> Result<Arc<LoadedLog>, String> {
     let start = std::time::Instant::now();
-    let got = clrprof_cache::load_through(
-        Some(path),
-        || -> Result<Model, String> {
-            let source = LogSource::open(path).map_err(|e| e.to_string())?;
-            let data = source.bytes();
-            let total = data.len() as u64;
-            slot.total.store(total, Ordering::Relaxed);
-            model::load_with_progress(data, options, |done| {
-                slot.done.store(done, Ordering::Relaxed);
-                progress(done, total);
-            })
-            .map_err(|e| e.to_string())
-        },
-        |m| m,
-    )?;
+    let got = clrprof_cache::load_through(Some(path), load, |m| m)?;
     let (model, from_cache) = match got {
         clrprof_cache::Got::Cached(m) => (*m, true),
         clrprof_cache::Got::Loaded(m) => (m, false),
@@ -476,26 +497,42 @@ fn load_one(
     let total = if from_cache { model.file_bytes() } else { slot.total.load(Ordering::Relaxed) };
     slot.total.store(total, Ordering::Relaxed);
     slot.done.store(total, Ordering::Relaxed);
-    progress(total, total);
     let mut l = LoadedLog::new(model, start.elapsed().as_secs_f64());
     l.from_cache = from_cache;
     Ok(Arc::new(l))
 }
 
-/// Loads the first `len` bytes of a growing log (whole lines).
-fn load_prefix(slot: &LogSlot, path: &Path, len: u64, options: &LoadOptions) -> Result<Arc<LoadedLog>, String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    let mut data = Vec::with_capacity(len as usize);
-    file.take(len).read_to_end(&mut data).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if (data.len() as u64) < len {
-        return Err(format!("{} is shorter than the {len} bytes it had", path.display()));
-    }
-    slot.total.store(len, Ordering::Relaxed);
+/// A live session's log, brought up to its first `upto` bytes (whole
+/// lines) by reading what was added since the last refresh.
+fn read_growing(slot: &LogSlot, path: &Path, upto: u64) -> Result<Arc<LoadedLog>, String> {
     let start = std::time::Instant::now();
-    let model = model::load_with_progress(&data, options, |done| slot.done.store(done, Ordering::Relaxed)).map_err(|e| e.to_string())?;
-    slot.done.store(len, Ordering::Relaxed);
+    let mut growing = slot.growing.lock().map_err(|_| "a refresh of this session failed midway".to_string())?;
+    let g = growing.get_or_insert_with(GrowingSession::new);
+    slot.total.store(upto, Ordering::Relaxed);
+    let read = g.catch_up(path, upto, |done| slot.done.store(done, Ordering::Relaxed))?;
+    let model = g.model()?;
+    slot.read_bytes.store(read, Ordering::Relaxed);
     Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())))
+}
+
+/// A session that has ended (its file all whole lines, `len` bytes): the
+/// rest of the log read after what was read while it ran (or the whole
+/// log loaded, when it was never opened live), saved in the model cache.
+fn finish_session(slot: &LogSlot, path: &Path, len: u64, options: &LoadOptions) -> Result<Arc<LoadedLog>, String> {
+    let growing = slot.growing.lock().ok().and_then(|mut g| g.take());
+    let Some(mut g) = growing else {
+        let loaded = load_one(slot, path, options, |_, _| {})?;
+        slot.read_bytes.store(len, Ordering::Relaxed);
+        return Ok(loaded);
+    };
+    slot.total.store(len, Ordering::Relaxed);
+    let read = std::cell::Cell::new(0);
+    let loaded = through_cache(slot, path, || {
+        read.set(g.catch_up(path, len, |done| slot.done.store(done, Ordering::Relaxed))?);
+        g.model_at_end()
+    })?;
+    slot.read_bytes.store(read.get(), Ordering::Relaxed);
+    Ok(loaded)
 }
 
 fn file_name(p: &Path) -> String {

@@ -116,6 +116,8 @@ async fn sessions_are_listed_opened_refreshed_and_steered() {
     let grown = load(&log[..whole], &LoadOptions::default()).expect("load the grown part");
     let s = session_status(&ok(&app, "GET", "/api/logs", None).await, 0);
     assert_eq!((s["generation"].as_u64(), s["loaded_bytes"].as_u64()), (Some(2), Some(whole as u64)), "{s}");
+    // Only the lines added were read.
+    assert_eq!(s["read_bytes"], json!(whole - cut), "{s}");
     let summary = ok(&app, "GET", "/api/log/0/summary", None).await;
     assert_eq!(summary, serde_json::to_value(query::summary(&grown)).expect("json"));
     assert!(summary["allocated_bytes"].as_u64() > Some(query::summary(&first).allocated_bytes), "the figure grew");
@@ -147,6 +149,7 @@ async fn sessions_are_listed_opened_refreshed_and_steered() {
     app.refresh_sessions();
     let s = session_status(&ok(&app, "GET", "/api/logs", None).await, 0);
     assert_eq!((s["live"].as_bool(), s["record_state"].as_str(), s["generation"].as_u64()), (Some(false), Some("ended"), Some(3)), "{s}");
+    assert_eq!(s["read_bytes"], json!(log.len() - whole), "{s}");
     let whole_log = load(&log, &LoadOptions::default()).expect("load");
     assert_eq!(ok(&app, "GET", "/api/log/0/summary", None).await, serde_json::to_value(query::summary(&whole_log)).expect("json"));
     let (status, v) = call(&app, "POST", &format!("/api/session/{name}/ctl"), Some(json!({"command": "dump"})), true).await;

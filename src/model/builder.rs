@@ -603,48 +603,107 @@ impl<'a> Builder<'a> {
 
     /// Ends the log: walks the final heap and freezes the tables.
     pub fn finish(mut self) -> Result<Model, Error> {
+        let mut heap = std::mem::take(&mut self.heap);
+        let relocated = heap.take_relocations();
+        self.finish_with(std::borrow::Cow::Owned(heap), relocated)
+    }
+
+    /// The model of the log read so far, this builder left as it is to
+    /// read more (a [`super::GrowingLog`]), with `data` as the part of the
+    /// log from `base` (after `base_line` line ends) to where it was read:
+    /// its tables are copied, its heap is only read (the heap, the largest
+    /// part of a builder, is not in the model).
+    pub(crate) fn snapshot(&self, data: &[u8], base: u64, base_line: u64) -> Result<Model, Error> {
+        let copy = Builder {
+            data,
+            base,
+            base_line,
+            names: self.names.clone(),
+            types: self.types.clone(),
+            functions: self.functions.clone(),
+            modules: self.modules.clone(),
+            threads: self.threads.clone(),
+            stacks: self.stacks.clone(),
+            time: self.time.clone(),
+            heap: Heap::default(),
+            out: self.out.clone(),
+            objects: self.objects.clone(),
+            histograms: self.histograms.clone(),
+            gc_book: self.gc_book.clone(),
+            gcs: self.gcs.clone(),
+            gc_start: self.gc_start,
+            gc_start_generation: self.gc_start_generation,
+            gc_ranges: self.gc_ranges.clone(),
+            handles: self.handles.clone(),
+            finalizers: self.finalizers.clone(),
+            dumps: self.dumps.clone(),
+            comments: self.comments.clone(),
+            last_was_root: self.last_was_root,
+            last_offset: self.last_offset,
+            extended_roots_seen: self.extended_roots_seen,
+            records: self.records,
+            call_log: self.call_log.clone(),
+            had_alloc_info: self.had_alloc_info,
+            had_call_info: self.had_call_info,
+        };
+        copy.finish_with(std::borrow::Cow::Borrowed(&self.heap), self.heap.relocations())
+    }
+
+    /// [`Builder::finish`] with the final heap `heap` (this builder's own
+    /// heap is not used) and its relocation counts.
+    fn finish_with(mut self, heap: std::borrow::Cow<'_, Heap>, relocated: StackCounts) -> Result<Model, Error> {
         let end = self.base + self.data.len() as u64;
-        let end_line = self.base_line + crate::format::line_of(self.data, self.data.len() as u64);
-        let err = |problem| Error { line: end_line, offset: end, kind: None, problem };
+        // (Lines are counted only for an error: reading the whole log
+        // again would bring back the pages the loader gave back.)
+        let (data, base_line) = (self.data, self.base_line);
+        let err = |problem| Error {
+            line: base_line + crate::format::line_of(data, data.len() as u64),
+            offset: end,
+            kind: None,
+            problem,
+        };
         let mut recorder = std::mem::take(&mut self.out).into_recorder();
         if let Some(problem) = recorder.failed.take() {
             return Err(err(problem));
         }
-        self.histograms.relocated = self.heap.take_relocations();
+        self.histograms.relocated = relocated;
         self.flush_calls();
         self.call_log = Vec::new();
-        if self.heap.in_gc {
+        if heap.in_gc {
             self.objects.unfinished_gc(self.gc_start_generation);
         }
-        for (_, h) in self.heap.live.iter() {
+        for (_, h) in heap.live.iter() {
             self.objects.alive(h.obj);
         }
-        let live_objects = self.heap.live.len() as u64;
+        let live_objects = heap.live.len() as u64;
         let collections = Collections {
-            gen0: self.heap.gc0 as i64,
-            gen1: self.heap.gc1 as i64,
-            gen2: self.heap.gc2 as i64,
-            gen1_limit: TickIndex(self.heap.gen1_limit),
-            gen2_limit: TickIndex(self.heap.gen2_limit),
+            gen0: heap.gc0 as i64,
+            gen1: heap.gc1 as i64,
+            gen2: heap.gc2 as i64,
+            gen1_limit: TickIndex(heap.gen1_limit),
+            gen2_limit: TickIndex(heap.gen2_limit),
         };
         // The final walk reads the live store and the stacks; the fates
         // and the recorder's tables are finished beside it.
         let mut final_heap = StackCounts::default();
-        let (heap, stacks, fh) = (&mut self.heap, &self.stacks, &mut final_heap);
+        let (walker, stacks, fh) = (&*heap, &self.stacks, &mut final_heap);
         let objects = &mut self.objects;
         let rec = &mut recorder;
-        let (walked, ()) = rayon::join(
-            move || heap.final_walk(stacks, |o| fh.add(o.row)),
-            move || {
+        // (The walk stays on this thread: the store's lookup cache is not
+        // shared between threads.)
+        let mut walked = Ok(());
+        rayon::in_place_scope(|s| {
+            s.spawn(move |_| {
                 objects.adopt_columns(&mut rec.columns);
                 objects.finish();
                 rec.samples.finish();
-            },
-        );
+            });
+            walked = walker.final_walk(stacks, |o| fh.add(o.row));
+        });
         walked.map_err(err)?;
         self.histograms.final_heap = final_heap;
         self.histograms.allocated = std::mem::take(&mut recorder.allocated);
-        drop(self.heap);
+        drop(heap);
         self.stacks.shrink();
         self.types.shrink();
         self.functions.shrink();

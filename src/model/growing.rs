@@ -189,6 +189,13 @@ impl GrowingLog {
         }
         let builder = self.builder.as_ref().ok_or_else(|| self.interrupted())?;
         let data = &self.window[..(end - self.base) as usize];
+        if end == self.parsed {
+            // Nothing more to read: the tables are copied, the heap is
+            // read where it is.
+            let mut model = builder.snapshot(data, self.base, self.base_line)?;
+            model.diagnostics = self.diagnostics.clone();
+            return Ok(model);
+        }
         let mut builder = builder.clone().rebind(data, self.base, self.base_line);
         let mut diagnostics = self.diagnostics.clone();
         if end > self.parsed {

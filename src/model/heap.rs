@@ -633,6 +633,16 @@ impl Heap {
         self.relocated.clear();
     }
 
+    /// Relocations per stack row so far, the heap left as it is (a
+    /// growing log's model: see [`super::GrowingLog`]).
+    pub(crate) fn relocations(&self) -> StackCounts {
+        let mut counts = self.relocated_counts.clone();
+        for &r in &self.relocated {
+            counts.add(StackRef(r));
+        }
+        counts
+    }
+
     /// Relocations per stack row (the histogram CLRProfiler keeps).
     pub(crate) fn take_relocations(&mut self) -> StackCounts {
         self.flush_relocations();

@@ -56,8 +56,9 @@ impl App {
         self.collector().ok_or_else(|| ApiError::not_found("the server was started without --collector: it shows no sessions"))
     }
 
-    /// Loads the opened sessions' logs not loaded yet and loads again
-    /// those that grew (a blocking call; the server runs it every second).
+    /// Loads the opened sessions' logs not loaded yet and reads what was
+    /// added to those that grew (a blocking call; the server runs it every
+    /// second).
     /// Gives the logs (re)loaded.
     pub fn refresh_sessions(&self) -> Vec<LogId> {
         match &self.inner.collector {

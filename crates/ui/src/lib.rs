@@ -19,8 +19,9 @@
 //!   library query.
 //! - With a collector's directory ([`SessionDir`], `--collector DIR`),
 //!   its sessions are listed (`/api/sessions`), any of them can be opened
-//!   as a log of the server (a new [`LogId`]), a live one's log is loaded
-//!   again as it grows ([`App::refresh_sessions`], every second), and
+//!   as a log of the server (a new [`LogId`]), a live one's log is read
+//!   as it grows, only the bytes added each time ([`App::refresh_sessions`],
+//!   every second; `growing_session.rs`), and
 //!   commands reach it through the collector's admin socket as
 //!   `clrprof ctl` sends them. Only session records and their logs in
 //!   that directory can be reached, by session name.

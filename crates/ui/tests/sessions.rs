@@ -1,7 +1,7 @@
 //! `clrprof ui --collector DIR` without a browser: a real collector (in
 //! this process) and a fake agent streaming a generated log. The page's
 //! routes list the sessions, open one (its figures are the library's on
-//! the lines stored so far), load it again as it grows, send it commands
+//! the lines stored so far), read what it adds as it grows, send it commands
 //! through the collector's admin socket (the agent's answer, or the
 //! collector's refusal once it ended), and reach nothing in the directory
 //! that is not a session.

@@ -5,6 +5,7 @@
 
 mod common;
 
+use clrprof::format::ChunkOptions;
 use clrprof::model::{load, GrowingLog, LoadOptions, Model, ObjectId};
 use clrprof::query::filter::Filter;
 use clrprof::query::lifetime::lifetime;
@@ -86,8 +87,11 @@ fn same(name: &str, to: usize, what: &str, want: &Result<String, String>, got: &
 /// the end. Gives how many cuts were compared and at how many a record
 /// was held back (it reached the last line end and might go on).
 fn check_in_parts(name: &str, data: &[u8], cuts: &[usize]) -> (usize, usize) {
-    let mut g = GrowingLog::new();
-    let mut from = 0;
+    check_from(name, data, GrowingLog::new(), 0, cuts)
+}
+
+/// [`check_in_parts`] from `g`, which holds the first `from` bytes.
+fn check_from(name: &str, data: &[u8], mut g: GrowingLog, mut from: usize, cuts: &[usize]) -> (usize, usize) {
     let mut compared = 0;
     let mut held_back = 0;
     for &to in cuts.iter().chain(std::iter::once(&data.len())) {
@@ -207,8 +211,11 @@ fn a_line_waits_for_its_end() {
     assert_eq!(m.allocations().len(), 1);
     assert_eq!(m.allocations().addresses().next(), Some(0x1000));
     assert_eq!(g.len(), 44);
-    // Only the last record read is kept of the log.
-    assert_eq!(g.held_bytes(), "! 7 0x1000 1\n".len());
+    // Nothing of the log is kept once read (but a heap-dump root line,
+    // which the next record may read again).
+    assert_eq!(g.held_bytes(), 0);
+    g.extend(b"e 0x1000 0 0x0 0\nz half a comm").unwrap();
+    assert_eq!(g.held_bytes(), "e 0x1000 0 0x0 0\nz half a comm".len());
 }
 
 #[test]
@@ -231,4 +238,48 @@ fn the_parser_state_between_heap_dump_lines_is_carried_over() {
     let alone = load(log.replace("e 0x1000 0 0x0 0\n", "").as_bytes(), &LoadOptions::default());
     assert!(alone.is_err(), "the state decides nothing here: {:?}", alone.map(|m| figures(&m)));
     check_in_parts("dump state", data, &(1..data.len()).collect::<Vec<_>>());
+    // The same through `GrowingLog::load`, which reads all but the last
+    // line on the pool: the state after the `e` line comes from there.
+    let r_end = log.find("o 0x").unwrap();
+    let g = GrowingLog::load(&data[..r_end], &LoadOptions::default(), |_| {});
+    assert_eq!(g.parsed_bytes(), r_end as u64);
+    assert_eq!(g.model().map(|m| figures(&m)), load(&data[..r_end], &LoadOptions::default()).map(|m| figures(&m)));
+    for a in 0..data.len() {
+        let g = GrowingLog::load(&data[..a], &LoadOptions::default(), |_| {});
+        check_from(&format!("dump state loaded to {a}"), data, g, a, &[]);
+    }
+}
+
+#[test]
+fn a_log_loaded_on_every_core_then_grown_gives_the_loaded_model() {
+    // `GrowingLog::load` reads all but the last line as `load` does (the
+    // pool parses, chunks of 40 bytes so that small logs have many), then
+    // the log grows as before: the builder's state after the pipelined
+    // read must be the one a record-by-record read leaves.
+    let opts = LoadOptions { chunks: ChunkOptions { chunk_bytes: 40, threads: None, in_flight: 0 } };
+    let mut rng = Rng(0x0123_4567_89AB_CDEF);
+    let mut compared = 0;
+    for path in logs() {
+        let data = std::fs::read(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let starts: Vec<usize> = if data.len() <= 4096 {
+            (0..data.len()).step_by(7).collect()
+        } else {
+            (0..3).map(|_| rng.below(data.len() as u64) as usize).collect()
+        };
+        for a in starts {
+            let opts = if data.len() > 4096 { LoadOptions::default() } else { opts.clone() };
+            let mut seen = 0;
+            let g = GrowingLog::load(&data[..a], &opts, |d| seen = d);
+            assert_eq!(g.len(), a as u64);
+            assert!(a == 0 || seen == a as u64, "{name}: progress {seen} of {a}");
+            let rest: Vec<usize> = if data.len() <= 4096 {
+                vec![(a + 50).min(data.len())]
+            } else {
+                vec![a + (data.len() - a) / 2]
+            };
+            compared += check_from(&format!("{name} loaded to {a}"), &data, g, a, &rest).0;
+        }
+    }
+    assert!(compared > 300, "only {compared} models compared");
 }

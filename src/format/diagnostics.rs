@@ -231,6 +231,19 @@ impl Diagnostics {
         self.kept.extend(other.kept.into_iter().take(room));
     }
 
+    /// Whether a record reached the end of the data read (a line with no
+    /// end, a record cut short there): such a record may read differently
+    /// once the log has grown.
+    pub fn reached_end_of_data(&self) -> bool {
+        [
+            WarningKind::UnknownRecordAtEnd { byte: 0 },
+            WarningKind::TruncatedDropped { kind: super::Kind::Tick },
+            WarningKind::TruncatedApplied { kind: super::Kind::Tick },
+        ]
+        .iter()
+        .any(|k| self.by_kind[k.index()] > 0)
+    }
+
     /// Total number of warnings.
     pub fn total(&self) -> u64 {
         self.total

@@ -70,6 +70,9 @@ pub struct Builder<'a> {
     last_was_root: bool,
     last_offset: u64,
     extended_roots_seen: bool,
+    /// An `e` or `r` record was read (the parser's [`DumpState`] follows
+    /// these two flags).
+    dump_lines_seen: bool,
     records: u64,
     call_log: Vec<u32>,
     had_alloc_info: bool,
@@ -109,6 +112,7 @@ impl<'a> Builder<'a> {
             last_was_root: false,
             last_offset: 0,
             extended_roots_seen: false,
+            dump_lines_seen: false,
             records: 0,
             call_log: Vec::new(),
             had_alloc_info: false,
@@ -148,6 +152,7 @@ impl<'a> Builder<'a> {
             last_was_root: self.last_was_root,
             last_offset: self.last_offset,
             extended_roots_seen: self.extended_roots_seen,
+            dump_lines_seen: self.dump_lines_seen,
             records: self.records,
             call_log: self.call_log,
             had_alloc_info: self.had_alloc_info,
@@ -167,10 +172,18 @@ impl<'a> Builder<'a> {
         (offset.saturating_sub(self.base) as usize).min(self.data.len())
     }
 
-    /// The offset in the log of the last record read (a
-    /// [`super::GrowingLog`] keeps the log from there on).
-    pub(crate) fn last_offset(&self) -> u64 {
-        self.last_offset
+    /// Where the next record may make this builder read the log again
+    /// (from the last record read, when that was a heap-dump root line:
+    /// see `follows_previous`), or `None`: a [`super::GrowingLog`] keeps
+    /// the log from there on.
+    pub(crate) fn looks_back_to(&self) -> Option<u64> {
+        self.last_was_root.then_some(self.last_offset)
+    }
+
+    /// The parser's state after the records read: it follows whether an
+    /// `e` record, and whether an `e` or `r` record, was read.
+    pub(crate) fn dump_state(&self) -> DumpState {
+        DumpState { root_seen: self.extended_roots_seen, dump_started: self.dump_lines_seen }
     }
 
     #[cold]
@@ -403,6 +416,7 @@ impl<'a> Builder<'a> {
             }
             Record::Root(e) => {
                 self.extended_roots_seen = true;
+                self.dump_lines_seen = true;
                 if !prev_was_root {
                     self.dumps.start(self.time.current());
                 }
@@ -413,6 +427,7 @@ impl<'a> Builder<'a> {
                 }
             }
             Record::Roots(r) => {
+                self.dump_lines_seen = true;
                 if !self.extended_roots_seen {
                     if !prev_was_root {
                         self.dumps.start(self.time.current());
@@ -641,6 +656,7 @@ impl<'a> Builder<'a> {
             last_was_root: self.last_was_root,
             last_offset: self.last_offset,
             extended_roots_seen: self.extended_roots_seen,
+            dump_lines_seen: self.dump_lines_seen,
             records: self.records,
             call_log: self.call_log.clone(),
             had_alloc_info: self.had_alloc_info,

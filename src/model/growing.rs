@@ -71,6 +71,58 @@ impl Default for GrowingLog {
 }
 
 impl GrowingLog {
+    /// A log that has `data` so far, read as [`super::load`] reads a log
+    /// (parsed on every core while the calling thread simulates), but for
+    /// its last line, read as [`GrowingLog::extend`] reads, so that it can
+    /// go on growing. `progress` gets the bytes read so far. Where a
+    /// record before the last line reaches that line's end (a name over
+    /// two lines, in a damaged log), the log is read again as
+    /// [`GrowingLog::extend`] reads it.
+    pub fn load(data: &[u8], options: &super::LoadOptions, mut progress: impl FnMut(u64)) -> Self {
+        // The start of the last whole line.
+        let head = match memchr::memrchr(b'\n', data) {
+            Some(last) => memchr::memrchr(b'\n', &data[..last]).map_or(0, |k| k + 1),
+            None => 0,
+        };
+        let mut g = GrowingLog::new();
+        if head > 0 {
+            match super::read_pipelined(&data[..head], options, false, &mut progress) {
+                Err(e) => {
+                    g.given = data.len() as u64;
+                    g.parsed = head as u64;
+                    g.failed = Some(e);
+                    progress(data.len() as u64);
+                    return g;
+                }
+                Ok(Some((builder, mut diagnostics))) => {
+                    if !diagnostics.reached_end_of_data() {
+                        diagnostics.resolve_lines(&data[..head]);
+                        g.reader = builder.dump_state();
+                        let keep = builder.looks_back_to().map_or(head, |k| (k as usize).min(head));
+                        g.builder = Some(builder.rebind(&[], 0, 0));
+                        g.diagnostics = diagnostics;
+                        g.window = data[keep..].to_vec();
+                        g.base = keep as u64;
+                        g.base_line = memchr::memchr_iter(b'\n', &data[..keep]).count() as u64;
+                        g.given = data.len() as u64;
+                        g.parsed = head as u64;
+                        // The last line, as a growing log reads it.
+                        let _ = g.extend(&[]);
+                        progress(data.len() as u64);
+                        return g;
+                    }
+                }
+                // The sample table's limit: read below, where the error
+                // names its record.
+                Ok(None) => {}
+            }
+        }
+        g = GrowingLog::new();
+        let _ = g.extend(data);
+        progress(data.len() as u64);
+        g
+    }
+
     /// An empty log.
     pub fn new() -> Self {
         GrowingLog {
@@ -149,7 +201,7 @@ impl GrowingLog {
         let mut found = reader.take_diagnostics();
         found.place(data, base, base_line);
         self.diagnostics.merge(found);
-        let last_record = builder.last_offset();
+        let looks_back = builder.looks_back_to();
         self.builder = Some(builder.rebind(&[], 0, 0));
         if let Some(e) = failed {
             self.failed = Some(e.clone());
@@ -157,13 +209,18 @@ impl GrowingLog {
             self.builder = None;
             return Err(e);
         }
-        // Keep the log from the last record read on.
-        let keep = self.parsed.min(last_record).max(self.base);
+        self.keep_from(looks_back);
+        Ok(())
+    }
+
+    /// Drops the bytes held before `parsed`, but from `looks_back` on (the
+    /// last record read, when the builder may read it again).
+    fn keep_from(&mut self, looks_back: Option<u64>) {
+        let keep = looks_back.map_or(self.parsed, |k| k.min(self.parsed)).max(self.base);
         let cut = (keep - self.base) as usize;
         self.base_line += memchr::memchr_iter(b'\n', &self.window[..cut]).count() as u64;
         self.window.drain(..cut);
         self.base = keep;
-        Ok(())
     }
 
     /// The model of the records read so far: what [`super::load`] gives

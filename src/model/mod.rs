@@ -339,10 +339,30 @@ const RECORDER_QUEUE: usize = 4;
 /// [`load_with_progress`] with the recorder on its own thread; `None` when
 /// the recorder failed.
 fn load_pipelined(data: &[u8], options: &LoadOptions, progress: &mut impl FnMut(u64)) -> Result<Option<Model>> {
+    match read_pipelined(data, options, true, progress)? {
+        Some((builder, diagnostics)) => finish(data, builder, None, diagnostics).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// [`load_pipelined`] up to the model: the builder after the last record
+/// (its recorder back in it) and the parser's warnings (lines not yet
+/// filled in); `None` when the recorder failed. With `freeze`, the
+/// recorder's tables are finished on its thread (the log ends here);
+/// without, more records can follow (a [`GrowingLog`]).
+pub(crate) fn read_pipelined<'a>(
+    data: &'a [u8],
+    options: &LoadOptions,
+    freeze: bool,
+    progress: &mut impl FnMut(u64),
+) -> Result<Option<(Builder<'a>, crate::format::Diagnostics)>> {
     let mut builder = Builder::new(data);
     let Some(mut recorder) = builder.take_recorder() else {
         let (failed, diagnostics) = simulate(data, options, &mut builder, progress, |_| {});
-        return finish(data, builder, failed, diagnostics).map(Some);
+        return match failed {
+            Some(e) => Err(e),
+            None => Ok(Some((builder, diagnostics))),
+        };
     };
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<deferred::Deferred>>(RECORDER_QUEUE);
     let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<deferred::Deferred>>();
@@ -353,7 +373,9 @@ fn load_pipelined(data: &[u8], options: &LoadOptions, progress: &mut impl FnMut(
                 batch.clear();
                 let _ = back_tx.send(batch);
             }
-            recorder.finish();
+            if freeze {
+                recorder.finish();
+            }
             recorder
         });
         let (failed, diagnostics) = simulate(data, options, &mut builder, progress, |b| {
@@ -374,7 +396,10 @@ fn load_pipelined(data: &[u8], options: &LoadOptions, progress: &mut impl FnMut(
             return Ok(None);
         }
         builder.put_recorder(recorder);
-        finish(data, builder, failed, diagnostics).map(Some)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(Some((builder, diagnostics))),
+        }
     })
 }
 

@@ -10,7 +10,7 @@
 //! holds what was read (its length, and the last bytes read, compared
 //! again); if not, it starts over from the file's first byte.
 
-use clrprof::model::{GrowingLog, Model};
+use clrprof::model::{GrowingLog, LoadOptions, Model};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -46,14 +46,31 @@ impl GrowingSession {
 
     /// Reads the file at `path` up to byte `upto`, from where the last
     /// read stopped, or from its first byte when the file no longer holds
-    /// what was read. `progress` gets the bytes read so far of the log.
-    /// Gives the bytes read from the file by this call.
-    pub(crate) fn catch_up(&mut self, path: &Path, upto: u64, mut progress: impl FnMut(u64)) -> Result<u64, String> {
+    /// what was read (then as a log loads, on every core:
+    /// [`GrowingLog::load`]). `progress` gets the bytes read so far of the
+    /// log. Gives the bytes read from the file by this call.
+    pub(crate) fn catch_up(
+        &mut self,
+        path: &Path,
+        upto: u64,
+        options: &LoadOptions,
+        mut progress: impl FnMut(u64),
+    ) -> Result<u64, String> {
         let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
         let file_len = file.metadata().map_err(|e| format!("cannot read {}: {e}", path.display()))?.len();
         let holds = self.still_holds(&file, file_len.min(upto)).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         if !holds {
             *self = GrowingSession::new();
+        }
+        if self.log.is_empty() && upto > 0 {
+            let mut all = vec![0u8; upto as usize];
+            file.read_exact_at(&mut all, 0).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            self.log = GrowingLog::load(&all, options, &mut progress);
+            self.tail = all[all.len().saturating_sub(TAIL)..].to_vec();
+            return match self.log.error() {
+                Some(e) => Err(e.to_string()),
+                None => Ok(upto),
+            };
         }
         if let Some(e) = self.log.error() {
             return Err(e.to_string());

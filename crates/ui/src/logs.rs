@@ -439,7 +439,7 @@ impl LogSet {
             // cache, so that it opens at once the next time (and for the
             // commands). A live one is read up to its last whole line.
             let finished = !live && std::fs::metadata(path).is_ok_and(|m| m.len() == whole);
-            let loaded = if finished { finish_session(slot, path, whole, options) } else { read_growing(slot, path, whole) };
+            let loaded = if finished { finish_session(slot, path, whole, options) } else { read_growing(slot, path, whole, options) };
             match loaded {
                 Ok(l) => {
                     slot.set_state(State::Ready(l));
@@ -504,12 +504,12 @@ fn through_cache(slot: &LogSlot, path: &Path, load: impl FnOnce() -> Result<Mode
 
 /// A live session's log, brought up to its first `upto` bytes (whole
 /// lines) by reading what was added since the last refresh.
-fn read_growing(slot: &LogSlot, path: &Path, upto: u64) -> Result<Arc<LoadedLog>, String> {
+fn read_growing(slot: &LogSlot, path: &Path, upto: u64, options: &LoadOptions) -> Result<Arc<LoadedLog>, String> {
     let start = std::time::Instant::now();
     let mut growing = slot.growing.lock().map_err(|_| "a refresh of this session failed midway".to_string())?;
     let g = growing.get_or_insert_with(GrowingSession::new);
     slot.total.store(upto, Ordering::Relaxed);
-    let read = g.catch_up(path, upto, |done| slot.done.store(done, Ordering::Relaxed))?;
+    let read = g.catch_up(path, upto, options, |done| slot.done.store(done, Ordering::Relaxed))?;
     let model = g.model()?;
     slot.read_bytes.store(read, Ordering::Relaxed);
     Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())))
@@ -528,7 +528,7 @@ fn finish_session(slot: &LogSlot, path: &Path, len: u64, options: &LoadOptions) 
     slot.total.store(len, Ordering::Relaxed);
     let read = std::cell::Cell::new(0);
     let loaded = through_cache(slot, path, || {
-        read.set(g.catch_up(path, len, |done| slot.done.store(done, Ordering::Relaxed))?);
+        read.set(g.catch_up(path, len, options, |done| slot.done.store(done, Ordering::Relaxed))?);
         g.model_at_end()
     })?;
     slot.read_bytes.store(read.get(), Ordering::Relaxed);

@@ -79,3 +79,40 @@ fn write_log_writes_a_log_that_loads() {
     assert_eq!(model.diagnostics().total(), 0);
     let _ = std::fs::remove_file(path);
 }
+
+#[test]
+fn follow_prints_the_summary_as_the_log_grows() {
+    // A log written in two parts while `follow` runs: every line it prints
+    // is the Summary of the log's first BYTES bytes (a line end), and the
+    // last one is the whole log's.
+    let log = std::fs::read(repo_root().join("corpus/all-kinds.log")).expect("log");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("growing.log");
+    let half = log[..log.len() / 2].iter().rposition(|&b| b == b'\n').expect("a line end") + 1 + 5;
+    std::fs::write(&path, &log[..half]).expect("write");
+    let child = Command::new(example("follow"))
+        .args([path.to_str().expect("path"), "--every-ms", "20", "--until-bytes", &log.len().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn follow");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).expect("open");
+        f.write_all(&log[half..]).expect("append");
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(!lines.is_empty());
+    for line in &lines {
+        let f: Vec<u64> = line.split(' ').map(|x| x.parse().expect("a number")).collect();
+        let n = f[0] as usize;
+        assert!(n == 0 || log[n - 1] == b'\n', "{line}: not at a line end");
+        let m = clrprof::model::load(&log[..n], &Default::default()).expect("load the prefix");
+        let s = clrprof::query::summary(&m);
+        assert_eq!(f[1..], [m.allocations().len() as u64, s.allocated_bytes, s.final_heap_bytes, s.gen0_collections as u64], "{line}");
+    }
+    assert!(lines.last().expect("a line").starts_with(&format!("{} ", log.len())), "{text}");
+}

@@ -1,11 +1,14 @@
 //! Fuzz target: any bytes load into a model (or give an error) without
 //! panicking or hanging, and the parallel loader (chunks parsed on the pool,
 //! the compact record stream, any chunk size) builds the same model as the
-//! plain builder fed one record at a time, or fails at the same place.
+//! plain builder fed one record at a time, or fails at the same place; and
+//! the log read as it grows (`GrowingLog`: loaded up to a point on the
+//! pool, then given the rest in two parts) gives `load`'s model for what it
+//! has read after every part, and `load`'s model of the whole at its end.
 #![no_main]
 
 use clrprof::format::{read_all, ChunkOptions};
-use clrprof::model::{load, Builder, LoadOptions, Model, ObjectId};
+use clrprof::model::{load, Builder, GrowingLog, LoadOptions, Model, ObjectId};
 use clrprof::query::summary::summary;
 use libfuzzer_sys::fuzz_target;
 
@@ -46,9 +49,30 @@ fn sequential(data: &[u8]) -> Result<String, String> {
     b.finish().map(|m| figures(&m)).map_err(|e| e.to_string())
 }
 
+/// The log read as it grows: loaded up to `a` on the pool, then given the
+/// rest in two parts; after each part the model is `load`'s for the bytes
+/// read, and at the end `model_at_end` is `load`'s for every byte.
+fn growing(data: &[u8], opts: &LoadOptions, a: usize, b: usize) -> Result<String, String> {
+    let mut g = GrowingLog::load(&data[..a], opts, |_| {});
+    let check = |g: &GrowingLog| {
+        let parsed = g.parsed_bytes() as usize;
+        let want = load(&data[..parsed], opts).map(|m| figures(&m)).map_err(|e| e.to_string());
+        assert_eq!(g.model().map(|m| figures(&m)).map_err(|e| e.to_string()), want, "parsed {parsed}");
+    };
+    check(&g);
+    let _ = g.extend(&data[a..b]);
+    check(&g);
+    let _ = g.extend(&data[b..]);
+    check(&g);
+    g.model_at_end().map(|m| figures(&m)).map_err(|e| e.to_string())
+}
+
 fuzz_target!(|data: &[u8]| {
     let chunk = 1 + data.first().copied().unwrap_or(0) as usize % 64;
     let opts = LoadOptions { chunks: ChunkOptions { chunk_bytes: chunk, threads: None, in_flight: 0 } };
     let parallel = load(data, &opts).map(|m| figures(&m)).map_err(|e| e.to_string());
     assert_eq!(sequential(data), parallel);
+    let a = data.len() * data.get(1).copied().unwrap_or(0) as usize / 255;
+    let b = a + (data.len() - a) * data.get(2).copied().unwrap_or(0) as usize / 255;
+    assert_eq!(growing(data, &opts, a, b), parallel);
 });

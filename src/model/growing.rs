@@ -76,8 +76,8 @@ impl GrowingLog {
     /// its last line, read as [`GrowingLog::extend`] reads, so that it can
     /// go on growing. `progress` gets the bytes read so far. Where a
     /// record before the last line reaches that line's end (a name over
-    /// two lines, in a damaged log), the log is read again as
-    /// [`GrowingLog::extend`] reads it.
+    /// two lines, in a damaged log), or the log has an error, it is read
+    /// again as [`GrowingLog::extend`] reads it.
     pub fn load(data: &[u8], options: &super::LoadOptions, mut progress: impl FnMut(u64)) -> Self {
         // The start of the last whole line.
         let head = match memchr::memrchr(b'\n', data) {
@@ -87,13 +87,9 @@ impl GrowingLog {
         let mut g = GrowingLog::new();
         if head > 0 {
             match super::read_pipelined(&data[..head], options, false, &mut progress) {
-                Err(e) => {
-                    g.given = data.len() as u64;
-                    g.parsed = head as u64;
-                    g.failed = Some(e);
-                    progress(data.len() as u64);
-                    return g;
-                }
+                // An error: read below, one record at a time, where the
+                // last line is read as a growing log reads it.
+                Err(_) => {}
                 Ok(Some((builder, mut diagnostics))) => {
                     if !diagnostics.reached_end_of_data() {
                         diagnostics.resolve_lines(&data[..head]);
@@ -112,8 +108,7 @@ impl GrowingLog {
                         return g;
                     }
                 }
-                // The sample table's limit: read below, where the error
-                // names its record.
+                // The sample table's limit: read below as well.
                 Ok(None) => {}
             }
         }

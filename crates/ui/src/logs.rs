@@ -403,7 +403,7 @@ impl LogSet {
     /// Brings every opened session's log up to date: a session not loaded
     /// yet is loaded; a live session whose log has grown by whole lines
     /// reads the lines added (up to its last whole line: the collector
-    /// writes whole lines only; see [`GrowingSession`]), and its new model
+    /// writes whole lines only; see `growing_session.rs`), and its new model
     /// replaces the previous one when done (requests are answered from
     /// the previous one meanwhile). A session that has ended reads the
     /// rest of its log and is saved in the model cache.

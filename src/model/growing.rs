@@ -199,6 +199,11 @@ impl GrowingLog {
         let looks_back = builder.looks_back_to();
         self.builder = Some(builder.rebind(&[], 0, 0));
         if let Some(e) = failed {
+            // The log is read no further: what was given to the reader
+            // counts as read (any longer part of the log gives the same
+            // error, even where the record that failed had text after it
+            // on its line).
+            self.parsed = base + end as u64;
             self.failed = Some(e.clone());
             self.window = Vec::new();
             self.builder = None;

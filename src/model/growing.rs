@@ -84,35 +84,32 @@ impl GrowingLog {
             Some(last) => memchr::memrchr(b'\n', &data[..last]).map_or(0, |k| k + 1),
             None => 0,
         };
-        let mut g = GrowingLog::new();
         if head > 0 {
-            match super::read_pipelined(&data[..head], options, false, &mut progress) {
-                // An error: read below, one record at a time, where the
-                // last line is read as a growing log reads it.
-                Err(_) => {}
-                Ok(Some((builder, mut diagnostics))) => {
-                    if !diagnostics.reached_end_of_data() {
-                        diagnostics.resolve_lines(&data[..head]);
-                        g.reader = builder.dump_state();
-                        let keep = builder.looks_back_to().map_or(head, |k| (k as usize).min(head));
-                        g.builder = Some(builder.rebind(&[], 0, 0));
-                        g.diagnostics = diagnostics;
-                        g.window = data[keep..].to_vec();
-                        g.base = keep as u64;
-                        g.base_line = memchr::memchr_iter(b'\n', &data[..keep]).count() as u64;
-                        g.given = data.len() as u64;
-                        g.parsed = head as u64;
-                        // The last line, as a growing log reads it.
-                        let _ = g.extend(&[]);
-                        progress(data.len() as u64);
-                        return g;
-                    }
+            // An error, a record that reaches the end of the part read, or
+            // the sample table's limit: read below, one record at a time.
+            if let Ok(Some((builder, mut diagnostics))) = super::read_pipelined(&data[..head], options, false, &mut progress) {
+                if !diagnostics.reached_end_of_data() {
+                    diagnostics.resolve_lines(&data[..head]);
+                    let keep = builder.looks_back_to().map_or(head, |k| (k as usize).min(head));
+                    let mut g = GrowingLog {
+                        window: data[keep..].to_vec(),
+                        base: keep as u64,
+                        base_line: memchr::memchr_iter(b'\n', &data[..keep]).count() as u64,
+                        given: data.len() as u64,
+                        parsed: head as u64,
+                        reader: builder.dump_state(),
+                        builder: Some(builder.rebind(&[], 0, 0)),
+                        diagnostics,
+                        failed: None,
+                    };
+                    // The last line, as a growing log reads it.
+                    let _ = g.extend(&[]);
+                    progress(data.len() as u64);
+                    return g;
                 }
-                // The sample table's limit: read below as well.
-                Ok(None) => {}
             }
         }
-        g = GrowingLog::new();
+        let mut g = GrowingLog::new();
         let _ = g.extend(data);
         progress(data.len() as u64);
         g

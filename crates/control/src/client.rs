@@ -1,7 +1,7 @@
 //! A connection to an agent's control socket.
 
 use crate::protocol::{parse_reply, request_line, Reply, Request, MAX_LINE};
-use crate::{paths, Error};
+use crate::{paths, trust, Error};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -18,14 +18,19 @@ impl Client {
     /// Connects to the agent in `pid`, if it has one: `Ok(None)` when the
     /// process has no control socket (no agent, or one that has gone).
     pub fn connect(pid: u32) -> Result<Option<Client>, Error> {
-        Self::connect_at(pid, &paths::control_socket(&paths::temp_dir_of(pid), pid))
+        let owner = crate::process::find(pid)?.uid;
+        Self::connect_at(pid, owner, &paths::control_socket(&paths::temp_dir_of(pid), pid))
     }
 
-    /// Connects to the socket at `path` for process `pid`.
-    pub fn connect_at(pid: u32, path: &Path) -> Result<Option<Client>, Error> {
-        match UnixStream::connect(path) {
+    /// Connects to the socket at `path` of process `pid`, run by user
+    /// `owner`. The socket must be `owner`'s and be answered by `pid`
+    /// itself ([`crate::trust`]); anything else is refused with
+    /// [`Error::Untrusted`] before a request is written.
+    pub fn connect_at(pid: u32, owner: u32, path: &Path) -> Result<Option<Client>, Error> {
+        match trust::connect(path, pid, owner) {
             Ok(s) => Ok(Some(Client { pid, path: path.to_path_buf(), reader: BufReader::new(s) })),
-            Err(e) => match e.kind() {
+            Err(trust::ConnectError::Refused(e)) => Err(e),
+            Err(trust::ConnectError::Absent(e)) => match e.kind() {
                 // No socket, or a stale one left by a process that ended.
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => Ok(None),
                 _ => Err(Error::io(format!("cannot connect to {}", path.display()), path, e)),

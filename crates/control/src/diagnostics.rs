@@ -11,9 +11,8 @@
 //! All numbers little-endian. The runtime keeps the connection open while
 //! it loads the profiler and calls its `InitializeForAttach`.
 
-use crate::{paths, Error};
+use crate::{paths, trust, Error};
 use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
@@ -90,11 +89,20 @@ pub fn describe(hr: u32) -> &'static str {
 
 /// Asks process `pid`'s runtime to load the profiler `clsid` from
 /// `profiler` with `client_data`, waiting up to `timeout`.
+///
+/// The socket must be one `pid`'s user made, and the peer that answers it
+/// must be `pid` itself ([`crate::trust`]): `client_data` (which may hold
+/// a collector's token) is sent to nobody else.
 pub fn attach_profiler(pid: u32, clsid: Clsid, profiler: &Path, client_data: &[u8], timeout: Duration) -> Result<(), Error> {
+    let owner = crate::process::find(pid)?.uid;
     let dir = paths::temp_dir_of(pid);
-    let socket = paths::diagnostics_socket(&dir, pid).ok_or(Error::NoDiagnosticsSocket { pid, dir })?;
+    let socket = paths::diagnostics_socket_of(&dir, pid, owner)?;
     let what = |w: &str| format!("{w} the diagnostics socket {}", socket.display());
-    let mut s = UnixStream::connect(&socket).map_err(|e| Error::io(what("cannot connect to"), &socket, e))?;
+    let mut s = match trust::connect(&socket, pid, owner) {
+        Ok(s) => s,
+        Err(trust::ConnectError::Refused(e)) => return Err(e),
+        Err(trust::ConnectError::Absent(e)) => return Err(Error::io(what("cannot connect to"), &socket, e)),
+    };
     let ms = timeout.as_millis().min(u32::MAX as u128) as u32;
     let msg = attach_request(ms, clsid, profiler, client_data).map_err(|w| Error::BadReply { peer: "clrprof".into(), what: w })?;
     s.set_read_timeout(Some(timeout + Duration::from_secs(5))).map_err(|e| Error::io(what("cannot use"), &socket, e))?;

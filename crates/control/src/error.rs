@@ -82,6 +82,15 @@ pub enum Error {
         /// The system's error.
         source: std::io::Error,
     },
+    /// A socket failed the checks of [`crate::trust`]: planted by another
+    /// user, a link, or answered by another process. Nothing was sent to it.
+    #[error("refused {path}: it {why}; nothing was sent to it (another user may have planted it)")]
+    Untrusted {
+        /// The socket.
+        path: PathBuf,
+        /// What failed.
+        why: String,
+    },
     /// Waiting took too long.
     #[error("timed out: {0}")]
     Timeout(String),

@@ -17,6 +17,8 @@
 //!   runtime version.
 //! - [`client`]: a connection to an agent's control socket.
 //! - [`diagnostics`]: the runtime's diagnostics IPC, `AttachProfiler`.
+//! - [`trust`]: the checks a socket passes before anything is sent to it
+//!   (its owner and type, and the peer's credentials).
 //! - [`Error`]: every failure, worded for the person who typed the PID.
 
 #![deny(missing_docs)]
@@ -28,5 +30,6 @@ mod error;
 pub mod paths;
 pub mod process;
 pub mod protocol;
+pub mod trust;
 
 pub use error::Error;

@@ -5,6 +5,7 @@
 //! A client reads the process's environment (`/proc/PID/environ`, readable
 //! by the same user) to find it, and falls back to its own.
 
+use crate::Error;
 use std::path::{Path, PathBuf};
 
 /// The agent's control socket in `dir` for process `pid`.
@@ -60,21 +61,46 @@ pub fn temp_dir_of(pid: u32) -> PathBuf {
 }
 
 /// The runtime's diagnostics socket of `pid` in `dir`
-/// (`dotnet-diagnostic-PID-KEY-socket`; the newest if several).
+/// (`dotnet-diagnostic-PID-KEY-socket`; the newest if several), whoever
+/// made it. Use [`diagnostics_socket_of`] before talking to it.
 pub fn diagnostics_socket(dir: &Path, pid: u32) -> Option<PathBuf> {
+    candidates(dir, pid).into_iter().next()
+}
+
+/// The names a diagnostics socket of `pid` may have in `dir`, newest
+/// first.
+fn candidates(dir: &Path, pid: u32) -> Vec<PathBuf> {
     let prefix = format!("dotnet-diagnostic-{pid}-");
-    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if name.starts_with(&prefix) && name.ends_with("-socket") {
-            let when = entry.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
-            if best.as_ref().is_none_or(|b| when > b.0) {
-                best = Some((when, entry.path()));
+            let when = entry.path().symlink_metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+            found.push((when, entry.path()));
+        }
+    }
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    found.into_iter().map(|f| f.1).collect()
+}
+
+/// The diagnostics socket of process `pid` run by user `owner`: the
+/// newest of its names in `dir` that is a socket owned by `owner`
+/// ([`crate::trust::check_file`]). Names planted by anyone else, and
+/// links, are passed over; if only such names are there, the newest is
+/// refused with [`Error::Untrusted`]; if none, [`Error::NoDiagnosticsSocket`].
+pub fn diagnostics_socket_of(dir: &Path, pid: u32, owner: u32) -> Result<PathBuf, Error> {
+    let mut refused = None;
+    for path in candidates(dir, pid) {
+        match crate::trust::check_file(&path, owner) {
+            Ok(()) => return Ok(path),
+            Err(e) => {
+                refused.get_or_insert(e);
             }
         }
     }
-    best.map(|b| b.1)
+    Err(refused.unwrap_or_else(|| Error::NoDiagnosticsSocket { pid, dir: dir.to_path_buf() }))
 }
 
 #[cfg(test)]

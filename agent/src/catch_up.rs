@@ -29,9 +29,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use clrprof_wire::{Hello, Role, Token};
+use clrprof_wire::{Hello, Role, SessionKey, Token};
 
-use crate::stream::{Net, State};
+use crate::stream::{Net, Session, State};
 
 /// Accepted connections in a row that stored nothing before the thread
 /// gives up.
@@ -72,6 +72,9 @@ pub struct Plan {
     pub from: u64,
     /// The hello (`resume` with the session, or `spooled`), `catch_up` set.
     pub hello: Hello,
+    /// For `resume`: the session's key, which the hello proves (made at
+    /// the session's first handshake, kept in this process's memory).
+    pub key: Option<SessionKey>,
     /// The collector's address.
     pub target: String,
     /// The collector's token.
@@ -154,9 +157,11 @@ impl CatchUp {
             let (session, stored) = self.connection(&net, &plan);
             let accepted = session.is_some();
             if let Some(s) = session {
-                // Later attempts resume the session the collector gave.
+                // Later attempts resume the session the collector gave,
+                // with its key.
                 plan.hello.role = Role::Resume;
-                plan.hello.session = Some(s);
+                plan.hello.session = Some(s.name);
+                plan.key = Some(s.key);
             }
             if self.lock().caught_up {
                 return;
@@ -181,12 +186,12 @@ impl CatchUp {
     /// One catch-up connection: sends the spool from its start and follows
     /// it. Gives the session name (if the collector accepted) and whether
     /// the collector stored any byte.
-    fn connection(&self, net: &Arc<Net>, plan: &Plan) -> (Option<String>, bool) {
+    fn connection(&self, net: &Arc<Net>, plan: &Plan) -> (Option<Session>, bool) {
         let theirs = Arc::clone(net);
-        let (target, token, hello) = (plan.target.clone(), plan.token.clone(), plan.hello.clone());
+        let (target, token, hello, key) = (plan.target.clone(), plan.token.clone(), plan.hello.clone(), plan.key.clone());
         let spawned = std::thread::Builder::new()
             .name("clrprof-net".into())
-            .spawn(move || crate::guard((), || crate::stream::send_main(&theirs, &target, Some(&token), hello)));
+            .spawn(move || crate::guard((), || crate::stream::send_main(&theirs, &target, Some(&token), hello, key)));
         if spawned.is_err() {
             return (None, false);
         }
@@ -194,7 +199,7 @@ impl CatchUp {
             return (None, false);
         };
         self.lock().connected = true;
-        plan.say(&format!("catching_up={session}"));
+        plan.say(&format!("catching_up={}", session.name));
         let whole = self.follow(net, plan);
         if whole {
             // Said before the writer thread learns it (the process may

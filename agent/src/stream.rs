@@ -24,9 +24,16 @@
 //! that offset, so the stored part followed by the spool is the log, byte
 //! for byte) and sends it the spool, following it as it grows, until the
 //! stored log is whole ([`crate::catch_up`]).
+//!
+//! Such a resume proves the session's own key ([`Session`]), which this
+//! process derived at the session's first handshake and keeps in memory
+//! with the stream's state: every profiled program holds the token, only
+//! this one holds the key. The key lives as long as the process, and so
+//! do the resumes (the catch-up thread, and the last word at the end of
+//! the log); nothing resumes a session from another process.
 
 use clrprof_wire::frame::{small_frame, HEADER, MAX_FRAME};
-use clrprof_wire::{handshake, Command, FrameHeader, FrameKind, Hello, Nonce, Role, Token};
+use clrprof_wire::{handshake, Command, FrameHeader, FrameKind, Hello, Nonce, Role, SessionKey, Token};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -135,9 +142,23 @@ fn client_nonce() -> Nonce {
     Nonce(n)
 }
 
-/// Connects and does the handshake; gives the session name and the
-/// connection's reader (which may hold bytes after the `OK` line).
-fn open(target: &str, token: &Token, mut hello: Hello) -> Result<(String, Conn, BufReader<Conn>), String> {
+/// The session the collector gave, and its key.
+#[derive(Clone, Debug)]
+pub struct Session {
+    /// The session's name.
+    pub name: String,
+    /// The key derived at the session's first handshake (a `stream` or
+    /// `spooled` hello), which a resume proves.
+    pub key: SessionKey,
+}
+
+/// Connects and does the handshake; gives the session (for a resume,
+/// `key`, which its hello proves) and the connection's reader (which may
+/// hold bytes after the `OK` line).
+fn open(target: &str, token: &Token, mut hello: Hello, key: Option<&SessionKey>) -> Result<(Session, Conn, BufReader<Conn>), String> {
+    if hello.role == Role::Resume && key.is_none() {
+        return Err("internal: a resume without the session's key".into());
+    }
     let conn = Conn::connect(target).map_err(|e| format!("cannot connect to {target}: {e}"))?;
     conn.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
     let mut reader = BufReader::new(conn.try_clone().map_err(|e| format!("socket: {e}"))?);
@@ -155,13 +176,20 @@ fn open(target: &str, token: &Token, mut hello: Hello) -> Result<(String, Conn, 
     let server = handshake::parse_challenge(&line).map_err(|e| format!("{target} is not a clrprof collector: {e}"))?;
     let client = client_nonce();
     hello.nonce = clrprof_wire::token::to_hex(&client.0);
+    if let (Role::Resume, Some(k)) = (hello.role, key) {
+        handshake::sign_resume(&mut hello, k, &server).map_err(|e| e.to_string())?;
+    }
     let h = handshake::hello_line(token, &server, &hello).map_err(|e| e.to_string())?;
     w.write_all(h.as_bytes()).map_err(|e| format!("cannot send the handshake: {e}"))?;
     read_line(&mut reader, &mut line)?;
-    let session = handshake::parse_ok(&line, token, &client, &server)
+    let name = handshake::parse_ok(&line, token, &client, &server)
         .map_err(|e| format!("the collector at {target} did not prove it knows the token: {e}"))?;
+    let key = match (hello.role, key) {
+        (Role::Resume, Some(k)) => k.clone(),
+        _ => handshake::session_key(token, &client, &server, &name),
+    };
     reader.get_ref().set_read_timeout(None);
-    Ok((session, w, reader))
+    Ok((Session { name, key }, w, reader))
 }
 
 /// What the writer thread (or the catch-up thread) and the two network
@@ -191,8 +219,8 @@ pub(crate) struct State {
     pub finishing: bool,
     /// The `E` frame is being sent or was sent.
     pub end_sent: bool,
-    /// The session name the collector gave.
-    session: Option<String>,
+    /// The session the collector gave, with its key.
+    session: Option<Session>,
     /// A handle to shut the connection down.
     conn: Option<Conn>,
 }
@@ -220,8 +248,8 @@ impl Net {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until the handshake is done (the session name) or failed.
-    pub(crate) fn wait_session(&self) -> Option<String> {
+    /// Waits until the handshake is done (the session) or failed.
+    pub(crate) fn wait_session(&self) -> Option<Session> {
         let mut s = self.lock();
         loop {
             if let Some(n) = &s.session {
@@ -303,12 +331,13 @@ impl Streamer {
             spool: None,
             spool_from: None,
             catch_up: false,
+            resume_mac: None,
         };
         let target = config.target.clone();
         let token = config.token.clone();
         let spawned = std::thread::Builder::new()
             .name("clrprof-net".into())
-            .spawn(move || crate::guard((), || send_main(&theirs, &target, token.as_ref(), hello)));
+            .spawn(move || crate::guard((), || send_main(&theirs, &target, token.as_ref(), hello, None)));
         if let Err(e) = spawned {
             net.fail(format!("cannot start the network thread: {e}"));
         }
@@ -408,9 +437,8 @@ impl Streamer {
         if let Some((f, _)) = &mut self.spool {
             let _ = f.flush();
         }
-        let (hello, target, token) = self.resume_hello();
-        if let (Some(hello), Some(token)) = (hello, token) {
-            if open(&target, &token, hello).is_ok() {
+        if let (Some((hello, key)), Some(token)) = (self.resume_hello(), &self.config.token) {
+            if open(&self.config.target, token, hello, key.as_ref()).is_ok() {
                 crate::status::amend(&self.spool_note("told_collector=yes"));
             }
         }
@@ -436,7 +464,7 @@ impl Streamer {
         let path = self.spool.as_ref().map(|(_, p)| p.display().to_string()).unwrap_or_default();
         let mut note = format!("spooling_to={path} spooling_from={}", s.acked);
         if let Some(n) = &s.session {
-            note.push_str(&format!(" session={n}"));
+            note.push_str(&format!(" session={}", n.name));
         }
         if !extra.is_empty() {
             note.push(' ');
@@ -479,14 +507,14 @@ impl Streamer {
         if !catch_up || self.lost > 0 {
             return;
         }
-        let (hello, target, token) = self.resume_hello();
-        if let (Some(mut hello), Some(token), Some((_, spool))) = (hello, token, &self.spool) {
+        if let (Some((mut hello, key)), Some(token), Some((_, spool))) = (self.resume_hello(), self.config.token.clone(), &self.spool) {
             hello.catch_up = true;
             self.catch = Some(CatchUp::start(Plan {
                 spool: spool.clone(),
                 from: acked,
                 hello,
-                target,
+                key,
+                target: self.config.target.clone(),
                 token,
                 period: Duration::from_millis(self.config.reconnect_ms),
                 bound: self.config.buffer_bytes,
@@ -496,10 +524,11 @@ impl Streamer {
         }
     }
 
-    /// The hello that tells the collector about the spool.
-    fn resume_hello(&self) -> (Option<Hello>, String, Option<Token>) {
+    /// The hello that tells the collector about the spool, and the key its
+    /// resume proves (none for `spooled`: a new session).
+    fn resume_hello(&self) -> Option<(Hello, Option<SessionKey>)> {
         let s = self.net.lock();
-        let Some((_, path)) = &self.spool else { return (None, String::new(), None) };
+        let (_, path) = self.spool.as_ref()?;
         let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
         let hello = Hello {
             role: if s.session.is_some() { Role::Resume } else { Role::Spooled },
@@ -507,12 +536,14 @@ impl Streamer {
             pid: self.identity.pid,
             program: self.identity.program.clone(),
             runtime: self.identity.runtime.clone(),
-            session: s.session.clone(),
+            session: s.session.as_ref().map(|x| x.name.clone()),
             spool: Some(path.display().to_string()),
             spool_from: Some(s.acked),
             catch_up: false,
+            resume_mac: None,
         };
-        (Some(hello), self.config.target.clone(), self.config.token.clone())
+        let key = s.session.as_ref().map(|x| x.key.clone());
+        Some((hello, key))
     }
 }
 
@@ -532,13 +563,14 @@ fn create_spool(path: &Path) -> std::io::Result<(File, PathBuf)> {
     Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "1000 spool files of that name exist"))
 }
 
-/// `clrprof-net`: connect, then send what the writer hands over.
-pub(crate) fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello) {
+/// `clrprof-net`: connect (a resume proving `key`), then send what the
+/// writer hands over.
+pub(crate) fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello, key: Option<SessionKey>) {
     let Some(token) = token else {
         net.fail("CLRPROF_TOKEN is missing or is not 64 hex digits".into());
         return;
     };
-    let (session, mut w, reader) = match open(target, token, hello) {
+    let (session, mut w, reader) = match open(target, token, hello, key.as_ref()) {
         Ok(x) => x,
         Err(e) => {
             net.fail(e);

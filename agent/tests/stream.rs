@@ -2,12 +2,13 @@
 //! sockets and the wire crate): what the collector acknowledged followed by
 //! the spool is always every byte handed over, whether the collector goes
 //! away, stops reading, or was never there; a clean end waits for the last
-//! acknowledgement. No .NET runtime needed.
+//! acknowledgement; a resume proves the key of the session's first
+//! handshake, as the real collector requires. No .NET runtime needed.
 
 use clrprof_agent::config::StreamConfig;
 use clrprof_agent::stream::{Identity, Streamer};
 use clrprof_wire::frame::{small_frame, HEADER};
-use clrprof_wire::{handshake, FrameHeader, FrameKind, Hello, Nonce, Role, Token};
+use clrprof_wire::{handshake, FrameHeader, FrameKind, Hello, Nonce, Role, SessionKey, Token};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -31,19 +32,35 @@ enum Script {
     Barren,
 }
 
+/// A fresh server nonce per connection.
+fn server_nonce() -> Nonce {
+    static N: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
+    Nonce([N.fetch_add(1, std::sync::atomic::Ordering::Relaxed); 32])
+}
+
 /// Serves one connection on `l` by `script`; gives the agent's hello,
 /// the bytes it stored (acknowledged as log offsets: a catch-up's start at
-/// its `spool_from`) and whether it saw the end.
-fn serve_one(l: &TcpListener, script: Script) -> (Hello, Vec<u8>, bool) {
+/// its `spool_from`) and whether it saw the end. As the collector does, a
+/// new session (`stream`, `spooled`) sets `key` from its handshake, and a
+/// resume must prove it (otherwise this panics, and the test's receiver
+/// sees the collector gone).
+fn serve_one(l: &TcpListener, script: Script, key: &mut Option<SessionKey>) -> (Hello, Vec<u8>, bool) {
     let (s, _) = l.accept().unwrap();
     let mut w = s.try_clone().unwrap();
     let mut r = BufReader::new(s);
-    let server = Nonce([7; 32]);
+    let server = server_nonce();
     w.write_all(handshake::challenge_line(&server).as_bytes()).unwrap();
     let mut line = Vec::new();
     r.read_until(b'\n', &mut line).unwrap();
     let hello = handshake::parse_hello(&line, &token(), &server).unwrap();
     let client = handshake::client_nonce(&hello).unwrap();
+    if hello.role == Role::Resume {
+        let k = key.as_ref().expect("a resume before any session");
+        handshake::verify_resume(&hello, k, &server).expect("the resume proves the session's key");
+    } else {
+        assert_eq!(hello.resume_mac, None);
+        *key = Some(handshake::session_key(&token(), &client, &server, "s1"));
+    }
     w.write_all(handshake::ok_line(&token(), &client, &server, "s1").as_bytes()).unwrap();
     let base = if hello.catch_up { hello.spool_from.unwrap_or(0) } else { 0 };
     let mut stored = Vec::new();
@@ -89,7 +106,7 @@ fn collector(script: Script) -> (String, mpsc::Receiver<(Vec<u8>, bool)>) {
     let addr = l.local_addr().unwrap().to_string();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let (_, stored, ended) = serve_one(&l, script);
+        let (_, stored, ended) = serve_one(&l, script, &mut None);
         tx.send((stored, ended)).unwrap();
     });
     (addr, rx)
@@ -105,8 +122,9 @@ fn collectors_on(l: TcpListener, scripts: Vec<Script>) -> (String, mpsc::Receive
     let addr = l.local_addr().unwrap().to_string();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
+        let mut key = None;
         for script in scripts {
-            if tx.send(serve_one(&l, script)).is_err() {
+            if tx.send(serve_one(&l, script, &mut key)).is_err() {
                 return;
             }
         }
@@ -259,6 +277,9 @@ fn a_collector_back_after_a_break_is_caught_up_from_the_spool_and_gets_the_whole
     let (again, rest, ended) = seen.recv_timeout(Duration::from_secs(30)).unwrap();
     assert!(ended, "the catch-up ends with the end of the log");
     assert_eq!((again.role, again.catch_up, again.session.as_deref()), (Role::Resume, true, Some("s1")));
+    // It proved the key of the first handshake (checked by the scripted
+    // collector, which answered it).
+    assert!(first.resume_mac.is_none() && again.resume_mac.is_some());
     let from = again.spool_from.unwrap() as usize;
     let whole = [all(&b), all(&more)].concat();
     assert!(from > 0 && from <= part.len(), "spool from {from}, stored {}", part.len());
@@ -315,4 +336,35 @@ fn a_collector_started_after_the_program_gets_the_whole_log_from_the_spool() {
     assert_eq!((hello.role, hello.catch_up, hello.spool_from), (Role::Spooled, true, Some(0)));
     assert!(ended);
     assert_eq!(stored, all(&b), "the collector got the whole log from the spool");
+}
+
+#[test]
+fn a_catch_up_from_a_spooled_start_that_breaks_resumes_with_that_sessions_key() {
+    // No collector at start: the session is made by the `spooled` hello of
+    // the first catch-up, whose handshake gives its key; that catch-up
+    // breaks, and the next one resumes the session, proving that key (the
+    // scripted collector checks it).
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut c = config(&format!("127.0.0.1:{port}"), "spooled-resume", 64 << 20);
+    c.reconnect_ms = 50;
+    let mut s = Streamer::start(c.clone(), identity());
+    let b = buffers(300);
+    for x in &b[..150] {
+        s.write(x.clone());
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    s.poll();
+    let (_, seen) = collectors_on(TcpListener::bind(("127.0.0.1", port)).unwrap(), vec![Script::CloseAfter(100_000), Script::Good]);
+    let (first, _, ended) = seen.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(!ended);
+    assert_eq!((first.role, first.catch_up, first.resume_mac.as_deref()), (Role::Spooled, true, None));
+    for x in &b[150..] {
+        s.write(x.clone());
+    }
+    s.finish();
+    let (again, stored, ended) = seen.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!((again.role, again.session.as_deref(), again.spool_from), (Role::Resume, Some("s1"), Some(0)));
+    assert!(again.resume_mac.is_some());
+    assert!(ended);
+    assert_eq!(stored, all(&b), "the resumed catch-up sent the whole log");
 }

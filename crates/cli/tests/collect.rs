@@ -5,7 +5,8 @@
 //!
 //! The runtime tests need `scripts/setup-dotnet.sh` and the agent built
 //! next to `clrprof` (as in tests/record.rs); under `CI=true` they fail
-//! without them. The refusal test needs no runtime.
+//! without them. The refusal test (a forged resume among them) needs no
+//! runtime.
 
 mod common;
 
@@ -432,6 +433,11 @@ fn unreachable_collector_at_start_spools_the_whole_log() {
 /// Connects, reads the challenge, sends `hello_line(token)`; gives what
 /// the collector answered (None: it closed without a word).
 fn try_hello(target: &str, token: &Token) -> Option<String> {
+    try_hello_as(target, token, Role::Stream, None)
+}
+
+/// [`try_hello`] with `role`, naming `session`.
+fn try_hello_as(target: &str, token: &Token, role: Role, session: Option<&str>) -> Option<String> {
     let s = std::net::TcpStream::connect(target).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
@@ -439,15 +445,16 @@ fn try_hello(target: &str, token: &Token) -> Option<String> {
     r.read_until(b'\n', &mut line).unwrap();
     let server = handshake::parse_challenge(&line).unwrap();
     let hello = Hello {
-        role: Role::Stream,
+        role,
         nonce: clrprof_wire::token::to_hex(&[1; 32]),
         pid: 1,
         program: "probe".into(),
         runtime: "x".into(),
-        session: None,
-        spool: None,
-        spool_from: None,
+        session: session.map(str::to_string),
+        spool: session.map(|_| "/tmp/probe.spool.log".to_string()),
+        spool_from: session.map(|_| 0),
         catch_up: false,
+        resume_mac: None,
     };
     (&s).write_all(handshake::hello_line(token, &server, &hello).unwrap().as_bytes()).unwrap();
     let mut answer = String::new();
@@ -469,16 +476,22 @@ fn refusals_are_logged_with_the_peer_and_never_the_token() {
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let _ = s.read_to_end(&mut rest);
     assert!(rest.starts_with(b"CLRPROF-COLLECT 1 ") && rest.iter().filter(|&&b| b == b'\n').count() == 1, "only the challenge");
-    assert!(try_hello(&collector.target, &token).unwrap().starts_with("OK "), "the right token is accepted");
+    let ok = try_hello(&collector.target, &token).unwrap();
+    assert!(ok.starts_with("OK "), "the right token is accepted");
+    // Another holder of the token naming that session (pid and all) to
+    // resume it, without the session's own key: refused, logged.
+    let probe = ok.trim_end().rsplit(' ').next().unwrap().to_string();
+    assert_eq!(try_hello_as(&collector.target, &token, Role::Resume, Some(&probe)), None, "a forged resume gets no answer");
     // `clrprof ctl` with a wrong token file is refused too.
     let bad = dir.join("bad.token");
     std::fs::write(&bad, "77".repeat(32)).unwrap();
     let out = clrprof(&["ctl", "--dir", dir.to_str().unwrap(), "--token-file", bad.to_str().unwrap(), "x", "flush"]);
     assert!(!out.status.success());
-    let log = eventually("three refusals in the collector's log", || {
+    let log = eventually("four refusals in the collector's log", || {
         let l = collector.log();
-        (l.matches("refused").count() >= 3).then_some(l)
+        (l.matches("refused").count() >= 4).then_some(l)
     });
+    assert!(log.contains(&format!("resume of session {probe} refused")) && log.contains("no valid resume proof"), "{log}");
     assert!(log.contains("refused 127.0.0.1:") && log.contains("wrong token"), "{log}");
     assert!(log.contains("not HELLO"), "{log}");
     assert!(log.contains("refused admin socket"), "{log}");
@@ -490,6 +503,7 @@ fn refusals_are_logged_with_the_peer_and_never_the_token() {
     });
     assert_eq!(listed[0]["program"], "probe");
     assert!(listed[0]["reason"].as_str().unwrap().contains("closed before the end"));
+    assert!(listed[0]["spool"].is_null(), "the forged resume changed nothing: {}", listed[0]);
 }
 
 #[test]

@@ -31,6 +31,7 @@ fn agent(target: &str, token: &Token, id: u32, megabytes: usize) -> Result<u64, 
         spool: None,
         spool_from: None,
         catch_up: false,
+        resume_mac: None,
     };
     w.write_all(handshake::hello_line(token, &server, &hello).map_err(|e| e.to_string())?.as_bytes()).map_err(|e| e.to_string())?;
     line.clear();

@@ -63,7 +63,7 @@ pub(crate) async fn serve(mut c: Handshaken) {
         Err(e) => failed(e),
         Ok(line) => match serde_json::from_slice::<Request>(&line) {
             Err(e) => failed(format!("bad request: {e}")),
-            Ok(Request::List) => match record::list(&c.ctx.opts.dir) {
+            Ok(Request::List) => match record::list_own(&c.ctx.opts.dir) {
                 Ok(s) => Reply { ok: true, sessions: Some(s), ..Default::default() },
                 Err(e) => failed(e.to_string()),
             },
@@ -129,6 +129,7 @@ pub fn request(socket: &Path, token: &Token, request: &Request) -> Result<Reply,
         spool: None,
         spool_from: None,
         catch_up: false,
+        resume_mac: None,
     };
     let h = handshake::hello_line(token, &server, &hello).map_err(|e| bad(e.to_string()))?;
     w.write_all(h.as_bytes()).map_err(CollectError::io("writing to the admin socket"))?;

@@ -6,7 +6,10 @@
 //! crosses the connection), and stream their log. Each session is stored
 //! as it arrives in `DIR/<program>_<pid>_<yyyyMMdd>_<HHmmss>.log` (whole
 //! lines only, never over an existing file) with a session record beside
-//! it (`.json`: pid, program, runtime, start, end, bytes, how it ended).
+//! it (`.json`: pid, program, runtime, start, end, bytes, how it ended)
+//! and the session's own key (`.key`), which an agent resuming the session
+//! must prove; all mode 0600, in a directory only the collector's user
+//! can change (see [`files`]).
 //! While a session is connected, `clrprof ctl` sends it commands through
 //! the admin endpoint (a Unix socket in `DIR`, same token).
 //!
@@ -16,6 +19,9 @@
 //! - [`address`]: where it listens (`HOST:PORT` or `unix:/path`).
 //! - [`token_file`]: the token, made and kept in a file only its user reads.
 //! - [`record`]: session records and file names.
+//! - [`key_file`]: each session's own key, which a resume must prove.
+//! - [`files`]: the directory's rules (owner, mode) and files made and
+//!   opened without following links or trusting another user's files.
 //! - [`session`]: one agent connection, frame by frame.
 //! - [`admin`]: the admin endpoint and its client (`ctl`, `sessions`).
 //! - [`refusals`]: the rate-limited log of refused connections.
@@ -36,6 +42,8 @@ pub mod address;
 pub mod admin;
 mod conn;
 mod error;
+pub mod files;
+pub mod key_file;
 pub mod record;
 pub mod refusals;
 mod registry;

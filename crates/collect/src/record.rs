@@ -1,11 +1,18 @@
 //! Session files: `DIR/<program>_<pid>_<yyyyMMdd>_<HHmmss>.log` and the
-//! session record beside it (`.json`).
+//! session record beside it (`.json`), and the session's key
+//! ([`crate::key_file`]).
 //!
-//! A log file is created with `create_new`: an existing file is never
-//! opened for writing; a second session in the same second gets `_2`,
-//! `_3`, ... A record is replaced whole (written to a temporary file,
-//! then renamed), so a reader never sees half a record.
+//! A log file is created with `create_new` and `O_NOFOLLOW`, mode 0600: an
+//! existing file or link is never opened for writing; a second session in
+//! the same second gets `_2`, `_3`, ... A record is replaced whole
+//! (written to a new temporary file of a random name, then renamed), so a
+//! reader never sees half a record and a link planted at any of these
+//! paths is never written through (see [`crate::files`] for the rules).
+//!
+//! A record is read only if it is a regular file (not a link); the
+//! collector acts only on records owned by its own user.
 
+use crate::files::{self, Access, OpenError};
 use crate::CollectError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -104,10 +111,11 @@ pub fn create_log(dir: &Path, program: &str, pid: u32) -> Result<(String, std::f
     let base = format!("{}_{pid}_{stamp}", safe_name(program));
     for n in 1..10_000u32 {
         let name = if n == 1 { base.clone() } else { format!("{base}_{n}") };
-        if record_path(dir, &name).exists() {
+        let taken = |p: PathBuf| std::fs::symlink_metadata(p).is_ok();
+        if taken(record_path(dir, &name)) || taken(crate::key_file::key_path(dir, &name)) {
             continue;
         }
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(log_path(dir, &name)) {
+        match files::create_new(&log_path(dir, &name)) {
             Ok(f) => return Ok((name, f)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(CollectError::Io { what: format!("cannot create a log in {}", dir.display()), source: e }),
@@ -116,26 +124,73 @@ pub fn create_log(dir: &Path, program: &str, pid: u32) -> Result<(String, std::f
     Err(CollectError::Invalid(format!("{}: 10,000 logs named {base} already exist", dir.display())))
 }
 
-/// Writes `rec` (replacing the previous version).
+/// Writes `rec` (replacing the previous version; a new file of mode 0600
+/// renamed over it).
 pub fn write(dir: &Path, rec: &SessionRecord) -> Result<(), CollectError> {
-    let path = record_path(dir, &rec.session);
-    let tmp = dir.join(format!(".{}.json.tmp", rec.session));
     let text = serde_json::to_string_pretty(rec).map_err(|e| CollectError::Invalid(e.to_string()))?;
-    std::fs::write(&tmp, text + "\n").map_err(CollectError::io(format!("cannot write {}", tmp.display())))?;
-    std::fs::rename(&tmp, &path).map_err(CollectError::io(format!("cannot rename to {}", path.display())))
+    files::replace(&record_path(dir, &rec.session), (text + "\n").as_bytes())
 }
 
-/// Reads a session's record.
-pub fn read(dir: &Path, session: &str) -> Result<SessionRecord, CollectError> {
+/// The longest record read.
+const MAX_RECORD: u64 = 1 << 20;
+
+/// Why a record was not read.
+enum Unread {
+    /// Not opened (missing, refused, an error).
+    Open(OpenError),
+    /// Opened but not a record.
+    Bad(CollectError),
+}
+
+fn load(dir: &Path, session: &str, owner: Option<u32>) -> Result<SessionRecord, Unread> {
+    use std::io::Read;
     let path = record_path(dir, session);
-    let text = std::fs::read_to_string(&path).map_err(CollectError::io(format!("cannot read {}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| CollectError::Invalid(format!("{}: {e}", path.display())))
+    let f = files::open_existing(&path, Access::Read, owner).map_err(Unread::Open)?;
+    let mut text = String::new();
+    f.take(MAX_RECORD)
+        .read_to_string(&mut text)
+        .map_err(|e| Unread::Bad(CollectError::Io { what: format!("cannot read {}", path.display()), source: e }))?;
+    serde_json::from_str(&text).map_err(|e| Unread::Bad(CollectError::Invalid(format!("{}: {e}", path.display()))))
+}
+
+fn read_by(dir: &Path, session: &str, owner: Option<u32>) -> Result<SessionRecord, CollectError> {
+    load(dir, session, owner).map_err(|e| match e {
+        Unread::Open(OpenError::Missing) => CollectError::Io {
+            what: format!("cannot read {}", record_path(dir, session).display()),
+            source: std::io::ErrorKind::NotFound.into(),
+        },
+        Unread::Open(e) => CollectError::Invalid(e.to_string()),
+        Unread::Bad(e) => e,
+    })
+}
+
+/// Reads a session's record (a regular file, not a link).
+pub fn read(dir: &Path, session: &str) -> Result<SessionRecord, CollectError> {
+    read_by(dir, session, None)
+}
+
+/// Reads a session's record if it is also owned by this process's user:
+/// the records the collector acts on.
+pub fn read_own(dir: &Path, session: &str) -> Result<SessionRecord, CollectError> {
+    read_by(dir, session, Some(files::euid()))
 }
 
 /// Every session record in `dir`, oldest first (by start, then name), a
 /// live session with the bytes stored so far. Files that are not records
-/// are skipped.
+/// (links included) are skipped.
 pub fn list(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
+    list_by(dir, None, |_| {})
+}
+
+/// [`list`], only the records owned by this process's user (the
+/// collector's view: the admin listing, the restart).
+pub fn list_own(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
+    list_by(dir, Some(files::euid()), |_| {})
+}
+
+/// [`list`] of the records owned by `owner` (all with `None`); `refused`
+/// hears why a record file was refused (a link, another user's file).
+fn list_by(dir: &Path, owner: Option<u32>, mut refused: impl FnMut(String)) -> Result<Vec<SessionRecord>, CollectError> {
     let mut out = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(CollectError::io(format!("cannot list {}", dir.display())))?;
     for e in entries.flatten() {
@@ -145,15 +200,21 @@ pub fn list(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
         if !is_session_name(stem) {
             continue;
         }
-        if let Ok(mut r) = read(dir, stem) {
-            if r.state == SessionState::Live {
-                // The record is rewritten at the end; meanwhile the log
-                // (whole lines, written as they arrive) says how far it is.
-                if let Ok(m) = std::fs::metadata(log_path(dir, stem)) {
-                    r.bytes = m.len();
+        match load(dir, stem, owner) {
+            Ok(mut r) => {
+                if r.state == SessionState::Live {
+                    // The record is rewritten at the end; meanwhile the log
+                    // (whole lines, written as they arrive) says how far it is.
+                    if let Ok(m) = std::fs::symlink_metadata(log_path(dir, stem)) {
+                        if m.file_type().is_file() {
+                            r.bytes = m.len();
+                        }
+                    }
                 }
+                out.push(r);
             }
-            out.push(r);
+            Err(Unread::Open(OpenError::Refused(why))) => refused(why),
+            Err(_) => {}
         }
     }
     out.sort_by(|a, b| (&a.start, &a.session).cmp(&(&b.start, &b.session)));
@@ -166,27 +227,46 @@ pub fn list(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
 /// the spool starts (what the catch-up added is all in the spool: the part
 /// followed by the spool stays the log). Gives the names of the sessions
 /// marked.
+///
+/// Only records owned by this process's user are believed (others are
+/// ignored, untouched, and said on standard error), and a log is cut only
+/// if it is a regular file owned by this user: a link or another user's
+/// file there is left untouched, and the record says so.
 pub fn close_stale(dir: &Path) -> Result<Vec<String>, CollectError> {
     let mut marked = Vec::new();
-    for mut r in list(dir)? {
-        if r.state != SessionState::Live {
+    let own = list_by(dir, Some(files::euid()), |why| crate::say!("clrprof collect: session record ignored: {why}"))?;
+    for mut r in own {
+        if r.state != SessionState::Live || !is_session_name(&r.session) {
             continue;
         }
         let path = log_path(dir, &r.session);
-        let whole = whole_lines_len(&path).unwrap_or(0);
-        let len = r.spool_from.map_or(whole, |from| from.min(whole));
-        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&path) {
-            let _ = f.set_len(len);
-        }
-        r.bytes = len;
+        let cut = match files::open_existing(&path, Access::Append, Some(files::euid())) {
+            Ok(f) => {
+                let whole = whole_lines_len_of(&f).unwrap_or(0);
+                let len = r.spool_from.map_or(whole, |from| from.min(whole));
+                let _ = f.set_len(len);
+                Ok(len)
+            }
+            Err(OpenError::Missing) => Ok(0),
+            Err(e) => Err(e.to_string()),
+        };
         r.state = SessionState::Cut;
         r.end = Some(now());
-        r.reason = Some(match r.spool_from {
-            Some(from) => format!(
-                "{STOPPED_WHILE_LIVE}, catching up from the agent's spool: the log goes on from byte {from} in the spool file"
-            ),
-            None => format!("{STOPPED_WHILE_LIVE} (the log holds what was stored until then)"),
-        });
+        match cut {
+            Ok(len) => {
+                r.bytes = len;
+                r.reason = Some(match r.spool_from {
+                    Some(from) => format!(
+                        "{STOPPED_WHILE_LIVE}, catching up from the agent's spool: the log goes on from byte {from} in the spool file"
+                    ),
+                    None => format!("{STOPPED_WHILE_LIVE} (the log holds what was stored until then)"),
+                });
+            }
+            Err(why) => {
+                crate::say!("clrprof collect: session {}: {why}", r.session);
+                r.reason = Some(format!("{STOPPED_WHILE_LIVE}; its log was not cut back: {why}"));
+            }
+        }
         write(dir, &r)?;
         marked.push(r.session);
     }
@@ -197,15 +277,19 @@ pub fn close_stale(dir: &Path) -> Result<Vec<String>, CollectError> {
 /// of a session's log that holds whole lines while the agent may still be
 /// writing the rest.
 pub fn whole_lines_len(path: &Path) -> std::io::Result<u64> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path)?;
+    whole_lines_len_of(&std::fs::File::open(path)?)
+}
+
+/// [`whole_lines_len`] of an open file (read with `pread`: its position
+/// and append mode do not matter).
+fn whole_lines_len_of(f: &std::fs::File) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
     let mut end = f.metadata()?.len();
     let mut buf = vec![0u8; 64 << 10];
     while end > 0 {
         let start = end.saturating_sub(buf.len() as u64);
-        f.seek(SeekFrom::Start(start))?;
         let n = (end - start) as usize;
-        f.read_exact(&mut buf[..n])?;
+        f.read_exact_at(&mut buf[..n], start)?;
         if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
             return Ok(start + i as u64 + 1);
         }

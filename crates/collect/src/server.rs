@@ -95,11 +95,12 @@ fn bind_unix(path: &Path) -> Result<UnixListener, CollectError> {
 }
 
 impl Collector {
-    /// Creates the directory, loads or makes the token, closes records a
-    /// killed collector left live, and binds the listener and the admin
+    /// Creates the directory (mode 0700) or checks it (see
+    /// [`files`](crate::files)), loads or makes the token, closes records
+    /// a killed collector left live, and binds the listener and the admin
     /// socket.
     pub async fn bind(opts: Options) -> Result<Collector, CollectError> {
-        std::fs::create_dir_all(&opts.dir).map_err(CollectError::io(format!("cannot create {}", opts.dir.display())))?;
+        crate::files::check_dir(&opts.dir)?;
         let token_path = opts.token_file.clone().unwrap_or_else(|| opts.dir.join(TOKEN_FILE));
         let (token, token_made) = token_file::load_or_create(&token_path)?;
         let stale = record::close_stale(&opts.dir)?;
@@ -277,6 +278,12 @@ pub(crate) struct Handshaken {
 }
 
 impl Handshaken {
+    /// The key of a new session named `session`, as the client derives it
+    /// from this handshake once it reads the `OK` line.
+    pub fn session_key(&self, session: &str) -> clrprof_wire::SessionKey {
+        handshake::session_key(&self.ctx.token, &self.client, &self.server, session)
+    }
+
     /// Sends the `OK` line naming `session`.
     pub async fn accept(&mut self, session: &str) -> std::io::Result<()> {
         let line = handshake::ok_line(&self.ctx.token, &self.client, &self.server, session);

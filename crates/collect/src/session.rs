@@ -11,7 +11,13 @@
 //! dropped.
 //!
 //! `resume`: an agent whose stream broke names its session and the offset
-//! at which its spool starts; the stored log is cut back to that offset
+//! at which its spool starts, and proves the session's own key (made at
+//! the session's first handshake and kept in `<session>.key`; see
+//! [`clrprof_wire::handshake`]). Until that proof is checked nothing is
+//! done to the session: a resume without it (another holder of the
+//! agents' token, an agent or a session from before keys) is refused and
+//! leaves the log, the record and a live connection as they were. Then
+//! the stored log is cut back to that offset
 //! (bytes stored but not acknowledged are in the spool too) and the
 //! record names the spool. With `catch_up` in its hello the agent then
 //! sends the spool's bytes and goes on streaming: the session is live
@@ -21,11 +27,13 @@
 //! empty stored part and the spool named (or, with `catch_up`, a session
 //! that takes the whole log from the spool on).
 
+use crate::files::{self, Access, OpenError};
+use crate::key_file;
 use crate::record::{self, SessionRecord, SessionState};
 use crate::registry::{Live, ReplyTo};
 use crate::server::{Handshaken, Reader, Writer};
 use clrprof_wire::frame::{small_frame, HEADER};
-use clrprof_wire::{Command, FrameHeader, FrameKind, WireError};
+use clrprof_wire::{handshake, Command, FrameHeader, FrameKind, WireError};
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -234,6 +242,10 @@ pub(crate) async fn stream(c: Handshaken) {
             return;
         }
     };
+    if let Err(e) = key_file::create(&dir, &name, &c.session_key(&name)) {
+        crate::say!("clrprof collect: session from {}: {e}", c.peer);
+        return;
+    }
     let mut rec = new_record(&c, &name);
     if !save(&dir, &rec) {
         return;
@@ -299,7 +311,8 @@ async fn catch_up(c: Handshaken, name: &str, mut file: std::fs::File, mut rec: S
 }
 
 /// An agent whose stream broke: its log goes on in a spool file from
-/// `spool_from`.
+/// `spool_from`. The resume must prove the session's key before anything
+/// is done to the session.
 pub(crate) async fn resume(mut c: Handshaken) {
     let dir = c.ctx.opts.dir.clone();
     let (Some(name), Some(spool), Some(from)) = (c.hello.session.clone(), c.hello.spool.clone(), c.hello.spool_from) else {
@@ -310,12 +323,27 @@ pub(crate) async fn resume(mut c: Handshaken) {
         c.ctx.refusals.log(&c.peer, "resume names an invalid session");
         return;
     }
+    let key = match key_file::read(&dir, &name) {
+        Ok(k) => k,
+        Err(why) => {
+            c.ctx.refusals.log(&c.peer, &format!("resume of session {name} refused, the session left as it was: {why}"));
+            return;
+        }
+    };
+    if let Err(e) = handshake::verify_resume(&c.hello, &key, &c.server) {
+        let why = match e {
+            WireError::BadProof => "the resume proof does not match the session's key".to_string(),
+            e => format!("no valid resume proof ({e})"),
+        };
+        c.ctx.refusals.log(&c.peer, &format!("resume of session {name} refused, the session left as it was: {why}"));
+        return;
+    }
     // A live task for the session (the old connection, still open) stops
     // first; the files lock is held until it has written its record.
     c.ctx.registry.cancel(&name);
     let files = c.ctx.registry.files_lock(&name);
     let _held = files.lock().await;
-    let mut rec = match record::read(&dir, &name) {
+    let mut rec = match record::read_own(&dir, &name) {
         Ok(r) if r.pid == c.hello.pid => r,
         Ok(_) => {
             c.ctx.refusals.log(&c.peer, &format!("resume of session {name} from another process"));
@@ -327,7 +355,17 @@ pub(crate) async fn resume(mut c: Handshaken) {
         }
     };
     let path = record::log_path(&dir, &name);
-    let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let (file, len) = match files::open_existing(&path, Access::Append, Some(files::euid())) {
+        Ok(f) => {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            (Some(f), len)
+        }
+        Err(OpenError::Missing) => (None, 0),
+        Err(e) => {
+            crate::say!("clrprof collect: resume of session {name} refused: {e}");
+            return;
+        }
+    };
     // Why the stream broke, as far as this side knows (its own restart
     // says only that it stopped).
     let cause = match (&rec.spool_from, &rec.reason) {
@@ -336,21 +374,22 @@ pub(crate) async fn resume(mut c: Handshaken) {
         _ => "the collector stopped".to_string(),
     };
     let broke = format!("the stream broke at byte {from} ({cause})");
+    let mut file = file;
     if c.hello.catch_up && len >= from {
-        let file = std::fs::OpenOptions::new().append(true).open(&path).and_then(|f| f.set_len(from).map(|_| f));
-        match file {
-            Ok(f) => {
+        match file.take().map(|f| f.set_len(from).map(|_| f)) {
+            Some(Ok(f)) => {
                 rec.spool = Some(spool);
                 rec.spool_from = Some(from);
                 catch_up(c, &name, f, rec, from, &broke).await;
                 return;
             }
-            Err(e) => crate::say!("clrprof collect: cannot cut {} back to {from} bytes: {e}", path.display()),
+            Some(Err(e)) => crate::say!("clrprof collect: cannot cut {} back to {from} bytes: {e}", path.display()),
+            None => crate::say!("clrprof collect: cannot catch session {name} up: {} is missing", path.display()),
         }
     }
     let mut reason = format!("{broke}; the log goes on from byte {from} in the agent's spool file");
     if len >= from {
-        if let Err(e) = std::fs::OpenOptions::new().write(true).open(&path).and_then(|f| f.set_len(from)) {
+        if let Some(Err(e)) = file.as_ref().map(|f| f.set_len(from)) {
             crate::say!("clrprof collect: cannot cut {} back to {from} bytes: {e}", path.display());
         }
         rec.bytes = from;
@@ -387,6 +426,10 @@ pub(crate) async fn spooled(mut c: Handshaken) {
             return;
         }
     };
+    if let Err(e) = key_file::create(&dir, &name, &c.session_key(&name)) {
+        crate::say!("clrprof collect: {e}");
+        return;
+    }
     let mut rec = new_record(&c, &name);
     rec.spool = Some(spool);
     rec.spool_from = Some(0);

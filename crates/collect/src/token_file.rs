@@ -4,7 +4,7 @@
 use crate::CollectError;
 use clrprof_wire::Token;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// A fresh random token.
@@ -29,10 +29,20 @@ pub fn read(path: &Path) -> Result<Token, CollectError> {
 }
 
 /// Reads the token in `path`, or makes one and writes it there (a new
-/// file, mode 0600). An existing file readable by others is refused.
+/// file, mode 0600, never through a link). An existing file readable by
+/// others, or owned by another user, is refused.
 pub fn load_or_create(path: &Path) -> Result<(Token, bool), CollectError> {
+    use std::os::unix::fs::MetadataExt;
     match std::fs::metadata(path) {
         Ok(meta) => {
+            if meta.uid() != crate::files::euid() {
+                return Err(CollectError::Invalid(format!(
+                    "token file {} is owned by uid {}, not by the collector's user (uid {}): its owner chose the token",
+                    path.display(),
+                    meta.uid(),
+                    crate::files::euid()
+                )));
+            }
             if meta.permissions().mode() & 0o077 != 0 {
                 return Err(CollectError::Invalid(format!(
                     "token file {} can be read by other users (mode {:o}): chmod 600 it",
@@ -44,11 +54,7 @@ pub fn load_or_create(path: &Path) -> Result<(Token, bool), CollectError> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let token = random_token()?;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(path)
+            let mut f = crate::files::create_new(path)
                 .map_err(CollectError::io(format!("cannot create the token file {}", path.display())))?;
             f.write_all(format!("{}\n", token.to_hex()).as_bytes())
                 .map_err(CollectError::io(format!("cannot write the token file {}", path.display())))?;

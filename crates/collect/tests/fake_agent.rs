@@ -4,7 +4,7 @@
 
 use clrprof_collect::{Collector, Options};
 use clrprof_wire::frame::{small_frame, HEADER};
-use clrprof_wire::{handshake, FrameHeader, FrameKind, Hello, Nonce, Role, Token};
+use clrprof_wire::{handshake, FrameHeader, FrameKind, Hello, Nonce, Role, SessionKey, Token};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -90,6 +90,7 @@ pub fn hello(role: Role, pid: u32, program: &str, nonce: &Nonce) -> Hello {
         spool: None,
         spool_from: None,
         catch_up: false,
+        resume_mac: None,
     }
 }
 
@@ -97,6 +98,9 @@ pub fn hello(role: Role, pid: u32, program: &str, nonce: &Nonce) -> Hello {
 pub struct Fake {
     pub r: BufReader<Box<dyn Stream>>,
     pub session: String,
+    /// The session's key: derived from this handshake for a new session,
+    /// the one given for a resume.
+    pub key: SessionKey,
     pub acked: u64,
 }
 
@@ -120,15 +124,30 @@ pub fn answer(r: &mut BufReader<Box<dyn Stream>>) -> Option<Vec<u8>> {
 }
 
 impl Fake {
-    pub fn connect_as(target: &str, token: &Token, mut h: Hello) -> Result<Fake, String> {
+    pub fn connect_as(target: &str, token: &Token, h: Hello) -> Result<Fake, String> {
+        Fake::connect_with(target, token, h, None)
+    }
+
+    /// Connects with `h`; with `key`, the hello carries the resume proof
+    /// made with it for this challenge.
+    pub fn connect_with(target: &str, token: &Token, mut h: Hello, key: Option<&SessionKey>) -> Result<Fake, String> {
         let (mut r, server) = challenge(target);
         let client = Nonce([5; 32]);
         h.nonce = clrprof_wire::token::to_hex(&client.0);
+        if let Some(k) = key {
+            handshake::sign_resume(&mut h, k, &server).unwrap();
+        }
         let line = handshake::hello_line(token, &server, &h).unwrap();
         r.get_mut().write_all(line.as_bytes()).unwrap();
         let ok = answer(&mut r).ok_or("closed")?;
         let session = handshake::parse_ok(&ok, token, &client, &server).map_err(|e| e.to_string())?;
-        Ok(Fake { r, session, acked: 0 })
+        let key = key.cloned().unwrap_or_else(|| handshake::session_key(token, &client, &server, &session));
+        Ok(Fake { r, session, key, acked: 0 })
+    }
+
+    /// Resumes `session` with its key (the genuine agent's resume).
+    pub fn resume(target: &str, token: &Token, key: &SessionKey, h: Hello) -> Result<Fake, String> {
+        Fake::connect_with(target, token, h, Some(key))
     }
 
     pub fn connect(target: &str, token: &Token, pid: u32, program: &str) -> Result<Fake, String> {

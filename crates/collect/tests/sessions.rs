@@ -220,7 +220,7 @@ fn a_resume_cuts_the_part_back_to_the_spool_start_and_names_the_spool() {
     h.session = Some(a.session.clone());
     h.spool = Some("/tmp/resumer.spool.log".into());
     h.spool_from = Some(8);
-    let again = Fake::connect_as(&c.target, &c.token, h).unwrap();
+    let again = Fake::resume(&c.target, &c.token, &a.key, h).unwrap();
     assert_eq!(again.session, a.session);
     let r = record::read(dir.path(), &a.session).unwrap();
     assert_eq!((r.state, r.bytes, r.spool_from), (SessionState::Cut, 8, Some(8)));
@@ -233,12 +233,12 @@ fn a_resume_cuts_the_part_back_to_the_spool_start_and_names_the_spool() {
     h.session = Some(a.session.clone());
     h.spool = Some("/tmp/x".into());
     h.spool_from = Some(0);
-    assert!(Fake::connect_as(&c.target, &c.token, h).is_err());
+    assert!(Fake::resume(&c.target, &c.token, &a.key, h).is_err());
     let mut h = hello(Role::Resume, 11, "x", &Nonce([0; 32]));
     h.session = Some("../../etc/passwd".into());
     h.spool = Some("/tmp/x".into());
     h.spool_from = Some(0);
-    assert!(Fake::connect_as(&c.target, &c.token, h).is_err());
+    assert!(Fake::resume(&c.target, &c.token, &a.key, h).is_err());
     // Spooled from the start.
     let mut h = hello(Role::Spooled, 13, "late", &Nonce([0; 32]));
     h.spool = Some("/tmp/late.spool.log".into());
@@ -266,7 +266,7 @@ fn a_catch_up_makes_the_stored_log_whole_and_a_cut_one_leaves_part_plus_spool() 
     h.spool = Some("/tmp/catcher.spool.log".into());
     h.spool_from = Some(from);
     h.catch_up = true;
-    let mut b = Fake::connect_as(&c.target, &c.token, h).unwrap();
+    let mut b = Fake::resume(&c.target, &c.token, &a.key, h).unwrap();
     assert_eq!(b.session, a.session);
     // The old connection is closed; the part is cut back to the spool's
     // start and the session is live again.
@@ -305,6 +305,7 @@ fn a_catch_up_makes_the_stored_log_whole_and_a_cut_one_leaves_part_plus_spool() 
     d.data(&log[..2_345]);
     d.wait_acked(1);
     let name = d.session.clone();
+    let key = d.key.clone();
     drop(d);
     let r = finished(dir.path(), &name);
     assert_eq!((r.state, r.bytes, r.spool_from), (SessionState::Cut, 0, Some(0)), "{r:?}");
@@ -319,7 +320,7 @@ fn a_catch_up_makes_the_stored_log_whole_and_a_cut_one_leaves_part_plus_spool() 
     h.spool = Some("/tmp/dropper.spool.log".into());
     h.spool_from = Some(0);
     h.catch_up = true;
-    let mut e = Fake::connect_as(&c.target, &c.token, h).unwrap();
+    let mut e = Fake::resume(&c.target, &c.token, &key, h).unwrap();
     e.data(&log);
     e.end();
     e.wait_acked(log.len() as u64);

@@ -8,16 +8,45 @@
 //!
 //! The fields are `key=value` pairs separated by tabs (`role`, `nonce`,
 //! `pid`, `program`, `runtime`, and for a resume `session`, `spool`,
-//! `spool_from`); a value escapes `\\`, tab, newline and carriage return
-//! as `\\`, `\t`, `\n`, `\r`. Written and read by hand, so that the agent
-//! links no serialization crate.
+//! `spool_from`, `resume_mac`); a value escapes `\\`, tab, newline and
+//! carriage return as `\\`, `\t`, `\n`, `\r`. Written and read by hand, so
+//! that the agent links no serialization crate.
 //!
 //! `mac` = HMAC(token, "hello", server nonce, field bytes as sent);
 //! `proof` = HMAC(token, "collector", client nonce, server nonce).
 //! A collector that does not accept the client closes the connection
 //! without writing anything after its challenge.
+//!
+//! # Session keys and resumes
+//!
+//! Every profiled program holds the agents' token, so the token alone
+//! cannot show that a `resume` comes from the agent whose session it
+//! names. When the collector accepts a new session (roles `stream` and
+//! `spooled`), both sides derive the session's own key from that first
+//! handshake, with nothing more on the wire:
+//!
+//! ```text
+//! key        = HMAC(token, "session", client nonce, server nonce, session name)
+//! resume_mac = HMAC(key, "resume", server nonce, client nonce)     (64 hex, in a resume's hello)
+//! ```
+//!
+//! The agent keeps the key in memory with its spool state (it resumes only
+//! within its own process's lifetime); the collector keeps it in a file
+//! beside the session's log. A `resume` hello carries `resume_mac` for the
+//! challenge it answers (the server nonce is fresh per connection: a
+//! recorded resume does not pass again), and the collector checks it, in
+//! constant time, before it does anything to the session. Another token
+//! holder knows neither nonce of the session's first handshake, so it
+//! cannot make the key.
+//!
+//! Versioning: `resume_mac` was added within protocol version 1, as an
+//! optional field (every side ignores keys it does not know). A collector
+//! that knows it refuses a `resume` without a valid one, so the resume of
+//! an agent from before it (or of a session stored before it, with no key
+//! file) is refused and changes nothing: that agent's stored part and
+//! spool stay as they were. A collector from before ignores the field.
 
-use crate::token::{from_hex, to_hex, Nonce, Token};
+use crate::token::{from_hex, to_hex, Nonce, SessionKey, Token};
 use crate::WireError;
 
 /// The first word of the challenge line, with the protocol version.
@@ -85,6 +114,9 @@ pub struct Hello {
     /// spool's bytes (from its start) as `D` frames and goes on streaming,
     /// so the stored log catches up and becomes whole again.
     pub catch_up: bool,
+    /// For `resume`: the proof that the client is the session's agent,
+    /// 64 hex digits ([`resume_mac`]; set by [`sign_resume`]).
+    pub resume_mac: Option<String>,
 }
 
 fn escape(value: &str, out: &mut String) {
@@ -147,6 +179,9 @@ impl Hello {
         if self.catch_up {
             field("catch_up", "1");
         }
+        if let Some(v) = &self.resume_mac {
+            field("resume_mac", v);
+        }
         s
     }
 
@@ -164,6 +199,7 @@ impl Hello {
             spool: None,
             spool_from: None,
             catch_up: false,
+            resume_mac: None,
         };
         for pair in text.split('\t') {
             let (key, value) = pair.split_once('=').ok_or(WireError::Field { field: "hello", expected: "key=value pairs" })?;
@@ -186,6 +222,7 @@ impl Hello {
                         _ => return Err(WireError::Field { field: "catch_up", expected: "0 or 1" }),
                     }
                 }
+                "resume_mac" => h.resume_mac = Some(unescape(value, "resume_mac")?),
                 _ => {}
             }
         }
@@ -253,6 +290,39 @@ pub fn client_nonce(hello: &Hello) -> Result<Nonce, WireError> {
     from_hex::<32>(&hello.nonce, "client nonce").map(Nonce)
 }
 
+/// The key of the session named `session`, accepted (`OK` line) in the
+/// handshake with these nonces: `HMAC(token, "session", client nonce,
+/// server nonce, session name)`. Both sides compute it for the roles
+/// `stream` and `spooled`; a resume keeps the key of the session's first
+/// handshake.
+pub fn session_key(token: &Token, client: &Nonce, server: &Nonce, session: &str) -> SessionKey {
+    SessionKey::from_bytes(token.sign(&[b"session", &client.0, &server.0, session.as_bytes()]))
+}
+
+/// The resume proof for one handshake: `HMAC(key, "resume", server nonce,
+/// client nonce)`.
+pub fn resume_mac(key: &SessionKey, server: &Nonce, client: &Nonce) -> [u8; 32] {
+    key.sign(&[b"resume", &server.0, &client.0])
+}
+
+/// Sets `hello.resume_mac` for the challenge `server` (the hello's nonce
+/// must be set first: the proof covers it).
+pub fn sign_resume(hello: &mut Hello, key: &SessionKey, server: &Nonce) -> Result<(), WireError> {
+    let client = client_nonce(hello)?;
+    hello.resume_mac = Some(to_hex(&resume_mac(key, server, &client)));
+    Ok(())
+}
+
+/// Checks a resume's proof against the session's `key`, in constant time:
+/// a missing or malformed `resume_mac` is a [`WireError::Field`], a wrong
+/// one [`WireError::BadProof`].
+pub fn verify_resume(hello: &Hello, key: &SessionKey, server: &Nonce) -> Result<(), WireError> {
+    let text = hello.resume_mac.as_deref().ok_or(WireError::Field { field: "resume_mac", expected: "the session's resume proof" })?;
+    let mac = from_hex::<32>(text, "resume_mac")?;
+    let client = client_nonce(hello)?;
+    key.verify(&[b"resume", &server.0, &client.0], &mac)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,6 +338,7 @@ mod tests {
             spool: None,
             spool_from: None,
             catch_up: false,
+            resume_mac: None,
         }
     }
 
@@ -305,6 +376,10 @@ mod tests {
         let text = h.encode();
         assert!(text.ends_with("\tcatch_up=1"), "{text}");
         assert_eq!(Hello::decode(&text).unwrap(), h);
+        h.resume_mac = Some(to_hex(&[0xcd; 32]));
+        let text = h.encode();
+        assert!(text.ends_with(&format!("\tresume_mac={}", to_hex(&[0xcd; 32]))), "{text}");
+        assert_eq!(Hello::decode(&text).unwrap(), h);
         assert!(Hello::decode("role=resume\tcatch_up=yes").is_err());
         assert!(!Hello::decode("role=resume\tcatch_up=0").unwrap().catch_up);
         assert!(Hello::decode("nonce=00").is_err());
@@ -312,6 +387,47 @@ mod tests {
         assert!(Hello::decode("role=stream\tpid=x").is_err());
         assert!(Hello::decode("role=stream\tprogram=a\\q").is_err());
         assert_eq!(Hello::decode("role=admin\tfuture=1").unwrap().role, Role::Admin);
+    }
+
+    #[test]
+    fn a_resume_proves_the_session_key_of_its_first_handshake() {
+        let token = Token::from_bytes([9; 32]);
+        let (client, server) = (Nonce([7; 32]), Nonce([3; 32]));
+        // Both sides derive the key when the first OK line is exchanged.
+        let key = session_key(&token, &client, &server, "app_42_x");
+        assert_ne!(key, session_key(&token, &client, &server, "app_42_y"));
+        assert_ne!(key, session_key(&token, &Nonce([8; 32]), &server, "app_42_x"));
+        assert_ne!(key, session_key(&token, &client, &Nonce([4; 32]), "app_42_x"));
+        assert_ne!(key, session_key(&Token::from_bytes([1; 32]), &client, &server, "app_42_x"));
+        assert_ne!(key.to_hex(), token.to_hex());
+        // A later resume, answering a new challenge with a new nonce.
+        let (client2, server2) = (Nonce([17; 32]), Nonce([13; 32]));
+        let mut h = hello();
+        h.role = Role::Resume;
+        h.nonce = to_hex(&client2.0);
+        h.session = Some("app_42_x".into());
+        sign_resume(&mut h, &key, &server2).unwrap();
+        let line = hello_line(&token, &server2, &h).unwrap();
+        let got = parse_hello(line.as_bytes(), &token, &server2).unwrap();
+        assert_eq!(verify_resume(&got, &key, &server2), Ok(()));
+        // Not against another challenge (a replay), not with another key,
+        // not with the token, not without the field, not malformed.
+        assert_eq!(verify_resume(&got, &key, &server), Err(WireError::BadProof));
+        let other = session_key(&token, &Nonce([1; 32]), &Nonce([2; 32]), "app_42_x");
+        assert_eq!(verify_resume(&got, &other, &server2), Err(WireError::BadProof));
+        assert_eq!(verify_resume(&got, &SessionKey::from_bytes([9; 32]), &server2), Err(WireError::BadProof));
+        let mut bare = got.clone();
+        bare.resume_mac = None;
+        assert!(matches!(verify_resume(&bare, &key, &server2), Err(WireError::Field { field: "resume_mac", .. })));
+        bare.resume_mac = Some("00".into());
+        assert!(matches!(verify_resume(&bare, &key, &server2), Err(WireError::Hex { .. })));
+        // The proof is bound to the client nonce too.
+        let mut moved = got.clone();
+        moved.nonce = to_hex(&[18; 32]);
+        assert_eq!(verify_resume(&moved, &key, &server2), Err(WireError::BadProof));
+        // It travels inside the token-signed fields.
+        let tampered = line.replace(got.resume_mac.as_deref().unwrap(), &to_hex(&[0; 32]));
+        assert_eq!(parse_hello(tampered.as_bytes(), &token, &server2), Err(WireError::BadProof));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //!
 //! # API structure
 //!
-//! - [`token`]: the 256-bit shared secret and the HMAC proofs made with it.
+//! - [`token`]: the 256-bit shared secret, a session's own key, and the
+//!   HMAC proofs made with them.
 //! - [`handshake`]: the collector's challenge line, the client's `HELLO`
 //!   line, the collector's `OK` line.
 //! - [`frame`]: the frames that follow the handshake (log data, end,
@@ -30,6 +31,11 @@
 //! knows it by a MAC over nonces the other side chose, so a recorded
 //! handshake cannot be replayed and an impostor collector cannot pass
 //! itself off as the real one.
+//!
+//! Every profiled program holds the token, so a `resume` (an agent whose
+//! stream broke, naming its session) must also prove the session's own
+//! key, derived by both sides from the session's first handshake (see
+//! [`handshake`], "Session keys and resumes").
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -44,4 +50,4 @@ pub use command::Command;
 pub use error::WireError;
 pub use frame::{FrameHeader, FrameKind};
 pub use handshake::{Hello, Role};
-pub use token::{Nonce, Token};
+pub use token::{Nonce, SessionKey, Token};

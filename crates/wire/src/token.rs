@@ -72,29 +72,74 @@ impl Token {
         to_hex(&self.0)
     }
 
-    fn mac(&self, parts: &[&[u8]]) -> HmacSha256 {
-        // HMAC takes a key of any length: this cannot fail.
-        let mut m = match <HmacSha256 as Mac>::new_from_slice(&self.0) {
-            Ok(m) => m,
-            Err(_) => unreachable_key(),
-        };
-        for p in parts {
-            m.update(&(p.len() as u64).to_be_bytes());
-            m.update(p);
-        }
-        m
-    }
-
     /// HMAC-SHA256 over `parts` (each prefixed by its length, so that no two
     /// different part lists give the same input).
     pub fn sign(&self, parts: &[&[u8]]) -> [u8; 32] {
-        self.mac(parts).finalize().into_bytes().into()
+        mac(&self.0, parts).finalize().into_bytes().into()
     }
 
     /// Checks `mac` against HMAC-SHA256 over `parts` in constant time.
     pub fn verify(&self, parts: &[&[u8]], mac: &[u8; 32]) -> Result<(), WireError> {
-        self.mac(parts).verify_slice(mac).map_err(|_| WireError::BadProof)
+        self::mac(&self.0, parts).verify_slice(mac).map_err(|_| WireError::BadProof)
     }
+}
+
+/// One session's own 256-bit secret, which only the agent that opened the
+/// session and the collector know: both derive it from the token and the
+/// nonces of the session's first handshake (see
+/// [`handshake::session_key`](crate::handshake::session_key)). A resume
+/// proves it with a MAC made with this key, so another holder of the
+/// agents' token cannot pass itself off as the session's agent. Its
+/// `Debug` output never shows the bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SessionKey([u8; 32]);
+
+impl std::fmt::Debug for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionKey(..)")
+    }
+}
+
+impl SessionKey {
+    /// A key from its 32 bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> SessionKey {
+        SessionKey(bytes)
+    }
+
+    /// Parses the 64 hex digits of a key (surrounding white space is
+    /// ignored). The error never repeats the text.
+    pub fn from_hex(text: &str) -> Result<SessionKey, WireError> {
+        from_hex::<32>(text.trim(), "session key").map(SessionKey)
+    }
+
+    /// The 64 hex digits (for the collector's key file only).
+    pub fn to_hex(&self) -> String {
+        to_hex(&self.0)
+    }
+
+    /// HMAC-SHA256 over `parts` with this key (parts length-prefixed, as
+    /// [`Token::sign`]).
+    pub fn sign(&self, parts: &[&[u8]]) -> [u8; 32] {
+        mac(&self.0, parts).finalize().into_bytes().into()
+    }
+
+    /// Checks `mac` against HMAC-SHA256 over `parts` in constant time.
+    pub fn verify(&self, parts: &[&[u8]], mac: &[u8; 32]) -> Result<(), WireError> {
+        self::mac(&self.0, parts).verify_slice(mac).map_err(|_| WireError::BadProof)
+    }
+}
+
+fn mac(key: &[u8], parts: &[&[u8]]) -> HmacSha256 {
+    // HMAC takes a key of any length: this cannot fail.
+    let mut m = match <HmacSha256 as Mac>::new_from_slice(key) {
+        Ok(m) => m,
+        Err(_) => unreachable_key(),
+    };
+    for p in parts {
+        m.update(&(p.len() as u64).to_be_bytes());
+        m.update(p);
+    }
+    m
 }
 
 #[cold]
@@ -127,5 +172,13 @@ mod tests {
         assert_eq!(b.verify(&[b"x", b"yz"], &m), Err(WireError::BadProof));
         assert!(a.verify(&[b"xy", b"z"], &m).is_err());
         assert!(a.verify(&[b"x", b"yZ"], &m).is_err());
+        // A session key with the token's bytes makes the same MACs; keys
+        // differ by their bytes only.
+        let k = SessionKey::from_bytes([1; 32]);
+        assert_eq!(k.sign(&[b"x", b"yz"]), m);
+        assert_eq!(SessionKey::from_bytes([2; 32]).verify(&[b"x", b"yz"], &m), Err(WireError::BadProof));
+        assert_eq!(SessionKey::from_hex(&k.to_hex()).unwrap(), k);
+        assert_eq!(format!("{k:?}"), "SessionKey(..)");
+        assert!(!SessionKey::from_hex("secret").unwrap_err().to_string().contains("secret"));
     }
 }

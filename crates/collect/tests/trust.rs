@@ -86,15 +86,15 @@ fn a_forged_resume_is_refused_and_changes_nothing_while_the_real_sessions_go_on(
         }
     }
     // Nothing changed, byte for byte.
-    assert_eq!(files_of(dir.path(), &e.session), before_e, "the ended session is untouched");
-    assert_eq!(files_of(dir.path(), &l.session), before_l, "the live session is untouched");
+    assert!(files_of(dir.path(), &e.session) == before_e, "the ended session is untouched");
+    assert!(files_of(dir.path(), &l.session) == before_l, "the live session is untouched");
     // The live session was never stopped: it streams on and ends whole.
     l.data(&live_log[half..]);
     l.end();
     l.wait_acked(live_log.len() as u64);
     let r = finished(dir.path(), &l.session);
     assert_eq!((r.state, r.bytes, r.reason), (SessionState::Ended, live_log.len() as u64, None));
-    assert_eq!(std::fs::read(record::log_path(dir.path(), &l.session)).unwrap(), live_log);
+    assert!(std::fs::read(record::log_path(dir.path(), &l.session)).unwrap() == live_log, "the live log is whole");
 
     // The admin listing shows records, never a key.
     let listed = admin::request(&c.admin, &c.token, &Request::List).unwrap();
@@ -112,7 +112,7 @@ fn a_forged_resume_is_refused_and_changes_nothing_while_the_real_sessions_go_on(
     assert_eq!(again.session, e.session);
     let r = record::read(dir.path(), &e.session).unwrap();
     assert_eq!((r.state, r.bytes, r.spool_from), (SessionState::Cut, 4_000, Some(4_000)));
-    assert_eq!(std::fs::read(record::log_path(dir.path(), &e.session)).unwrap(), &ended_log[..4_000]);
+    assert!(std::fs::read(record::log_path(dir.path(), &e.session)).unwrap() == ended_log[..4_000], "cut back to the spool's start");
 }
 
 #[test]
@@ -128,7 +128,7 @@ fn a_session_without_a_key_file_cannot_be_resumed_and_is_left_as_it_was() {
     std::fs::remove_file(key_file::key_path(dir.path(), &a.session)).unwrap();
     let before = files_of(dir.path(), &a.session);
     assert!(Fake::resume(&c.target, &c.token, &a.key, resume_hello(400, "old", &a.session, 0, true)).is_err());
-    assert_eq!(files_of(dir.path(), &a.session), before);
+    assert!(files_of(dir.path(), &a.session) == before, "the session is untouched");
 }
 
 #[test]
@@ -152,7 +152,7 @@ fn a_key_file_planted_by_another_user_is_not_believed() {
     assert_eq!(std::fs::metadata(&key_path).unwrap().uid(), user.uid);
     let before = files_of(dir.path(), &a.session);
     assert!(Fake::resume(&c.target, &c.token, &planted, resume_hello(500, "keyless", &a.session, 0, false)).is_err());
-    assert_eq!(files_of(dir.path(), &a.session), before);
+    assert!(files_of(dir.path(), &a.session) == before, "the session is untouched");
     assert!(key_file::read(dir.path(), &a.session).unwrap_err().contains("not by the collector's user"));
 }
 

@@ -60,14 +60,7 @@ pub fn remove() {
 
 /// The peer's user id (`SO_PEERCRED`).
 fn peer_uid(stream: &UnixStream) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // Safety: getsockopt writes at most `len` bytes into `cred`.
-    let rc = unsafe {
-        libc::getsockopt(stream.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred as *mut libc::ucred as *mut libc::c_void, &mut len)
-    };
-    (rc == 0).then_some(cred.uid)
+    clrprof_control::trust::peer_cred(stream).ok().map(|c| c.uid)
 }
 
 fn serve(stream: UnixStream) {

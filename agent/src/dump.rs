@@ -219,7 +219,15 @@ impl Agent {
 
 impl FileTarget {
     fn create(path: &Path, style: clrprof::format::Style) -> Result<FileTarget, String> {
-        let file = std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        // Exclusively and never through a link: the path may be a default
+        // name another user guessed, or a file of someone's (`clrprof
+        // heap-dump --force` removes what is there first).
+        let file = clrprof_files::create_new(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => {
+                format!("{} exists; a heap dump never replaces a file (clrprof heap-dump --force does)", path.display())
+            }
+            _ => format!("cannot create {}: {e}", path.display()),
+        })?;
         let mut sink = Sink::new(file, style)?;
         sink.raw(b"f 0 NATIVE FUNCTION ( UNKNOWN ARGUMENTS ) 0 0\n");
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());

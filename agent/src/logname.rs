@@ -6,8 +6,10 @@
 //! executable's own name. The process id keeps two recordings started in
 //! the same second apart.
 //!
-//! The file is created exclusively (`O_EXCL`): an existing file is never
-//! overwritten unless `CLRPROF_FORCE=1`. A default name that exists all the
+//! The file is created exclusively and never through a link
+//! (`O_EXCL|O_NOFOLLOW`, mode 0600 less the umask; see `clrprof_files`): an
+//! existing file is never overwritten unless `CLRPROF_FORCE=1`, and then the
+//! entry at the path is replaced (a link itself, never its target). A default name that exists all the
 //! same (a process id reused within the second) gets `_2`, `_3`, ...; a
 //! named file that exists is an error the agent reports in its status.
 //!
@@ -15,7 +17,7 @@
 //! has: less than [`MIN_FREE`] is reported as an error at start, not found
 //! out when the log is cut short.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// The least free space the agent starts with (bytes).
@@ -94,14 +96,7 @@ pub fn create(path: &Path, default: bool, force: bool) -> Result<(File, PathBuf)
     }
     let mut candidate = path.to_path_buf();
     for n in 2..1000 {
-        let mut o = OpenOptions::new();
-        o.write(true);
-        if force {
-            o.create(true).truncate(true);
-        } else {
-            o.create_new(true);
-        }
-        match o.open(&candidate) {
+        match clrprof_files::create(&candidate, force) {
             Ok(f) => return Ok((f, candidate)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && default => {
                 let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -148,6 +143,18 @@ mod tests {
         let (_, used) = create(&p, false, true).unwrap();
         assert_eq!(used, p);
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "");
+        // A link at the path: refused without force, replaced (not
+        // followed) with it.
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let link = dir.join("l.log");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        assert!(create(&link, false, false).unwrap_err().contains("exists"));
+        let (_, used) = create(&link, true, false).unwrap();
+        assert_eq!(used, dir.join("l_2.log"));
+        create(&link, false, true).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert!(!link.symlink_metadata().unwrap().file_type().is_symlink());
         let e = create(Path::new("/proc/clrprof-nope/x.log"), false, false).unwrap_err();
         assert!(e.contains("cannot create"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();

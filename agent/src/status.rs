@@ -54,11 +54,9 @@ fn write(l: &(String, String)) {
     // Replaced whole (a new file renamed over the old one): the process
     // may end while a thread rewrites the line, and a reader must then
     // find the previous line, not an empty file.
-    let mut tmp = path.clone();
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, &path).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
+    // The temporary file is created exclusively under an unguessable
+    // name, and the rename replaces a link at the path, never its target.
+    let _ = clrprof_files::write_whole(std::path::Path::new(&path), text.as_bytes(), true);
 }
 
 /// Appends `extra` to the reported line (the spool's start and why),

@@ -204,9 +204,11 @@ impl Cache {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)?;
         let path = self.dir.join(&key.name);
-        let tmp = self.dir.join(format!(".{}.{}.tmp", key.name, std::process::id()));
+        // An unguessable temporary name, created exclusively and never
+        // through a link (mode 0600), renamed over the entry when whole.
+        let tmp = clrprof_files::temporary_beside(&path);
         let result = (|| {
-            let mut f = File::create(&tmp)?;
+            let mut f = clrprof_files::create_new(&tmp)?;
             let mut head = Vec::with_capacity(16 + key.bytes.len());
             head.extend_from_slice(MAGIC);
             head.extend_from_slice(&FORMAT.to_le_bytes());
@@ -388,11 +390,16 @@ fn is_entry_name(name: &str) -> bool {
     name.strip_suffix(SUFFIX).is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// Whether `name` is a writer's temporary file (`.ENTRY.PID.tmp`).
+/// Whether `name` is a writer's temporary file (`.ENTRY.PID.RANDOM.tmp`,
+/// as `clrprof_files::temporary_beside` names them, or `.ENTRY.PID.tmp`
+/// as earlier versions did).
 fn is_temporary_name(name: &str) -> bool {
-    name.strip_prefix('.')
-        .and_then(|n| n.strip_suffix(".tmp"))
-        .and_then(|n| n.rsplit_once('.'))
+    let Some(n) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else { return false };
+    let n = match n.rsplit_once('.') {
+        Some((rest, random)) if random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit()) => rest,
+        _ => n,
+    };
+    n.rsplit_once('.')
         .is_some_and(|(entry, pid)| is_entry_name(entry) && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
@@ -483,6 +490,9 @@ mod tests {
         assert!(!is_entry_name("notes.txt"));
         assert!(!is_entry_name("0123456789abcdeg.clrprof-model"));
         assert!(is_temporary_name(".0123456789abcdef.clrprof-model.12.tmp"));
+        assert!(is_temporary_name(".0123456789abcdef.clrprof-model.12.00ff00ff00ff00ff.tmp"));
+        let made = clrprof_files::temporary_beside(Path::new("/c/0123456789abcdef.clrprof-model"));
+        assert!(is_temporary_name(&made.file_name().unwrap().to_string_lossy()), "{}", made.display());
         assert!(!is_temporary_name(".0123456789abcdef.clrprof-model..tmp"));
         assert!(!is_temporary_name(".notes.12.tmp"));
         assert!(!is_temporary_name("0123456789abcdef.clrprof-model.12.tmp"));

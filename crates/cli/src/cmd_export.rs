@@ -85,11 +85,13 @@ fn cpu_seconds() -> f64 {
     t(u.ru_utime) + t(u.ru_stime)
 }
 
+/// Creates the export exclusively (never through a link); with `force`
+/// what is at the path is replaced, a link removed rather than followed.
 fn create(path: &Path, force: bool) -> Result<std::fs::File> {
-    if path.exists() && !force {
+    if path.symlink_metadata().is_ok() && !force {
         bail!("{} exists; choose another output or give --force to replace it", path.display());
     }
-    std::fs::File::create(path).with_context(|| format!("create {}", path.display()))
+    clrprof_files::create(path, force).with_context(|| format!("create {}", path.display()))
 }
 
 /// Runs the command.
@@ -102,7 +104,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     if matches!(args.format, Format::Pprof | Format::Speedscope) {
         // Refuse before the load, not after it.
-        if args.output.exists() && !args.force {
+        if args.output.symlink_metadata().is_ok() && !args.force {
             bail!("{} exists; choose another output or give --force to replace it", args.output.display());
         }
     }

@@ -15,6 +15,10 @@ pub struct Args {
     /// The SVG file to write.
     #[arg(short, long, value_name = "OUT.svg")]
     pub output: Option<PathBuf>,
+    /// Replace a file already at `--output` (a link there is removed, never
+    /// followed).
+    #[arg(long)]
+    pub force: bool,
     /// Print the folded stacks (`outer;...;inner;Type bytes`) instead.
     #[arg(long, conflicts_with = "json")]
     pub collapsed: bool,
@@ -46,7 +50,7 @@ pub fn run(args: Args) -> Result<()> {
         if stacks.is_empty() {
             bail!("nothing was allocated in the selected part of the log: no flame graph to draw");
         }
-        let mut w = create_output(path)?;
+        let mut w = create_output(path, args.force)?;
         inferno::flamegraph::from_lines(&mut options, text.lines(), &mut w)
             .with_context(|| format!("cannot write {}", path.display()))?;
         w.flush().with_context(|| format!("cannot write {}", path.display()))?;

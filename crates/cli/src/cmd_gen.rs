@@ -2,7 +2,6 @@
 
 use anyhow::{bail, Context, Result};
 use clrprof_gen::{generate, GenOptions, PointerBits, Preset};
-use std::fs::File;
 use std::io::{self, Write};
 use std::sync::mpsc;
 use std::path::{Path, PathBuf};
@@ -137,7 +136,10 @@ pub fn run(args: Args) -> Result<()> {
         w.flush()?;
         truth
     } else {
-        let file = File::create(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
+        // The generator makes test data: an existing log is replaced, but
+        // never written through (a link at the path is removed, not
+        // followed).
+        let file = clrprof_files::replace(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
         // The generator keeps both cores busy; the kernel's share of
         // writing the file runs on a third thread, in the gaps.
         let truth = std::thread::scope(|s| -> Result<_> {
@@ -169,7 +171,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     if let Some(p) = &truth_path {
         let json = truth.to_json()?;
-        std::fs::write(p, json + "\n").with_context(|| format!("cannot write {}", p.display()))?;
+        clrprof_files::write_whole(p, (json + "\n").as_bytes(), true).with_context(|| format!("cannot write {}", p.display()))?;
     }
     if !args.quiet {
         let bytes = truth.log.bytes;

@@ -5,12 +5,18 @@
 //! goes into its log, or with `-o` into a file of its own. A process
 //! started without the agent gets it loaded through the runtime's
 //! diagnostics socket first (attach); the dump then goes into a file of
-//! its own (`-o`, default `heapdump_PID_yyyyMMdd_HHmmss.log`), which
-//! loads alone. A later `heap-dump` of the same process reuses the agent.
+//! its own (`-o`, default `heapdump_PID_yyyyMMdd_HHmmss.log`, or `_2`,
+//! `_3`, ... when that name is taken), which loads alone. A later
+//! `heap-dump` of the same process reuses the agent.
+//!
+//! An existing file is replaced only with `--force`, and then removed
+//! first (a link is removed, not followed); the agent creates the dump's
+//! file exclusively, never through a link. The recording's own log is
+//! never an `-o` target.
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use clrprof_control::protocol::Request;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Arguments of `clrprof heap-dump`.
@@ -25,6 +31,10 @@ pub struct Args {
     /// has one, else `heapdump_PID_<yyyyMMdd>_<HHmmss>.log`).
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Replace a file that is already at `--output` (a link there is
+    /// removed, never followed). The recording's own log is never replaced.
+    #[arg(long, requires = "output")]
+    force: bool,
     /// A comment (`z` line) written just before the dump.
     #[arg(long, value_name = "TEXT")]
     label: Option<String>,
@@ -40,6 +50,58 @@ pub struct Args {
     json: bool,
 }
 
+/// Makes sure the dump may be written at `output`: nothing is there, or
+/// with `force` what is there (a file or a link, never a directory, never
+/// the recording's own log) is removed. The agent then creates the file
+/// exclusively, so anything planted in between makes the dump fail
+/// rather than write through it.
+fn make_room(output: &Path, own_log: Option<&Path>, force: bool) -> Result<()> {
+    let Ok(meta) = output.symlink_metadata() else { return Ok(()) };
+    if !force {
+        bail!("{} exists; clrprof heap-dump never replaces a file (--force replaces it, or pick another --output)", output.display());
+    }
+    if meta.is_dir() {
+        bail!("cannot write {}: it is a directory", output.display());
+    }
+    if let Some(log) = own_log {
+        if same_file(output, log) {
+            bail!(
+                "{} is the log the agent in this process is writing; a dump of its own goes to another file (its log takes the dump without -o)",
+                output.display()
+            );
+        }
+    }
+    std::fs::remove_file(output).with_context(|| format!("cannot replace {}", output.display()))
+}
+
+/// Whether two paths name one file: the same path, the same file reached
+/// through links, or the same inode.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if a == b {
+        return true;
+    }
+    let id = |m: std::fs::Metadata| (m.dev(), m.ino());
+    let (la, lb) = (a.symlink_metadata().map(id), b.symlink_metadata().map(id));
+    let (fa, fb) = (std::fs::metadata(a).map(id), std::fs::metadata(b).map(id));
+    matches!((&la, &lb), (Ok(x), Ok(y)) if x == y) || matches!((&fa, &fb), (Ok(x), Ok(y)) if x == y)
+}
+
+/// The default dump name, or `_2`, `_3`, ... beside it when something
+/// (perhaps a link another user planted under the guessable name) is
+/// there already.
+fn free_default_name(path: &Path) -> Result<PathBuf> {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut candidate = path.to_path_buf();
+    for n in 2..1000 {
+        if candidate.symlink_metadata().is_err() {
+            return Ok(candidate);
+        }
+        candidate = path.with_file_name(format!("{stem}_{n}.log"));
+    }
+    bail!("no free name beside {}", path.display())
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let pid = args.pid;
@@ -49,18 +111,16 @@ pub fn run(args: Args) -> Result<()> {
         None => (crate::live::attach(pid, args.agent.as_deref(), &[])?, true),
     };
     let timeout = Duration::from_secs(args.timeout.max(1));
+    let own_log = client.request(&Request::Status, timeout)?.status.and_then(|s| s.log);
     let output = match output {
-        Some(o) => Some(o),
+        Some(o) => {
+            make_room(&o, own_log.as_deref(), args.force)?;
+            Some(o)
+        }
+        None if own_log.is_some() => None,
         None => {
-            let status = client.request(&Request::Status, timeout)?.status;
-            if status.and_then(|s| s.log).is_some() {
-                None
-            } else {
-                Some(crate::cmd_record::absolute(&PathBuf::from(format!(
-                    "heapdump_{pid}_{}.log",
-                    crate::cmd_record::local_timestamp()
-                )))?)
-            }
+            let named = crate::cmd_record::absolute(&PathBuf::from(format!("heapdump_{pid}_{}.log", crate::cmd_record::local_timestamp())))?;
+            Some(free_default_name(&named)?)
         }
     };
     let reply = client.request(&Request::Dump { label: args.label.clone(), output }, timeout)?;

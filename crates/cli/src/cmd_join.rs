@@ -57,10 +57,7 @@ pub fn run(args: Args) -> Result<()> {
             part
         }
     };
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&args.output)
+    let mut f = clrprof_files::create_new(&args.output)
         .with_context(|| format!("cannot create {} (an existing file is never replaced)", args.output.display()))?;
     f.write_all(&all).with_context(|| format!("cannot write {}", args.output.display()))?;
     eprintln!("clrprof join: wrote {} ({} bytes from {} pieces)", args.output.display(), all.len(), args.pieces.len());

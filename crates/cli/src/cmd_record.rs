@@ -103,7 +103,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let shown_place = given.as_ref().unwrap_or(&dir).display().to_string();
     check_place(&dir, &shown_place)?;
     if let Some(p) = &given {
-        if p.exists() && !args.force {
+        if p.symlink_metadata().is_ok() && !args.force {
             bail!("{} exists; clrprof record never overwrites a log (--force allows it, or pick another --output)", p.display());
         }
         if p.is_dir() {
@@ -112,7 +112,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let spool_default = dir.join(default_name(&args.command, &local_timestamp()).replace(".log", ".spool.log"));
     // The agent writes this file only if it starts.
-    let status_file = StatusFile::new();
+    let status_file = StatusFile::new()?;
 
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
@@ -230,20 +230,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 /// A fresh path in the temporary directory, removed when dropped.
+/// Where the agent reports how it started: a file in a new folder only
+/// this user can enter, so no other user can plant or read it.
 struct StatusFile(PathBuf);
 
 impl StatusFile {
-    fn new() -> StatusFile {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!("clrprof-record-{}-{nanos}.status", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        StatusFile(path)
+    fn new() -> Result<StatusFile> {
+        let dir = clrprof_files::private_temp_dir("clrprof-record").context("cannot make a private temporary folder")?;
+        Ok(StatusFile(dir.join("agent.status")))
     }
 }
 
 impl Drop for StatusFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 

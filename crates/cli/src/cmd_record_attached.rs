@@ -37,7 +37,7 @@ pub fn run(pid: u32, args: &crate::cmd_record::Args) -> Result<ExitCode> {
         None => PathBuf::from(format!("pid{pid}_{}.log", crate::cmd_record::local_timestamp())),
     };
     let output = crate::cmd_record::absolute(&output)?;
-    if output.exists() && !args.force {
+    if output.symlink_metadata().is_ok() && !args.force {
         bail!("{} exists; clrprof record never overwrites a log (--force allows it, or pick another --output)", output.display());
     }
     let mut settings = vec![("CLRPROF_OUTPUT", output.display().to_string())];

@@ -23,6 +23,10 @@ pub struct Args {
     /// Draw the Time Line into this PNG file.
     #[arg(long, value_name = "OUT.png")]
     png: Option<PathBuf>,
+    /// Replace a file already at `--png` (a link there is removed, never
+    /// followed).
+    #[arg(long, requires = "png")]
+    force: bool,
     /// Picture width in pixels (with `--cells`: columns).
     #[arg(long, default_value_t = 1200)]
     width: u32,
@@ -104,7 +108,7 @@ pub fn run(args: Args) -> Result<()> {
         let axis = column_axis(model, q);
         let opts = TimelineOptions { width: args.width, height: args.height, from_ms, to_ms, address, title, axis };
         let pic = render_timeline(model, &opts)?;
-        pic.canvas.write_png(create_output(out)?).with_context(|| format!("cannot write {}", out.display()))?;
+        pic.canvas.write_png(create_output(out, args.force)?).with_context(|| format!("cannot write {}", out.display()))?;
         let seconds = started.elapsed().as_secs_f64();
         if q.out.json {
             return print_json(&json!({

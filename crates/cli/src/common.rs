@@ -127,9 +127,15 @@ pub fn more_note(left_out: usize, singular: &str, plural: &str) -> Option<String
 }
 
 /// Creates an output file, with the one wording every command uses when
-/// that fails.
-pub fn create_output(path: &std::path::Path) -> Result<std::io::BufWriter<std::fs::File>> {
-    let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+/// that fails. It is created exclusively, never through a link, mode 0600
+/// less the umask (see `clrprof_files`); an existing path is refused
+/// unless `force`, and then the entry there (a link included) is removed
+/// and a new file made in its place.
+pub fn create_output(path: &std::path::Path, force: bool) -> Result<std::io::BufWriter<std::fs::File>> {
+    if !force && path.symlink_metadata().is_ok() {
+        anyhow::bail!("{} exists; choose another output or give --force to replace it", path.display());
+    }
+    let file = clrprof_files::create(path, force).with_context(|| format!("cannot create {}", path.display()))?;
     Ok(std::io::BufWriter::new(file))
 }
 

@@ -763,3 +763,170 @@ fn clear_errors() {
     let (_, status) = p.finish();
     assert_eq!(status.code(), Some(3));
 }
+
+/// The reply a runtime gives to `AttachProfiler` when it worked: what a
+/// fake diagnostics socket answers, to look like the real one.
+fn fake_attach_ok() -> Vec<u8> {
+    let mut r = b"DOTNET_IPC_V1\0".to_vec();
+    r.extend_from_slice(&24u16.to_le_bytes());
+    r.extend_from_slice(&[0xFF, 0x00, 0, 0]);
+    r.extend_from_slice(&0i32.to_le_bytes());
+    r
+}
+
+/// What a fake agent answers: a heap dump that never happened.
+const FAKE_DUMP: &[u8] = b"{\"ok\":true,\"dump\":{\"index\":0,\"log\":\"/nowhere.log\",\"objects\":1,\"roots\":1,\"bytes\":1,\"millis\":1}}\n";
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Sockets another local user plants in the process's temporary folder
+/// (`/tmp` for most processes; here a folder of mode 1777 like it) are
+/// refused, and nothing reaches them: not the collector's token that
+/// `record -p --target` puts in the attach request, not a request. A
+/// diagnostics socket planted beside the real one is passed over, and a
+/// socket of the right owner answered by another process is refused too.
+#[test]
+fn planted_sockets_are_refused() {
+    let Some((dn, _)) = setup() else { return };
+    let Some(other) = common::other_user::get() else { return };
+    let rt = Runtime::Net8;
+    let dir = app_dir(dn, "heapgraph", rt, "planted");
+    let shared = common::other_user::shared_dir("planted");
+    let shared_s = shared.to_str().expect("UTF-8").to_string();
+    let token_file = dir.join("collector.token");
+    let token = "ab".repeat(32);
+    std::fs::write(&token_file, format!("{token}\n")).expect("a token file");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let args = graph_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    // A process without a diagnostics socket of its own: only the planted
+    // one is there.
+    let a = Program::start(dn, rt, &dir, &args, &[("TMPDIR", shared_s.clone()), ("DOTNET_EnableDiagnostics", "0".into())]);
+    let fake_diag = common::other_user::FakeServer::start(other, &shared.join(format!("dotnet-diagnostic-{}-1-socket", a.pid)), &fake_attach_ok());
+    let pid = a.pid.to_string();
+    let rec = clrprof(&dir, &["record", "-p", &pid, "-o", "a.log", "--target", "127.0.0.1:9", "--token-file", token_file.to_str().expect("UTF-8")]);
+    assert!(!rec.status.success(), "record -p trusted a planted diagnostics socket");
+    let e = stderr_of(&rec);
+    assert!(e.contains("refused") && e.contains(&format!("belongs to user {}", other.uid)), "{e}");
+    let dump = clrprof(&dir, &["heap-dump", &pid]);
+    assert!(!dump.status.success());
+    assert!(stderr_of(&dump).contains("refused"), "{}", stderr_of(&dump));
+    assert!(fake_diag.received().is_empty(), "bytes reached the planted socket: {:?}", String::from_utf8_lossy(&fake_diag.received()));
+    // A socket of the process's own user, but answered by another process
+    // (this test): refused after connecting, before anything is written.
+    let ours = shared.join(format!("dotnet-diagnostic-{}-2-socket", a.pid));
+    let listener = std::os::unix::net::UnixListener::bind(&ours).expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let rec = clrprof(&dir, &["record", "-p", &pid, "-o", "a.log", "--target", "127.0.0.1:9", "--token-file", token_file.to_str().expect("UTF-8")]);
+    let e = stderr_of(&rec);
+    assert!(!rec.status.success() && e.contains(&format!("not by process {}", a.pid)), "{e}");
+    let (mut conn, _) = listener.accept().expect("clrprof connected to check the peer");
+    conn.set_nonblocking(false).expect("blocking");
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
+    let mut got = Vec::new();
+    std::io::Read::read_to_end(&mut conn, &mut got).expect("read until clrprof closed");
+    assert!(got.is_empty(), "clrprof wrote {} bytes to a socket whose peer failed the check", got.len());
+    drop((listener, conn));
+    let _ = std::fs::remove_file(&ours);
+    assert!(!dir.join("a.log").exists());
+    let (_, status) = a.finish();
+    assert_eq!(status.code(), Some(3));
+    drop(fake_diag);
+
+    // A process with its real diagnostics socket, and planted beside it a
+    // newer fake diagnostics socket and a fake agent control socket.
+    let mut b = Program::start(dn, rt, &dir, &args, &[("TMPDIR", shared_s.clone())]);
+    let fake_diag = common::other_user::FakeServer::start(other, &shared.join(format!("dotnet-diagnostic-{}-99999-socket", b.pid)), &fake_attach_ok());
+    let agent_socket = clrprof_control::paths::control_socket(&shared, b.pid);
+    let fake_agent = common::other_user::FakeServer::start(other, &agent_socket, FAKE_DUMP);
+    let pid = b.pid.to_string();
+    let dump = clrprof(&dir, &["heap-dump", &pid, "-o", "b.log"]);
+    assert!(!dump.status.success(), "heap-dump believed a planted agent socket: {}", String::from_utf8_lossy(&dump.stdout));
+    assert!(stderr_of(&dump).contains(&format!("refused {}", agent_socket.display())), "{}", stderr_of(&dump));
+    let rec = clrprof(&dir, &["record", "-p", &pid, "-o", "b-rec.log", "--target", "127.0.0.1:9", "--token-file", token_file.to_str().expect("UTF-8")]);
+    assert!(!rec.status.success());
+    assert!(stderr_of(&rec).contains("refused"), "{}", stderr_of(&rec));
+    assert!(fake_agent.received().is_empty(), "bytes reached the planted agent socket: {:?}", String::from_utf8_lossy(&fake_agent.received()));
+    // The planted agent socket gone (its owner's server stopped, the file
+    // removed), heap-dump attaches through the real diagnostics socket and
+    // passes over the planted one. Its default output name, which anyone
+    // can guess, has links planted under it for the next seconds: the dump
+    // goes to a free name beside them and the links' target is unchanged.
+    drop(fake_agent);
+    let _ = std::fs::remove_file(&agent_socket);
+    let victim = shared.join("victim.txt");
+    std::fs::write(&victim, "keep\n").expect("victim");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("time").as_secs();
+    for s in now..now + 20 {
+        let stamp = Command::new("date").arg("+%Y%m%d_%H%M%S").arg("-d").arg(format!("@{s}")).output().expect("date");
+        let name = format!("heapdump_{}_{}.log", b.pid, String::from_utf8_lossy(&stamp.stdout).trim());
+        let planted = other
+            .command("ln")
+            .args(["-s", victim.to_str().expect("UTF-8"), shared.join(name).to_str().expect("UTF-8")])
+            .status()
+            .expect("ln -s as the other user");
+        assert!(planted.success());
+    }
+    let status = heap_dump(&shared, b.pid, &[]);
+    assert_eq!(status["attached"], true, "{status}");
+    let log = PathBuf::from(status["dump"]["log"].as_str().expect("the dump's file"));
+    assert!(log.file_name().is_some_and(|n| n.to_string_lossy().ends_with("_2.log")), "{}", log.display());
+    assert!(log.symlink_metadata().expect("the dump").file_type().is_file());
+    assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "keep\n");
+    assert!(fake_diag.received().is_empty(), "bytes reached the planted diagnostics socket");
+    assert_eq!(b.send("drop")["dropped"].as_u64(), Some(N / 2));
+    let (_, status) = b.finish();
+    assert_eq!(status.code(), Some(3));
+    check_graph(rt, &shared, &log, 0);
+    let _ = std::fs::remove_dir_all(&shared);
+}
+
+/// `heap-dump -o` never writes through a link and never replaces a file
+/// without `--force`; with it a link is replaced, not followed; the
+/// recording's own log is never a target.
+#[test]
+fn dump_outputs_never_go_through_links() {
+    let Some((dn, agent)) = setup() else { return };
+    let rt = Runtime::Net8;
+    let dir = app_dir(dn, "heapgraph", rt, "links");
+    let args = graph_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let own = dir.join("own.log");
+    let _ = std::fs::remove_file(&own);
+    let p = Program::start(dn, rt, &dir, &args, &profiler_env(&agent, &own, &[]));
+    let pid = p.pid.to_string();
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "keep\n").expect("victim");
+    let link = dir.join("link.log");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&victim, &link).expect("link");
+    let out = clrprof(&dir, &["heap-dump", &pid, "-o", "link.log"]);
+    assert!(!out.status.success());
+    assert!(stderr_of(&out).contains("exists"), "{}", stderr_of(&out));
+    assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "keep\n");
+    let d = heap_dump(&dir, p.pid, &["-o", "link.log", "--force"]);
+    assert_eq!(PathBuf::from(d["dump"]["log"].as_str().expect("log")), link);
+    assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "keep\n");
+    assert!(link.symlink_metadata().expect("dump").file_type().is_file());
+    check_graph(rt, &dir, &link, 0);
+    // The recording's own log, by name or through a link: refused even
+    // with --force, and the log goes on.
+    let before = std::fs::metadata(&own).expect("own log").len();
+    let to_own = dir.join("to-own.log");
+    let _ = std::fs::remove_file(&to_own);
+    std::os::unix::fs::symlink(&own, &to_own).expect("link");
+    for target in ["own.log", "to-own.log"] {
+        let out = clrprof(&dir, &["heap-dump", &pid, "-o", target, "--force"]);
+        assert!(!out.status.success(), "{target}");
+        assert!(stderr_of(&out).contains("is the log the agent in this process is writing"), "{}", stderr_of(&out));
+    }
+    assert!(std::fs::metadata(&own).expect("own log").len() >= before);
+    let (_, status) = p.finish();
+    assert_eq!(status.code(), Some(3));
+    let stats = ok_json(&dir, &["stats", "--json", own.to_str().expect("UTF-8")]);
+    assert!(stats["records"]["!"].as_u64().unwrap_or(0) > 0, "the recording is whole: {}", stats["records"]);
+}

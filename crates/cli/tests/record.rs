@@ -353,3 +353,30 @@ fn an_unwritable_place_is_refused_before_the_program_starts() {
     assert!(stderr(&out).contains("cannot write /proc/clrprof.log"), "{}", stderr(&out));
     assert!(dotnet::json_line(&out.stdout).is_none(), "the program must not run");
 }
+
+/// `record --force` onto a symbolic link replaces the link with the log;
+/// the file it pointed at is left as it was. Without `--force` the link
+/// counts as an existing file.
+#[test]
+fn force_replaces_a_link_instead_of_writing_through_it() {
+    let Some(dn) = setup() else { return };
+    let dir = dn.app_dir("markers", Runtime::Net8, &work().join("force-link"));
+    let host = dn.host(Runtime::Net8).to_string_lossy().into_owned();
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "someone's file\n").expect("write the victim");
+    let link = dir.join("link.log");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&victim, &link).expect("plant a link");
+    let out = record(&dir, &["-o", "link.log"], &[&host, "markers.dll"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("exists"), "{}", stderr(&out));
+    let out = record(&dir, &["-o", "link.log", "--force"], &[&host, "markers.dll"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "someone's file\n");
+    let meta = link.symlink_metadata().expect("the log");
+    assert!(meta.file_type().is_file(), "the link was replaced by the log");
+    let allocated = query(&["types", "--kind", "allocated", "--json", "--top", "0", link.to_str().expect("UTF-8")]);
+    assert!(allocated["types"].as_array().is_some_and(|t| !t.is_empty()), "{allocated}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(meta.permissions().mode() & 0o077, 0, "the log is its owner's only: {:o}", meta.permissions().mode());
+}

@@ -119,7 +119,7 @@ pub fn write(model: &Model, options: &ExportOptions, dir: &Path) -> Result<Vec<T
         reports.push(w(dir, &cx)?);
     }
     let readme = dir.join("README.md");
-    std::fs::write(&readme, README).map_err(|source| Error::Io { path: readme.clone(), source })?;
+    clrprof_files::write_whole(&readme, README.as_bytes(), true).map_err(|source| Error::Io { path: readme.clone(), source })?;
     Ok(reports)
 }
 

@@ -16,7 +16,6 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersi
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
-use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Arc;
@@ -74,7 +73,9 @@ pub(crate) fn write_table(
     let props = Arc::new(props);
     let parquet_schema = ArrowSchemaConverter::new().convert(&spec.schema).map_err(err(name))?;
     let path = dir.join(format!("{name}.parquet"));
-    let file = File::create(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
+    // An earlier export's table is replaced, never written through (a link
+    // at its name is removed, not followed); mode 0600 less the umask.
+    let file = clrprof_files::replace(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
     let mut writer = SerializedFileWriter::new(BufWriter::with_capacity(1 << 20, file), parquet_schema.root_schema_ptr(), props.clone())
         .map_err(err(name))?;
     let encode = |k: usize| -> Result<(Vec<ArrowColumnChunk>, usize)> {

@@ -547,12 +547,13 @@ impl Streamer {
     }
 }
 
-/// Creates the spool file, never over an existing file (`.1`, `.2`, ...
-/// are tried after the name itself).
+/// Creates the spool file, never over an existing file or through a link
+/// (`.1`, `.2`, ... are tried after the name itself), mode 0600 less the
+/// umask (`clrprof_files`).
 fn create_spool(path: &Path) -> std::io::Result<(File, PathBuf)> {
     let mut candidate = path.to_path_buf();
     for n in 1..1000 {
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&candidate) {
+        match clrprof_files::create_new(&candidate) {
             Ok(f) => return Ok((f, candidate)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 candidate = PathBuf::from(format!("{}.{n}", path.display()));

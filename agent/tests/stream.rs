@@ -245,6 +245,9 @@ fn no_collector_at_start_spools_everything() {
     }
     s.finish();
     assert_eq!(spool_of(&c), all(&b));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&c.spool).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the spool is private (mode {mode:o})");
     // A token-less agent never connects: everything to the spool too.
     let mut c2 = config(&format!("127.0.0.1:{port}"), "notoken", 64 << 20);
     c2.token = None;

@@ -11,9 +11,9 @@
 //! - Every file the collector makes there (logs, records and their
 //!   temporary files, session keys) is created exclusively (`O_CREAT |
 //!   O_EXCL`, which never follows a link) with `O_NOFOLLOW`, mode 0600
-//!   less the umask. Temporary files have random names and are renamed
-//!   over their target, which replaces a link rather than writing through
-//!   it.
+//!   less the umask, through `clrprof_files`. Temporary files have random
+//!   names and are renamed over their target, which replaces a link
+//!   rather than writing through it.
 //! - An existing file the collector reads to act on, or opens to cut or
 //!   append to (a resume, a restart), is opened with `O_NOFOLLOW` and
 //!   `O_NONBLOCK` (a planted FIFO cannot block it), then checked on the
@@ -22,14 +22,13 @@
 //!   untouched.
 
 use crate::CollectError;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// The collector's effective user id.
 pub fn euid() -> u32 {
-    // Safety: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    clrprof_files::my_uid()
 }
 
 /// Makes the directory (mode 0700) if it is missing, then checks it (see
@@ -68,7 +67,7 @@ pub fn check_dir(dir: &Path) -> Result<(), CollectError> {
 /// Creates a new file for writing: never over an existing file or link,
 /// mode 0600 less the umask.
 pub fn create_new(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path)
+    clrprof_files::create_new(path)
 }
 
 /// How an existing file is opened.
@@ -105,7 +104,7 @@ impl std::fmt::Display for OpenError {
 /// it must belong to that user. Checked on the open descriptor, so what is
 /// checked is what is used.
 pub fn open_existing(path: &Path, access: Access, owner: Option<u32>) -> Result<File, OpenError> {
-    let mut o = OpenOptions::new();
+    let mut o = std::fs::OpenOptions::new();
     match access {
         Access::Read => o.read(true),
         Access::Append => o.read(true).append(true),
@@ -141,21 +140,7 @@ pub fn open_existing(path: &Path, access: Access, owner: Option<u32>) -> Result<
 /// name beside it, then renamed over it (a link at `path` is replaced, its
 /// target untouched).
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), CollectError> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let stem = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let mut tag = [0u8; 8];
-    getrandom::fill(&mut tag).map_err(|e| CollectError::Invalid(format!("no random numbers from the system: {e}")))?;
-    let tmp = dir.join(format!(".{stem}.{}.tmp", clrprof_wire::token::to_hex(&tag)));
-    let written = create_new(&tmp).and_then(|mut f| f.write_all(bytes));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(CollectError::Io { what: format!("cannot write {}", tmp.display()), source: e });
-    }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        CollectError::Io { what: format!("cannot rename to {}", path.display()), source: e }
-    })
+    clrprof_files::write_whole(path, bytes, true).map_err(CollectError::io(format!("cannot write {}", path.display())))
 }
 
 #[cfg(test)]

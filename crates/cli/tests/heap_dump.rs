@@ -790,7 +790,7 @@ fn stderr_of(out: &Output) -> String {
 #[test]
 fn planted_sockets_are_refused() {
     let Some((dn, _)) = setup() else { return };
-    let Some(other) = common::other_user::get() else { return };
+    let Some(other) = common::other_user::get("planting sockets in a process's temporary folder") else { return };
     let rt = Runtime::Net8;
     let dir = app_dir(dn, "heapgraph", rt, "planted");
     let shared = common::other_user::shared_dir("planted");

@@ -5,6 +5,7 @@
 //! byte for byte, while genuine sessions go on.
 
 mod fake_agent;
+#[path = "../../../tests/common/other_user.rs"]
 mod other_user;
 
 use clrprof_collect::admin::{self, Request};

@@ -77,7 +77,7 @@ pub fn create_new_rw(path: &Path) -> io::Result<File> {
 pub fn replace(path: &Path) -> io::Result<File> {
     match path.symlink_metadata() {
         Ok(m) if m.is_dir() => {
-            return Err(io::Error::new(io::ErrorKind::IsADirectory, format!("{} is a directory", path.display())))
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is a directory", path.display())))
         }
         Ok(_) => match std::fs::remove_file(path) {
             Ok(()) => {}
@@ -167,7 +167,7 @@ pub fn write_whole(path: &Path, bytes: &[u8], replace_existing: bool) -> io::Res
         return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", path.display())));
     }
     if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(io::Error::new(io::ErrorKind::IsADirectory, format!("{} is a directory", path.display())));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is a directory", path.display())));
     }
     let mut last = None;
     for _ in 0..8 {
@@ -291,7 +291,7 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
         assert_eq!(std::fs::read(&link2).unwrap(), b"{}");
         // A directory is never replaced.
-        assert_eq!(replace(d.path()).unwrap_err().kind(), io::ErrorKind::IsADirectory);
+        assert_eq!(replace(d.path()).unwrap_err().kind(), io::ErrorKind::InvalidInput);
     }
 
     #[test]

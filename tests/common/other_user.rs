@@ -1,12 +1,17 @@
 //! Another local user, for tests of what such a user can plant: a second
 //! Unix account (`clrprof-other`, made with `useradd` when the tests run as
-//! root), a shared folder like `/tmp` (mode 1777), and fake servers run as
-//! that user on Unix sockets planted in it, which keep every byte they
+//! root) that runs commands through `setpriv` with no supplementary
+//! groups; a shared folder like `/tmp` (mode 1777); and fake servers run
+//! as that user on Unix sockets planted in it, which keep every byte they
 //! receive so a test can show that nothing reached them.
 //!
 //! Where the tests do not run as root no second user can be made: the
-//! tests that need one say SKIPPED, or fail under `CI=true` (CI runs as
-//! root).
+//! tests that need one say what they could not do and pass, or fail under
+//! `CI=true` (CI runs as root).
+//!
+//! Shared by `crates/cli/tests` and `crates/collect/tests` (included with
+//! `#[path]`).
+#![allow(dead_code)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -38,32 +43,57 @@ impl OtherUser {
         c.arg(format!("--reuid={}", self.uid)).arg(format!("--regid={}", self.gid)).arg("--clear-groups").arg(program);
         c
     }
+
+    /// Runs `script` with `sh -c` as this user (no supplementary groups),
+    /// `args` as `$1`, `$2`, ...; panics if it fails.
+    pub fn sh(&self, script: &str, args: &[&std::ffi::OsStr]) {
+        let out = self
+            .command("sh")
+            .args(["-c", script, "sh"])
+            .args(args)
+            .current_dir("/")
+            .output()
+            .expect("run setpriv");
+        assert!(out.status.success(), "as {NAME}: {script}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// True under `CI=true`.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
 /// The second user, made if missing; `None` (or a panic under `CI=true`)
-/// where this process cannot make one.
-pub fn get() -> Option<OtherUser> {
+/// where this process cannot make one. `what` names the test's step that
+/// needs it, for the message.
+pub fn get(what: &str) -> Option<OtherUser> {
     let missing = |why: String| -> Option<OtherUser> {
-        if super::dotnet::in_ci() {
-            panic!("CI=true and the tests acting as another local user cannot run: {why}");
+        if in_ci() {
+            panic!("CI=true and {what} cannot run as another local user: {why}");
         }
-        eprintln!("SKIPPED: tests acting as another local user: {why}");
+        eprintln!("NOT RUN: {what}, as another local user: {why}");
         None
     };
     // Safety: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return missing("they need root to create the user clrprof-other".into());
+        return missing("it needs root to create the user clrprof-other".into());
     }
-    if id("-u").is_none() {
+    for _ in 0..50 {
+        if id("-u").is_some() {
+            break;
+        }
         let made = Command::new("useradd").args(["-M", "-r", "-s", "/usr/sbin/nologin", NAME]).status();
-        // 9: the user exists (another test made it meanwhile).
-        if !matches!(made.map(|s| s.code()), Ok(Some(0 | 9))) {
-            return missing("useradd clrprof-other failed".into());
+        match made.map(|s| s.code()) {
+            // 9: the user exists (another test made it meanwhile).
+            Ok(Some(0 | 9)) => break,
+            // 10: /etc/passwd is locked by another useradd: try again.
+            Ok(Some(10)) => std::thread::sleep(std::time::Duration::from_millis(100)),
+            other => return missing(format!("useradd {NAME} failed: {other:?}")),
         }
     }
     match (id("-u"), id("-g")) {
         (Some(uid), Some(gid)) => Some(OtherUser { uid, gid }),
-        _ => missing("id clrprof-other gave no ids".into()),
+        _ => missing(format!("id {NAME} gave no ids")),
     }
 }
 

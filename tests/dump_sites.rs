@@ -55,6 +55,57 @@ struct OItem {
     size: u64,
     refs: Vec<u64>,
     alloc: Option<(u32, i64)>,
+    /// Without an allocation: the object's identity from dump to dump (see
+    /// [`Ghosts`]).
+    lineage: u32,
+}
+
+/// The dump objects without an allocation, followed from one dump to the
+/// next in the simplest way: a map from address to (lineage, type, size);
+/// a `u` moves the ones in its source range (each at most once per GC), a
+/// `u`/`v` marks them survivors, and when a GC is over (at its dump, or at
+/// its end line) the ones of a condemned generation that did not survive
+/// are dropped (not when the start line had no ranges).
+#[derive(Default)]
+struct Ghosts {
+    map: BTreeMap<u64, (u32, i64, u64)>,
+    next: Vec<(u64, (u32, i64, u64))>,
+    survived: HashSet<u32>,
+    gc_open: bool,
+    fresh: u32,
+}
+
+impl Ghosts {
+    fn close_dump(&mut self, was_dump: bool) {
+        if was_dump {
+            self.map = self.next.drain(..).collect();
+        }
+    }
+
+    fn gc_over(&mut self, condemned: i64, ranges: &[(u64, u64, i64)]) {
+        if self.gc_open && !ranges.is_empty() {
+            let generation = |a: u64| ranges.iter().find(|r| r.0 <= a && a < r.1).map_or(0, |r| r.2);
+            let survived = &self.survived;
+            self.map.retain(|&a, g| {
+                let gen = generation(a);
+                let hit = if gen >= 3 { condemned >= 2 } else { gen <= condemned };
+                !hit || survived.contains(&g.0)
+            });
+        }
+        self.gc_open = false;
+    }
+
+    fn moved(&mut self, old: u64, new: u64, len: u64) {
+        let moving: Vec<(u64, (u32, i64, u64))> =
+            self.map.range(old..old + len).filter(|(_, g)| !self.survived.contains(&g.0)).map(|(&a, &g)| (a, g)).collect();
+        for (a, _) in &moving {
+            self.map.remove(a);
+        }
+        for (a, g) in moving {
+            self.map.insert(new + (a - old), g);
+            self.survived.insert(g.0);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -87,6 +138,7 @@ fn replay(log: &[u8]) -> Oracle {
     let mut condemned = 0i64;
     let mut ranges: Vec<(u64, u64, i64)> = Vec::new();
     let mut survivors: HashSet<u32> = HashSet::new();
+    let mut ghosts = Ghosts::default();
     let erase = |heap: &mut BTreeMap<u64, OObj>, lo: u64, hi: u64| {
         let doomed: Vec<u64> = heap.range(..hi).rev().take_while(|(&a, x)| a + x.size > lo).map(|(&a, _)| a).collect();
         for a in doomed {
@@ -102,6 +154,9 @@ fn replay(log: &[u8]) -> Oracle {
         let Some(&kind) = f.first() else { continue };
         let was_dump = in_dump;
         in_dump = matches!(kind, "e" | "r" | "o");
+        if was_dump && !in_dump {
+            ghosts.close_dump(true);
+        }
         match kind {
             "n" => {
                 // n id flag [type size] [ref] functions...: bit 0, type and
@@ -142,9 +197,12 @@ fn replay(log: &[u8]) -> Oracle {
                 condemned = num(f[3]);
                 ranges = f[4..].chunks(4).map(|c| (num(c[0]) as u64, num(c[0]) as u64 + num(c[1]) as u64, num(c[3]))).collect();
                 survivors.clear();
+                ghosts.survived.clear();
+                ghosts.gc_open = true;
             }
             "u" => {
                 let (old, new, len) = (num(f[1]) as u64, num(f[2]) as u64, num(f[3]) as u64);
+                ghosts.moved(old, new, len);
                 let moving: Vec<(u64, OObj)> = heap.range(old..old + len).map(|(&a, &x)| (a, x)).collect();
                 for (a, _) in &moving {
                     heap.remove(a);
@@ -158,11 +216,15 @@ fn replay(log: &[u8]) -> Oracle {
             }
             "v" => {
                 let (lo, len) = (num(f[1]) as u64, num(f[2]) as u64);
+                let kept: Vec<u32> = ghosts.map.range(lo..lo + len).map(|(_, g)| g.0).collect();
+                ghosts.survived.extend(kept);
                 for x in heap.range(lo..lo + len).map(|(_, x)| x) {
                     survivors.insert(x.seq);
                 }
             }
+            "g" => ghosts.gc_over(condemned, &ranges),
             "b" => {
+                ghosts.gc_over(condemned, &ranges);
                 let generation = |a: u64| ranges.iter().find(|r| r.0 <= a && a < r.1).map_or(0, |r| r.2);
                 let dead: Vec<u64> = heap
                     .iter()
@@ -183,6 +245,7 @@ fn replay(log: &[u8]) -> Oracle {
                 // line was seen, r lines are ignored.
                 if kind != "o" && !was_dump {
                     o.dumps.push(ODump::default());
+                    ghosts.gc_over(condemned, &ranges);
                 }
                 e_seen |= kind == "e";
                 let Some(d) = o.dumps.last_mut() else { continue };
@@ -195,7 +258,18 @@ fn replay(log: &[u8]) -> Oracle {
                         let (type_id, size) = (num(f[2]), num(f[3]) as u64);
                         let alloc = heap.get(&addr).filter(|x| x.type_id == type_id).map(|x| (x.seq, x.stack));
                         let refs = f[4..].iter().map(|x| num(x) as u64).collect();
-                        d.objects.push(OItem { address: addr, type_id, size, refs, alloc });
+                        let mut lineage = u32::MAX;
+                        if alloc.is_none() {
+                            lineage = match ghosts.map.get(&addr) {
+                                Some(g) if (g.1, g.2) == (type_id, size) => g.0,
+                                _ => {
+                                    ghosts.fresh += 1;
+                                    ghosts.fresh
+                                }
+                            };
+                            ghosts.next.push((addr, (lineage, type_id, size)));
+                        }
+                        d.objects.push(OItem { address: addr, type_id, size, refs, alloc, lineage });
                     }
                 }
             }
@@ -393,7 +467,8 @@ fn check_retained(model: &Model, oracle: &Oracle, what: &str) {
 }
 
 /// New since dump A per function: a plain set difference on the oracle's
-/// identities (the allocation's sequence number, else address and type).
+/// identities (the allocation's sequence number, else the lineage the
+/// oracle follows through the moves).
 fn check_new_since(model: &Model, oracle: &Oracle, what: &str) {
     let n = oracle.dumps.len();
     for a in 0..n {
@@ -401,7 +476,7 @@ fn check_new_since(model: &Model, oracle: &Oracle, what: &str) {
             let at = format!("{what}, dumps {a} -> {b}");
             let id = |i: &OItem| match i.alloc {
                 Some((seq, _)) => (seq as i64, 0u64, 0i64),
-                None => (-1, i.address, i.type_id),
+                None => (-1, i.lineage as u64, i.type_id),
             };
             let in_a: HashSet<(i64, u64, i64)> = oracle.dumps[a].objects.iter().map(id).collect();
             let in_b: HashSet<(i64, u64, i64)> = oracle.dumps[b].objects.iter().map(id).collect();
@@ -525,11 +600,12 @@ fn hand_written_dumps_link_to_their_allocations() {
     assert_eq!(got, want);
     assert_eq!(d.sites[0].site.name, "Make", "largest new bytes first");
     assert_eq!((d.unknown_a.objects, d.unknown_b.objects), (2, 2));
-    // Dump 0 -> 1: everything allocated is new; the moved old object is
-    // matched by address only, so it looks new and the other gone.
+    // Dump 0 -> 1: everything allocated is new; the two old objects (no
+    // allocation in the log) are kept, the one the GC moved from 0x1040 to
+    // 0x1100 followed through its `u` record.
     let d = diff_by(&model, DumpIndex(0), DumpIndex(1), SiteBy::Function).unwrap();
-    assert_eq!((d.new_objects, d.gone_objects, d.kept_objects), (5, 1, 1));
-    assert!(!d.matching.relocation_followed);
+    assert_eq!((d.new_objects, d.gone_objects, d.kept_objects), (4, 0, 2));
+    assert!(d.matching.relocation_followed);
 }
 
 #[test]

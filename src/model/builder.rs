@@ -3,6 +3,7 @@
 use super::allocations::AllocationTable;
 use super::comments::{Comment, CommentTable};
 use super::error::{Error, Problem};
+use super::dump_follow::DumpFollower;
 use super::finalizers::{Finalization, FinalizerTable};
 use super::functions::{Function, FunctionTable};
 use super::gc::{Gc, GcBookkeeping, GcSource, GcTable, GenerationRange};
@@ -65,6 +66,8 @@ pub struct Builder<'a> {
     handles: HandleTable,
     finalizers: FinalizerTable,
     dumps: HeapDumpTable,
+    /// Dump objects the simulation does not know, followed between dumps.
+    follow: DumpFollower,
     comments: CommentTable,
     // The heap-dump state of the reader's main loop.
     last_was_root: bool,
@@ -108,6 +111,7 @@ impl<'a> Builder<'a> {
             handles: HandleTable::default(),
             finalizers: FinalizerTable::default(),
             dumps: HeapDumpTable::new(),
+            follow: DumpFollower::default(),
             comments: CommentTable::default(),
             last_was_root: false,
             last_offset: 0,
@@ -148,6 +152,7 @@ impl<'a> Builder<'a> {
             handles: self.handles,
             finalizers: self.finalizers,
             dumps: self.dumps,
+            follow: self.follow,
             comments: self.comments,
             last_was_root: self.last_was_root,
             last_offset: self.last_offset,
@@ -249,6 +254,7 @@ impl<'a> Builder<'a> {
     /// A `u` (or, with `old == new`, a `v`) record.
     #[inline]
     fn moved(&mut self, old: u64, new: u64, length: u32) -> Result<(), Problem> {
+        self.follow.moved(old, new, length);
         let (heap, mut fx) = self.effects();
         heap.move_range(&mut fx, old, new, length)
     }
@@ -359,6 +365,7 @@ impl<'a> Builder<'a> {
             Record::Call(c) => self.call(c.thread, c.stack)?,
             Record::GcBoundary(b) => self.gc_boundary(&b, p.at_end_of_file)?,
             Record::GcCounts(g) => {
+                self.follow.gc_ended();
                 if self.gc_book.counts()[0] == 0 {
                     let (heap, mut fx) = self.effects();
                     let (generation, source) = if p.at_end_of_file || g.gen0 < 0 {
@@ -374,16 +381,21 @@ impl<'a> Builder<'a> {
             Record::Finalizer(l) => {
                 let found = self.heap.object_at(&self.stacks, l.address.0)?;
                 match found {
+                    // Counted at the object's first `l` only: later ones
+                    // are the runtime reporting the f-reachable queue again
+                    // (see `super::finalizers`).
                     Some(o) => {
-                        if l.critical {
-                            self.histograms.critical_finalized.add(o.row);
-                        }
-                        self.histograms.finalized.add(o.row);
-                        self.finalizers.matched(Finalization {
+                        let first = self.finalizers.matched(Finalization {
                             object: ObjectId(o.header.obj),
                             tick: self.time.current(),
                             critical: l.critical,
                         });
+                        if first {
+                            if l.critical {
+                                self.histograms.critical_finalized.add(o.row);
+                            }
+                            self.histograms.finalized.add(o.row);
+                        }
                     }
                     None => self.finalizers.unmatched(),
                 }
@@ -419,6 +431,7 @@ impl<'a> Builder<'a> {
                 self.dump_lines_seen = true;
                 if !prev_was_root {
                     self.dumps.start(self.time.current());
+                    self.follow.dump_started();
                 }
                 // Weak roots are kept in the table but, as in CLRProfiler,
                 // create no root type (see `HeapDumpTable::add_root`).
@@ -431,6 +444,7 @@ impl<'a> Builder<'a> {
                 if !self.extended_roots_seen {
                     if !prev_was_root {
                         self.dumps.start(self.time.current());
+                        self.follow.dump_started();
                     }
                     if !p.at_end_of_file {
                         for a in r.addresses.iter().filter(|a| a.0 != 0) {
@@ -515,6 +529,9 @@ impl<'a> Builder<'a> {
             self.heap.gc_started();
             self.gc_start = Some((tick, b.induced));
             self.gc_start_generation = b.condemned;
+            self.follow.gc_started(b.condemned, b.ranges.iter().map(|r| (r.start.0, r.length, r.generation)));
+        } else {
+            self.follow.gc_ended();
         }
         let accepted = self.gc_book.begin_line(b.is_start, b.induced, b.condemned, tick.0)?;
         self.gc_ranges.clear();
@@ -579,8 +596,14 @@ impl<'a> Builder<'a> {
             }
             _ => (self.stacks.type_size_index(TypeId(t), o.size as i32), None),
         };
+        // An object the simulation does not know continues the lineage of
+        // the previous dump's object followed to its address, if any.
+        let lineage = match object {
+            Some(_) => None,
+            None => Some(self.follow.object(o.address.0, t, o.size, self.dumps.next_position())),
+        };
         self.dumps.add_object(
-            DumpObject { address: o.address, type_id: o.type_id, size: o.size, stack, object },
+            DumpObject { address: o.address, type_id: o.type_id, size: o.size, stack, object, lineage },
             o.refs.iter().map(|a| a.0),
         );
         Ok(())
@@ -652,6 +675,7 @@ impl<'a> Builder<'a> {
             handles: self.handles.clone(),
             finalizers: self.finalizers.clone(),
             dumps: self.dumps.clone(),
+            follow: DumpFollower::default(),
             comments: self.comments.clone(),
             last_was_root: self.last_was_root,
             last_offset: self.last_offset,

@@ -42,6 +42,13 @@ pub struct DumpObject {
     pub stack: StackRef,
     /// The simulated object it matched (same address and type).
     pub object: Option<ObjectId>,
+    /// For an object without a simulated match: its lineage, the position
+    /// (among all dump objects of the table) of its first appearance. An
+    /// object of an earlier dump followed through the GCs' `u`/`v` records
+    /// to this one's address, with the same type and size, passes its
+    /// lineage on, so the same lineage in two dumps is the same object.
+    /// `None` for matched objects (and in tables saved without lineages).
+    pub lineage: Option<u32>,
 }
 
 /// One dump.
@@ -75,6 +82,10 @@ pub struct HeapDumpTable {
     sizes: Vec<u32>,
     stacks: Vec<u32>,
     objects: Vec<u32>,
+    /// Lineages of the objects without a simulated match (`NO_OBJECT` for
+    /// the others).
+    #[serde(default)]
+    lineages: Vec<u32>,
     ref_start: Vec<u32>,
     refs: Vec<u8>,
     events: EventTicks,
@@ -171,6 +182,7 @@ impl HeapDumpTable {
         self.sizes.push(o.size);
         self.stacks.push(o.stack.0);
         self.objects.push(o.object.map_or(NO_OBJECT, |x| x.0));
+        self.lineages.push(o.lineage.unwrap_or(NO_OBJECT));
         self.ref_start.push(self.refs.len() as u32);
         for r in refs {
             let d = r.wrapping_sub(o.address.0) as i64;
@@ -180,6 +192,11 @@ impl HeapDumpTable {
         self.current().objects.1 = n;
     }
 
+    /// The position the next object added will have (a fresh lineage).
+    pub(crate) fn next_position(&self) -> u32 {
+        self.addresses.len() as u32
+    }
+
     pub(crate) fn finish(&mut self) {
         self.ref_start.push(self.refs.len() as u32);
         self.addresses.shrink_to_fit();
@@ -187,6 +204,7 @@ impl HeapDumpTable {
         self.sizes.shrink_to_fit();
         self.stacks.shrink_to_fit();
         self.objects.shrink_to_fit();
+        self.lineages.shrink_to_fit();
         self.refs.shrink_to_fit();
         self.ref_start.shrink_to_fit();
         self.roots.shrink_to_fit();
@@ -224,6 +242,7 @@ impl HeapDumpTable {
             size: self.sizes[i],
             stack: StackRef(self.stacks[i]),
             object: (self.objects[i] != NO_OBJECT).then(|| ObjectId(self.objects[i])),
+            lineage: self.lineages.get(i).copied().filter(|&l| l != NO_OBJECT),
         })
     }
 
@@ -275,7 +294,12 @@ impl HeapDumpTable {
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.addresses.capacity() * 8
-            + (self.types.capacity() + self.sizes.capacity() + self.stacks.capacity() + self.objects.capacity()) * 4
+            + (self.types.capacity()
+                + self.sizes.capacity()
+                + self.stacks.capacity()
+                + self.objects.capacity()
+                + self.lineages.capacity())
+                * 4
             + self.roots.capacity() * std::mem::size_of::<DumpRoot>()
             + self.ref_start.capacity() * 4
             + self.refs.capacity()
@@ -303,6 +327,7 @@ mod tests {
                 size: 24,
                 stack: StackRef(k as u32),
                 object: (k == 1).then_some(ObjectId(9)),
+                lineage: (k != 1).then_some(k as u32),
             };
             t.add_object(o, refs.iter().copied());
         }

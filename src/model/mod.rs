@@ -54,6 +54,7 @@ mod fast_paths_test;
 mod calls_test;
 #[cfg(test)]
 mod test_rng;
+mod dump_follow;
 mod finalizers;
 mod functions;
 mod gc;

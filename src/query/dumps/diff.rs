@@ -6,9 +6,13 @@
 //! object's identity ([`ObjectId`](crate::model::ObjectId)), which the
 //! simulation keeps through relocations (`u` records), so an object that
 //! moved between the dumps is still the same object. An `o` record without
-//! a simulated match (a log without allocation records, or an object the
-//! simulation lost) is matched by address and type instead, which cannot
-//! follow a move: [`Matching`] says how many were.
+//! a simulated match (an object allocated before the log started, as in an
+//! attached recording, or one the simulation lost) carries a lineage
+//! instead ([`DumpObject::lineage`]): the model follows such objects from
+//! dump to dump through the GCs' `u`/`v` records, so they too are matched
+//! across moves. Only a model saved without lineages falls back to
+//! matching by address and type, which cannot follow a move: [`Matching`]
+//! says how many were.
 
 use super::table::PerType;
 use super::DumpIndex;
@@ -19,8 +23,9 @@ use serde::Serialize;
 /// How objects were matched across the two dumps.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Matching {
-    /// Objects (of both dumps) identified through the heap simulation,
-    /// relocations followed.
+    /// Objects (of both dumps) identified through the heap simulation or,
+    /// for objects it does not know, followed from dump to dump through
+    /// the relocations: relocations followed.
     pub by_identity: u64,
     /// Objects (of both dumps) matched by address and type, relocations
     /// not followed.
@@ -98,6 +103,7 @@ pub struct DumpDiff {
 /// The objects of a dump as a membership test.
 pub(crate) struct Members {
     identities: Vec<u64>,
+    lineages: Vec<u32>,
     addresses: Vec<(u64, i32)>,
 }
 
@@ -105,15 +111,17 @@ impl Members {
     pub(crate) fn of(model: &Model, d: &HeapDump) -> Members {
         let t = model.heap_dumps();
         let mut identities = vec![0u64; model.allocations().len().div_ceil(64)];
-        let mut addresses = Vec::new();
+        let (mut lineages, mut addresses) = (Vec::new(), Vec::new());
         for o in t.objects(d) {
-            match o.object {
-                Some(id) if id.index() / 64 < identities.len() => identities[id.index() / 64] |= 1 << (id.index() % 64),
+            match (o.object, o.lineage) {
+                (Some(id), _) if id.index() / 64 < identities.len() => identities[id.index() / 64] |= 1 << (id.index() % 64),
+                (_, Some(l)) => lineages.push(l),
                 _ => addresses.push((o.address.0, o.type_id.0)),
             }
         }
+        lineages.sort_unstable();
         addresses.sort_unstable();
-        Members { identities, addresses }
+        Members { identities, lineages, addresses }
     }
 
     /// Whether the dump holds `o`; the second value tells whether the
@@ -123,7 +131,10 @@ impl Members {
             Some(id) if id.index() / 64 < self.identities.len() => {
                 (self.identities[id.index() / 64] >> (id.index() % 64) & 1 != 0, true)
             }
-            _ => (self.addresses.binary_search(&(o.address.0, o.type_id.0)).is_ok(), false),
+            _ => match o.lineage {
+                Some(l) => (self.lineages.binary_search(&l).is_ok(), true),
+                None => (self.addresses.binary_search(&(o.address.0, o.type_id.0)).is_ok(), false),
+            },
         }
     }
 }

@@ -139,6 +139,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if let (Some(target), Some(token_file)) = (&args.target, &args.token_file) {
         let token = clrprof_collect::token_file::read(token_file)?;
+        check_collector(target, &token, token_file)?;
         let spool = match &given {
             Some(p) => p.with_extension("spool.log"),
             None => spool_default.clone(),
@@ -230,6 +231,26 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 /// A fresh path in the temporary directory, removed when dropped.
+/// Asks the collector at `target` whether it takes the token of
+/// `token_file` before anything is started: a refusal stops `record` (exit
+/// 1, nothing run or attached); a collector that cannot be reached is only
+/// a warning, since the agent then spools the log and catches up later.
+pub(crate) fn check_collector(target: &str, token: &clrprof_wire::Token, token_file: &Path) -> Result<()> {
+    use clrprof_collect::check::{check_token, TokenCheck};
+    let addr: clrprof_collect::address::ListenAddr = target.parse()?;
+    match check_token(&addr, token, std::time::Duration::from_secs(10)) {
+        Ok(TokenCheck::Accepted) => Ok(()),
+        Ok(TokenCheck::Refused(why)) => bail!(
+            "the collector at {target} refused the token in {}: {why}; nothing was started (is it the token file `clrprof collect` printed or wrote?)",
+            token_file.display()
+        ),
+        Err(e) => {
+            eprintln!("clrprof record: warning: {e}; the agent will keep the log in its spool file and send it when the collector is back");
+            Ok(())
+        }
+    }
+}
+
 /// Where the agent reports how it started: a file in a new folder only
 /// this user can enter, so no other user can plant or read it.
 struct StatusFile(PathBuf);

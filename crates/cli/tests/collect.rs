@@ -538,3 +538,47 @@ fn a_collector_whose_output_reader_went_away_keeps_serving() {
     assert!(answer.starts_with("OK"), "{answer}");
     drop(collector);
 }
+
+/// `record --target ADDR --token-file F` with a token the collector does
+/// not take: exit 1 before the program starts (it would leave a file), no
+/// session made; with the right token the check makes no session either;
+/// a collector that cannot be reached is only a warning (the agent spools).
+#[test]
+fn record_checks_the_token_before_starting_the_program() {
+    let dir = work().join("token-check");
+    let collector = Collector::start(&dir, "127.0.0.1:0");
+    let bad = dir.join("bad.token");
+    std::fs::write(&bad, "77".repeat(32)).unwrap();
+    let ran = dir.join("ran");
+    let run = |token: &Path, target: &str| {
+        Command::new(clrprof_exe())
+            .args(["record", "-o"])
+            .arg(dir.join(format!("rec-{}.log", rand_tag())))
+            .args(["--target", target, "--token-file"])
+            .arg(token)
+            .args(["--", "touch"])
+            .arg(&ran)
+            .env("CLRPROF_AGENT", agent().unwrap_or_else(|| PathBuf::from("/nonexistent/agent.so")))
+            .output()
+            .expect("run clrprof record")
+    };
+    let out = run(&bad, &collector.target);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains(&format!("the collector at {} refused the token in {}", collector.target, bad.display())), "{e}");
+    assert!(!ran.exists(), "the program ran although the token was refused");
+    // The right token: the program runs (it is no .NET program, so no
+    // session streams), and the check itself made no session.
+    let out = run(&dir.join("collector.token"), &collector.target);
+    assert!(ran.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    let listed = json(&["sessions", "--json", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
+    let log = collector.log();
+    assert!(log.contains("wrong token"), "the refused check is logged: {log}");
+    // Nobody listening: a warning, and the program runs.
+    std::fs::remove_file(&ran).unwrap();
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let out = run(&bad, &free);
+    assert!(ran.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("warning: cannot reach the collector at {free}")), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -24,6 +24,8 @@
 //!   opened without following links or trusting another user's files.
 //! - [`session`]: one agent connection, frame by frame.
 //! - [`admin`]: the admin endpoint and its client (`ctl`, `sessions`).
+//! - [`check`]: asking a collector whether it takes a token, before a
+//!   program is started to stream to it.
 //! - [`refusals`]: the rate-limited log of refused connections.
 //!
 //! ```no_run
@@ -40,6 +42,7 @@
 
 pub mod address;
 pub mod admin;
+pub mod check;
 mod conn;
 mod error;
 pub mod files;

@@ -263,6 +263,11 @@ async fn handle(ctx: Arc<Ctx>, conn: BoxConn, peer: String, admin_socket: bool) 
         Role::Resume => crate::session::resume(conn).await,
         Role::Spooled => crate::session::spooled(conn).await,
         Role::Admin => crate::admin::serve(conn).await,
+        // The token is right: say so (no session named) and close.
+        Role::Check => {
+            let mut conn = conn;
+            let _ = conn.accept("").await;
+        }
     }
 }
 

@@ -67,6 +67,10 @@ pub enum Role {
     Spooled,
     /// `clrprof ctl` / `clrprof sessions` on the admin endpoint.
     Admin,
+    /// A client that only checks its token before it starts anything
+    /// (`clrprof record --target`): the collector answers `OK` naming no
+    /// session and closes; nothing is made.
+    Check,
 }
 
 impl Role {
@@ -77,6 +81,7 @@ impl Role {
             Role::Resume => "resume",
             Role::Spooled => "spooled",
             Role::Admin => "admin",
+            Role::Check => "check",
         }
     }
 
@@ -86,7 +91,8 @@ impl Role {
             "resume" => Role::Resume,
             "spooled" => Role::Spooled,
             "admin" => Role::Admin,
-            _ => return Err(WireError::Field { field: "role", expected: "stream, resume, spooled or admin" }),
+            "check" => Role::Check,
+            _ => return Err(WireError::Field { field: "role", expected: "stream, resume, spooled, admin or check" }),
         })
     }
 }
@@ -387,6 +393,7 @@ mod tests {
         assert!(Hello::decode("role=stream\tpid=x").is_err());
         assert!(Hello::decode("role=stream\tprogram=a\\q").is_err());
         assert_eq!(Hello::decode("role=admin\tfuture=1").unwrap().role, Role::Admin);
+        assert_eq!(Hello::decode("role=check").unwrap().role, Role::Check);
     }
 
     #[test]

@@ -77,12 +77,26 @@ impl App {
         &self.inner.logs
     }
 
-    /// Every route, behind the token check.
+    /// Every route, behind the token check (no `Host` check: for tests
+    /// and benchmarks that call the router without a socket).
     pub fn router(&self) -> Router {
         crate::api::routes()
             .layer(axum::middleware::from_fn_with_state(self.clone(), kept_answer))
             .layer(axum::middleware::from_fn_with_state(self.clone(), require_token))
             .with_state(self.clone())
+    }
+
+    /// Every route as served on `local_addr` (the address the server is
+    /// bound to): behind the `Host` check when that address is a loopback
+    /// one (a request must name it or `localhost`, with its port, else 403;
+    /// see `host.rs`), then the token check.
+    pub fn router_at(&self, local_addr: std::net::SocketAddr) -> Router {
+        match crate::host::AllowedHosts::for_addr(local_addr) {
+            Some(allowed) => self
+                .router()
+                .layer(axum::middleware::from_fn_with_state(Arc::new(allowed), crate::host::require_host)),
+            None => self.router(),
+        }
     }
 
     /// Runs `answer` on the loaded log `id` on a blocking thread (queries

@@ -10,6 +10,15 @@
 //! - [`App`] is the server's state: the [`LogSet`] and the token;
 //!   [`App::router`] gives the axum [`Router`](axum::Router), which a
 //!   benchmark or a test can call without a socket.
+//! - [`serve_connections`] answers a listener's connections within
+//!   [`ConnectionLimits`]: each request's head must come within 10 s (so
+//!   idle connections are closed after 10 s too), and at most 512
+//!   connections are held (fewer under a low file limit): at the cap, a
+//!   new connection closes the one idle the longest, so connections held
+//!   by another local user cannot keep the browser out.
+//! - Served on a loopback address, a request whose `Host` header does not
+//!   name that address (`127.0.0.1:PORT`, `[::1]:PORT` or `localhost:PORT`)
+//!   is refused with 403 ([`App::router_at`]; against DNS rebinding).
 //! - Every request must carry the token (`?token=` or the `x-clrprof-token`
 //!   header) or it is refused with 403. Logs are named by [`LogId`]s (their
 //!   position on the command line), never by paths: no file other than the
@@ -35,9 +44,11 @@ mod api;
 mod app;
 mod assets;
 mod collector;
+mod connections;
 mod error;
 mod flame_tree;
 mod growing_session;
+mod host;
 mod dominator_tree;
 mod logs;
 mod params;
@@ -47,7 +58,10 @@ mod token;
 
 pub use app::App;
 pub use collector::{CtlReply, ListedSession, SessionDir};
+pub use connections::{
+    serve_connections, ConnectionLimits, FD_MARGIN, HEAD_TIMEOUT, MAX_CONNECTIONS, OUT_OF_FILES_PAUSE, SHUTDOWN_GRACE,
+};
 pub use error::{ApiError, UiError};
 pub use logs::{LogId, LogSet, LogStatus, SessionStatus};
-pub use serve::{serve, ServeOptions, DEFAULT_LISTEN};
+pub use serve::{serve, ServeOptions, DEFAULT_LISTEN, LISTEN_BACKLOG};
 pub use token::Token;

@@ -4,6 +4,7 @@
 use crate::logs::LogSet;
 use crate::progress::TerminalProgress;
 use crate::app::WeakApp;
+use crate::connections::{serve_connections, ConnectionLimits};
 use crate::{App, SessionDir, Token, UiError};
 use clrprof::format::ChunkOptions;
 use clrprof::model::LoadOptions;
@@ -39,7 +40,9 @@ pub const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(1)
 
 /// Serves the logs until interrupted (Ctrl-C). Once listening, calls
 /// `ready` with the page's address (with its token); the logs load in the
-/// background meanwhile.
+/// background meanwhile. Connections are served within the default
+/// [`ConnectionLimits`] (see [`serve_connections`]); on a loopback address
+/// only requests naming it are answered ([`App::router_at`]).
 pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiError> {
     if options.logs.is_empty() && options.collector.is_none() {
         return Err(UiError::NoLogs);
@@ -65,9 +68,8 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiEr
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(options.listen)
-            .await
-            .map_err(|error| UiError::Bind { addr: options.listen.to_string(), error })?;
+        let listener =
+            listen(options.listen).map_err(|error| UiError::Bind { addr: options.listen.to_string(), error })?;
         let addr = listener.local_addr()?;
         if !addr.ip().is_loopback() {
             let _ = writeln!(
@@ -82,13 +84,29 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiEr
             let bars = TerminalProgress::new(&names, quiet);
             logs.load_all(&load_options, |id, done, total| bars.update(id.0 as usize, done, total));
         })?;
-        axum::serve(listener, app.router())
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await?;
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        serve_connections(listener, app.router_at(addr), &ConnectionLimits::default(), shutdown).await;
         Ok(())
     })
+}
+
+/// The length of the queue of connections the system keeps until the
+/// server accepts them: 4096 (the system may keep fewer: Linux's
+/// `net.core.somaxconn`, 4096 by default). A burst of connections from
+/// another program must not fill it, or the browser's connection is
+/// dropped and tried again only a second later.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `addr` (with `SO_REUSEADDR`, as `TcpListener::bind` does) and
+/// listens with a queue of [`LISTEN_BACKLOG`].
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Brings the opened sessions' logs up to date until the server goes away.

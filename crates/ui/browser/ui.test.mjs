@@ -180,7 +180,9 @@ for (let id = 0; id < LOGS.length; id++) {
     for (const [f, b] of firsts) assert.equal(b, byFirst.get(f), `bytes under ${f}`);
     const [first] = firsts.sort((a, b) => b[1] - a[1]);
     await page.click(`#flame .fl[data-frame="${first[0]}"][data-depth="1"]`);
-    await page.waitForFunction((f) => location.hash.includes('focus=') && document.querySelector('[data-view="flame"][data-ready] [data-focus-bytes]'), first[0]);
+    // The view drawn for the zoomed route (the one before it, still on the
+    // page for a moment, has a data-focus-bytes too: the whole's).
+    await page.waitForFunction(() => document.querySelector('[data-view="flame"][data-ready][data-route*="focus="] [data-focus-bytes]'));
     assert.equal(Number(await page.getAttribute('[data-focus-bytes]', 'data-focus-bytes')), first[1], 'zoomed frame bytes');
     const term = 'String';
     const matched = folded.filter((s) => s.stack.split(';').some((f) => f.includes(term))).reduce((a, s) => a + s.bytes, 0);

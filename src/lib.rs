@@ -43,6 +43,8 @@
 //! - [`model`]: [`model::load_path`] / [`model::load`] build the immutable
 //!   columnar [`model::Model`] (CLRProfiler's heap simulation).
 //! - [`query`]: pure functions over a `Model`, one per CLRProfiler view.
+//! - [`eventpipe`]: [`eventpipe::NetTraceReader`] streams the events of a
+//!   `.nettrace` (EventPipe) trace from bytes in memory.
 //!
 //! # Features
 //!
@@ -77,6 +79,7 @@
 // panic outside tests (`cargo clippy --lib` checks it).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod eventpipe;
 pub mod format;
 #[cfg(feature = "model")]
 pub mod model;

@@ -45,26 +45,6 @@ pub struct EventHeader {
     pub payload_size: u32,
 }
 
-impl Default for MetadataId {
-    fn default() -> Self {
-        MetadataId(0)
-    }
-}
-impl Default for StackId {
-    fn default() -> Self {
-        StackId(0)
-    }
-}
-impl Default for ThreadId {
-    fn default() -> Self {
-        ThreadId(0)
-    }
-}
-impl Default for Timestamp {
-    fn default() -> Self {
-        Timestamp(0)
-    }
-}
 
 /// The events of one EventBlock or MetadataBlock, decoded one at a time.
 #[derive(Debug, Clone)]

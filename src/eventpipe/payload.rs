@@ -148,6 +148,7 @@ fn prim<'a>(t: In, c: &mut Cursor<'a>, ptr: u32) -> Result<Value<'a>, Error> {
         In::U32 => Value::Unsigned(u64::from(c.u32("a 32-bit integer")?), 4),
         In::U64 => Value::Unsigned(c.u64("a 64-bit integer")?, 8),
         In::I32 => Value::Signed(i64::from(c.u32("a 32-bit integer")? as i32), 4),
+        In::I64 => Value::Signed(c.u64("a 64-bit integer")? as i64, 8),
         In::F64 => Value::Float(f64::from_bits(c.u64("a double")?)),
         In::Bool32 => Value::Bool(c.u32("a boolean")? != 0),
         In::Ptr if ptr == 4 => Value::Pointer(u64::from(c.u32("a pointer")?)),

@@ -8,8 +8,9 @@
 //! was generated from the copy of the manifest and of TraceEvent's parsers
 //! in `microsoft/perfview` (commit f3ec1b38, `src/TraceEvent/Parsers/`) by a
 //! script that reads each `<template>` (`<data>`, `<struct>`, `count=`,
-//! `map=`) and each `<event value= version= template=>`; events the
-//! runtime added later are appended below by hand ([`EXTRA`]).
+//! `map=`) and each `<event value= version= template=>` (`gen_runtime_table.py`
+//! beside this file, run with `PERFVIEW=<checkout>`); events the
+//! runtime added later are appended below by hand (`EXTRA`).
 //! A version newer than any known is decoded with the newest known one
 //! (versions only append fields); the bytes after them are left undecoded.
 
@@ -22,6 +23,8 @@ pub(crate) enum RuntimeProvider {
     Rundown,
     Stress,
     Private,
+    /// `Microsoft-DotNETCore-SampleProfiler` (CPU samples).
+    SampleProfiler,
 }
 
 impl RuntimeProvider {
@@ -31,6 +34,7 @@ impl RuntimeProvider {
             "Microsoft-Windows-DotNETRuntimeRundown" => RuntimeProvider::Rundown,
             "Microsoft-Windows-DotNETRuntimeStress" => RuntimeProvider::Stress,
             "Microsoft-Windows-DotNETRuntimePrivate" => RuntimeProvider::Private,
+            "Microsoft-DotNETCore-SampleProfiler" => RuntimeProvider::SampleProfiler,
             _ => return None,
         })
     }
@@ -44,6 +48,7 @@ pub(crate) enum In {
     U32,
     U64,
     I32,
+    I64,
     F64,
     /// 4-byte boolean.
     Bool32,
@@ -93,7 +98,8 @@ impl ValueMap {
             return self.entries.iter().find(|e| u64::from(e.0) == v).map(|e| e.1.to_string());
         }
         if v == 0 {
-            return self.entries.iter().find(|e| e.0 == 0).map(|e| e.1.to_string());
+            // TraceEvent's convention for a flags field with no bit set.
+            return Some(self.entries.iter().find(|e| e.0 == 0).map_or("None", |e| e.1).to_string());
         }
         let mut parts = Vec::new();
         let mut rest = v;
@@ -126,16 +132,46 @@ const fn f(name: &'static str, ty: In) -> SField {
 }
 
 static ALLOCATION_KIND: ValueMap = ValueMap { bits: false, entries: &[(0, "Small"), (1, "Large"), (2, "Pinned")] };
+static CONTENTION_FLAGS: ValueMap = ValueMap { bits: false, entries: &[(0, "Managed"), (1, "Native")] };
+static SAMPLE_TYPE: ValueMap = ValueMap { bits: false, entries: &[(0, "Error"), (1, "External"), (2, "Managed")] };
+static GC_REASON: ValueMap = ValueMap {
+    bits: false,
+    entries: &[
+        (0, "AllocSmall"),
+        (1, "Induced"),
+        (2, "LowMemory"),
+        (3, "Empty"),
+        (4, "AllocLarge"),
+        (5, "OutOfSpaceSmallObjectHeap"),
+        (6, "OutOfSpaceLargeObjectHeap"),
+        (7, "InducedNoForce"),
+        (8, "Stress"),
+        (9, "InducedLowMemory"),
+    ],
+};
+static GC_GLOBAL_MECHANISMS: ValueMap = ValueMap {
+    bits: true,
+    entries: &[(1, "Concurrent"), (2, "Compaction"), (4, "Promotion"), (8, "Demotion"), (16, "CardBundles"), (32, "ElevatedLogic")],
+};
 
-/// Events the runtime added after the manifest copy the table was made from.
-static EXTRA: &[RuntimeEvent] = &[RuntimeEvent {
-    provider: RuntimeProvider::Runtime,
-    id: 10,
-    version: 4,
-    name: "GC/AllocationTick",
-    fields: &[
+const fn m(name: &'static str, ty: In, map: &'static ValueMap) -> SField {
+    SField { name, ty: Prim(ty), count: One, map: Some(map) }
+}
+
+const fn ev(provider: RuntimeProvider, id: u16, version: u8, name: &'static str, fields: &'static [SField]) -> RuntimeEvent {
+    RuntimeEvent { provider, id, version, name, fields }
+}
+
+use RuntimeProvider::{Rundown, Runtime, SampleProfiler};
+
+/// Events the runtime added after the manifest copy the table was made
+/// from, and the sample profiler's event (from the current `ClrEtwAll.man`
+/// of dotnet/runtime and the runtime's sample profiler).
+static EXTRA: &[RuntimeEvent] = &[
+    ev(SampleProfiler, 0, 0, "Thread/Sample", &[m("Type", U32, &SAMPLE_TYPE)]),
+    ev(Runtime, 10, 4, "GC/AllocationTick", &[
         f("AllocationAmount", U32),
-        SField { name: "AllocationKind", ty: Prim(U32), count: One, map: Some(&ALLOCATION_KIND) },
+        m("AllocationKind", U32, &ALLOCATION_KIND),
         f("ClrInstanceID", U16),
         f("AllocationAmount64", U64),
         f("TypeID", Ptr),
@@ -143,8 +179,45 @@ static EXTRA: &[RuntimeEvent] = &[RuntimeEvent {
         f("HeapIndex", U32),
         f("Address", Ptr),
         f("ObjectSize", U64),
-    ],
-}];
+    ]),
+    ev(Runtime, 57, 0, "ThreadPoolWorkerThread/Wait", &[
+        f("ActiveWorkerThreadCount", U32),
+        f("RetiredWorkerThreadCount", U32),
+        f("ClrInstanceID", U16),
+    ]),
+    ev(Runtime, 91, 1, "Contention/Stop", &[
+        m("ContentionFlags", U8, &CONTENTION_FLAGS),
+        f("ClrInstanceID", U16),
+        f("DurationNs", F64),
+    ]),
+    ev(Runtime, 159, 0, "Method/R2RGetEntryPoint", &[
+        f("MethodID", U64),
+        f("MethodNamespace", Utf16Z),
+        f("MethodName", Utf16Z),
+        f("MethodSignature", Utf16Z),
+        f("EntryPoint", U64),
+        f("ClrInstanceID", U16),
+    ]),
+    ev(Runtime, 202, 0, "GC/MarkWithType", &[f("HeapNum", U32), f("ClrInstanceID", U16), f("Type", U32), f("Bytes", U64)]),
+    ev(Runtime, 205, 1, "GC/GlobalHeapHistory", &[
+        f("FinalYoungestDesired", U64),
+        f("NumHeaps", I32),
+        f("CondemnedGeneration", U32),
+        f("Gen0ReductionCount", U32),
+        m("Reason", U32, &GC_REASON),
+        m("GlobalMechanisms", U32, &GC_GLOBAL_MECHANISMS),
+        f("ClrInstanceID", U16),
+    ]),
+    ev(Rundown, 300, 0, "ExecutionCheckpointRundown/ExecutionCheckpointDCEnd", &[
+        f("ClrInstanceID", U16),
+        f("Name", Utf16Z),
+        f("Timestamp", I64),
+    ]),
+];
+
+/// Names of events whose layout is not built in (their payloads are not
+/// decoded): TraceEvent's names for them.
+static NAMES_ONLY: &[(RuntimeProvider, u16, &str)] = &[(Runtime, 204, "GC/PerHeapHistory")];
 
 /// The schema for (provider, id, version): the exact one, else the newest
 /// older version of the same event. The flag says whether it was exact.
@@ -168,7 +241,12 @@ pub(crate) fn lookup(provider: RuntimeProvider, id: u32, version: u32) -> Option
 /// TraceEvent's name for an event of a runtime provider with no schema at
 /// its version: the name of any version of it.
 pub(crate) fn name_of(provider: RuntimeProvider, id: u32) -> Option<&'static str> {
-    EVENTS.iter().chain(EXTRA).find(|e| e.provider == provider && u32::from(e.id) == id).map(|e| e.name)
+    EVENTS
+        .iter()
+        .chain(EXTRA)
+        .find(|e| e.provider == provider && u32::from(e.id) == id)
+        .map(|e| e.name)
+        .or_else(|| NAMES_ONLY.iter().find(|n| n.0 == provider && u32::from(n.1) == id).map(|n| n.2))
 }
 
 #[cfg(test)]

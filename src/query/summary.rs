@@ -6,7 +6,16 @@ use serde::Serialize;
 
 /// The 18 Summary figures. `None` is CLRProfiler's "Unknown" (JSON `null`).
 /// Field names are the JSON keys of the reference files.
+///
+/// A log that says it was recorded without allocation events (clrprof's
+/// agent writes so in its first comment when it was attached to a running
+/// process, and in a heap dump file of its own) and has no allocation
+/// record cannot tell the figures of the simulated objects: then
+/// `allocations_known` is false, the three byte figures are 0 here and
+/// `null` ("Unknown") in JSON, and the finalized counts are `None`. Any
+/// other log gives CLRProfiler's figures, 0 included, as its reader does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(into = "SummaryJson")]
 pub struct Summary {
     /// Bytes allocated (`!`/`a` records applied).
     pub allocated_bytes: u64,
@@ -14,6 +23,10 @@ pub struct Summary {
     pub relocated_bytes: u64,
     /// Bytes of the objects alive in the simulated heap at the end.
     pub final_heap_bytes: u64,
+    /// Whether the three figures above and the finalized counts are
+    /// known: false only for a log recorded without allocation events (see
+    /// above). Not part of the JSON, where unknown figures are `null`.
+    pub allocations_known: bool,
     /// Gen 0 collections (the heap simulation's counter).
     pub gen0_collections: i64,
     /// Gen 1 collections.
@@ -46,6 +59,56 @@ pub struct Summary {
     pub heap_dumps: u64,
 }
 
+/// The Summary as JSON: the reference files' keys, in their order, with
+/// `null` for what the log cannot tell.
+#[derive(Serialize)]
+struct SummaryJson {
+    allocated_bytes: Option<u64>,
+    relocated_bytes: Option<u64>,
+    final_heap_bytes: Option<u64>,
+    gen0_collections: i64,
+    gen1_collections: i64,
+    gen2_collections: i64,
+    induced_collections: Option<u64>,
+    gen0_heap_bytes: Option<u64>,
+    gen1_heap_bytes: Option<u64>,
+    gen2_heap_bytes: Option<u64>,
+    loh_bytes: Option<u64>,
+    objects_finalized: Option<u64>,
+    critical_objects_finalized: Option<u64>,
+    handles_created: Option<u64>,
+    handles_destroyed: Option<u64>,
+    handles_surviving: Option<u64>,
+    comments: u64,
+    heap_dumps: u64,
+}
+
+impl From<Summary> for SummaryJson {
+    fn from(s: Summary) -> SummaryJson {
+        let known = |v: u64| s.allocations_known.then_some(v);
+        SummaryJson {
+            allocated_bytes: known(s.allocated_bytes),
+            relocated_bytes: known(s.relocated_bytes),
+            final_heap_bytes: known(s.final_heap_bytes),
+            gen0_collections: s.gen0_collections,
+            gen1_collections: s.gen1_collections,
+            gen2_collections: s.gen2_collections,
+            induced_collections: s.induced_collections,
+            gen0_heap_bytes: s.gen0_heap_bytes,
+            gen1_heap_bytes: s.gen1_heap_bytes,
+            gen2_heap_bytes: s.gen2_heap_bytes,
+            loh_bytes: s.loh_bytes,
+            objects_finalized: s.objects_finalized,
+            critical_objects_finalized: s.critical_objects_finalized,
+            handles_created: s.handles_created,
+            handles_destroyed: s.handles_destroyed,
+            handles_surviving: s.handles_surviving,
+            comments: s.comments,
+            heap_dumps: s.heap_dumps,
+        }
+    }
+}
+
 /// The bytes of a histogram: per row, the stack's size (as CLRProfiler
 /// reads it: `i32`, widened to `u64`, so a negative size is huge) times the
 /// count. CLRProfiler sums these in an `f64`; the exact sum is the same for
@@ -57,6 +120,18 @@ pub fn histogram_bytes(model: &Model, h: &StackCounts) -> u64 {
         total += size.wrapping_mul(count) as u128;
     }
     total.min(u64::MAX as u128) as u64
+}
+
+/// Whether the log says it was recorded without allocation events: its
+/// first comment is the header clrprof's agent writes for an attached
+/// recording (`clrprof agent ... attached (no allocations)`) or for a heap
+/// dump file of its own (`clrprof heap dump of pid ...`).
+pub fn recorded_without_allocations(model: &Model) -> bool {
+    model.comments().kept().first().is_some_and(|c| {
+        let text = model.names().get(c.text);
+        (text.starts_with("clrprof agent ") && text.ends_with(" attached (no allocations)"))
+            || text.starts_with("clrprof heap dump of pid ")
+    })
 }
 
 /// Computes the Summary.
@@ -86,10 +161,16 @@ pub fn summary(model: &Model) -> Summary {
         }
     };
     let handles = |v: u64| any_handle.then_some(v);
+    // An `l` record counts only when it names an object the simulation
+    // knows: in a log recorded without allocation events nothing can be
+    // counted, and 0 would be a wrong number, not an unknown one.
+    let allocations_known = model.had_alloc_info() || !recorded_without_allocations(model);
+    let finalized = |v: u64| known_or_zero(v).filter(|_| allocations_known);
     Summary {
         allocated_bytes: histogram_bytes(model, &h.allocated),
         relocated_bytes: histogram_bytes(model, &h.relocated),
         final_heap_bytes: histogram_bytes(model, &h.final_heap),
+        allocations_known,
         gen0_collections: c.gen0,
         gen1_collections: c.gen1,
         gen2_collections: c.gen2,
@@ -98,12 +179,48 @@ pub fn summary(model: &Model) -> Summary {
         gen1_heap_bytes: heap(1),
         gen2_heap_bytes: heap(2),
         loh_bytes: heap(3),
-        objects_finalized: known_or_zero(h.finalized.total()),
-        critical_objects_finalized: known_or_zero(h.critical_finalized.total()),
+        objects_finalized: finalized(h.finalized.total()),
+        critical_objects_finalized: finalized(h.critical_finalized.total()),
         handles_created: handles(model.handles().created().len() as u64),
         handles_destroyed: handles(model.handles().destroyed().len() as u64),
         handles_surviving: handles(model.handles().surviving_count() as u64),
         comments: model.comments().kept().len() as u64,
         heap_dumps: model.heap_dumps().counted() as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log without allocation records (as an attached recording writes):
+    /// GCs and finalizer lines, but no object the simulation knows. The
+    /// figures of the simulated objects are unknown, not 0; the GC counts
+    /// are known.
+    #[test]
+    fn figures_of_objects_are_unknown_without_allocations() {
+        let gc = "i 5\nb 1 0 0 0x1000 0x100 0x10000 0\ni 6\nl 0 0x1010\ni 7\nb 0 0 0 0x1000 0x100 0x10000 0\ng 1 0 0\n";
+        // A log that says nothing of how it was made: CLRProfiler's 0.
+        let m = crate::model::load(gc.as_bytes(), &Default::default()).expect("loads");
+        let v = serde_json::to_value(summary(&m)).expect("json");
+        assert_eq!((v["allocated_bytes"].as_u64(), v["objects_finalized"].as_u64()), (Some(0), Some(0)));
+        let log = format!("i 1\nz clrprof agent 0.1.0 pid 7 stacks none attached (no allocations)\n{gc}");
+        let log = log.as_bytes();
+        let m = crate::model::load(log, &Default::default()).expect("loads");
+        let s = summary(&m);
+        assert!(!s.allocations_known);
+        assert_eq!((s.objects_finalized, s.critical_objects_finalized), (None, None));
+        assert_eq!(s.gen0_collections, 1);
+        let v = serde_json::to_value(s).expect("json");
+        for key in ["allocated_bytes", "relocated_bytes", "final_heap_bytes", "objects_finalized", "critical_objects_finalized"] {
+            assert!(v[key].is_null(), "{key}: {}", v[key]);
+        }
+        assert_eq!(v["gen0_collections"], 1);
+        // With an allocation, the same figures are numbers.
+        let log = b"t 1 0 T\nn 1 1 1 24\ni 1\n! 7 0x1010 1\ni 5\nb 1 0 0 0x1000 0x100 0x10000 0\ni 6\nl 0 0x1010\ni 7\nb 0 0 0 0x1000 0x100 0x10000 0\ng 1 0 0\n";
+        let m = crate::model::load(log, &Default::default()).expect("loads");
+        let v = serde_json::to_value(summary(&m)).expect("json");
+        assert_eq!(v["allocated_bytes"], 24);
+        assert_eq!(v["objects_finalized"], 1);
     }
 }

@@ -36,18 +36,11 @@ pub fn run(args: Args) -> Result<()> {
     let s = summary(&loaded.model);
     // Without allocation records (an attached recording, a dump file, a
     // log recorded with allocation logging off) the figures that come from
-    // the simulated objects are not known: not 0.
-    let allocations_known = loaded.model.had_alloc_info();
+    // the simulated objects are not known: not 0 (`null` in the JSON).
     if args.json {
-        let mut v = serde_json::to_value(s)?;
-        if !allocations_known {
-            for key in UNKNOWN_WITHOUT_ALLOCATIONS {
-                v[key] = serde_json::Value::Null;
-            }
-        }
-        return print_json(&v);
+        return print_json(&serde_json::to_value(s)?);
     }
-    print_table(&args.load.shown().display().to_string(), &s, allocations_known);
+    print_table(&args.load.shown().display().to_string(), &s);
     if loaded.model.diagnostics().total() > 0 && !args.quiet {
         eprintln!(
             "clrprof: {} while reading; `clrprof stats` lists them",
@@ -56,13 +49,6 @@ pub fn run(args: Args) -> Result<()> {
     }
     Ok(())
 }
-
-/// The figures that come from the simulated objects, so need allocation
-/// records: bytes allocated, relocated and alive at the end, and the
-/// objects queued for finalization (an `l` record counts only when it names
-/// an object the simulation knows).
-const UNKNOWN_WITHOUT_ALLOCATIONS: [&str; 5] =
-    ["allocated_bytes", "relocated_bytes", "final_heap_bytes", "objects_finalized", "critical_objects_finalized"];
 
 fn show(v: Option<u64>) -> String {
     v.map_or_else(|| "Unknown".to_string(), thousands)
@@ -76,15 +62,15 @@ fn signed(v: i64) -> String {
     }
 }
 
-fn print_table(path: &str, s: &Summary, allocations_known: bool) {
+fn print_table(path: &str, s: &Summary) {
     println!("{path}");
-    let known = |v: Option<u64>| show(v.filter(|_| allocations_known));
+    let known = |v: u64| show(s.allocations_known.then_some(v));
     let rows: [(&str, String); 18] = [
-        ("Allocated bytes", known(Some(s.allocated_bytes))),
-        ("Relocated bytes", known(Some(s.relocated_bytes))),
-        ("Final heap bytes", known(Some(s.final_heap_bytes))),
-        ("Objects finalized", known(s.objects_finalized)),
-        ("Critical objects finalized", known(s.critical_objects_finalized)),
+        ("Allocated bytes", known(s.allocated_bytes)),
+        ("Relocated bytes", known(s.relocated_bytes)),
+        ("Final heap bytes", known(s.final_heap_bytes)),
+        ("Objects finalized", show(s.objects_finalized)),
+        ("Critical objects finalized", show(s.critical_objects_finalized)),
         ("Gen 0 collections", signed(s.gen0_collections)),
         ("Gen 1 collections", signed(s.gen1_collections)),
         ("Gen 2 collections", signed(s.gen2_collections)),

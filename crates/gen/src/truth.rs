@@ -778,6 +778,9 @@ impl TruthBuilder {
         let handle = |v: u64| if with_handles { Some(v) } else { None };
         ClrSummary {
             allocated_bytes: self.soh.bytes + self.loh.bytes,
+            // The generator's logs never say they were recorded without
+            // allocation events: every figure is CLRProfiler's.
+            allocations_known: true,
             relocated_bytes: self.relocated.bytes,
             final_heap_bytes,
             gen0_collections: counts[0] as i64,

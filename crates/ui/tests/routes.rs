@@ -171,3 +171,19 @@ async fn bad_parameters_say_what_was_expected() {
         assert!(String::from_utf8_lossy(&body).contains(says), "{uri}: {}", String::from_utf8_lossy(&body));
     }
 }
+
+/// An attached recording (its first comment says so; no allocation
+/// record): the Summary's figures of simulated objects are `null`, which
+/// the page shows as "Unknown", not a wrong 0.
+#[tokio::test]
+async fn an_attached_recordings_unknown_figures_are_null() {
+    let log = b"f 0 NATIVE FUNCTION ( UNKNOWN ARGUMENTS ) 0 0\ni 1\nz clrprof agent 0.1.0 pid 7 stacks none attached (no allocations)\n\
+i 5\nb 1 0 0 0x1000 0x100 0x10000 0\ni 6\nl 0 0x1010\ni 7\nb 0 0 0 0x1000 0x100 0x10000 0\ng 1 0 0\n";
+    let m = load(log, &LoadOptions::default()).expect("load");
+    let app = App::new(Token::from_text(TOKEN), Arc::new(LogSet::from_models(vec![("attached.log".into(), m)])));
+    let s = json(&app, "/api/log/0/summary").await;
+    for key in ["allocated_bytes", "relocated_bytes", "final_heap_bytes", "objects_finalized", "critical_objects_finalized"] {
+        assert!(s[key].is_null(), "{key}: {s}");
+    }
+    assert_eq!(s["gen0_collections"], 1);
+}

@@ -13,7 +13,7 @@ use crate::record::{self, SessionRecord};
 use crate::server::Handshaken;
 use crate::CollectError;
 use clrprof_wire::handshake::{self, MAX_LINE};
-use clrprof_wire::{Command, Hello, Role, Token};
+use clrprof_wire::{Command, Role, Token};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -118,19 +118,7 @@ pub fn request(socket: &Path, token: &Token, request: &Request) -> Result<Reply,
     };
     read_line(&mut r, &mut line)?;
     let server = handshake::parse_challenge(&line).map_err(|e| bad(e.to_string()))?;
-    let nonce = crate::token_file::random_nonce()?;
-    let hello = Hello {
-        role: Role::Admin,
-        nonce: clrprof_wire::token::to_hex(&nonce.0),
-        pid: std::process::id(),
-        program: "clrprof".into(),
-        runtime: String::new(),
-        session: None,
-        spool: None,
-        spool_from: None,
-        catch_up: false,
-        resume_mac: None,
-    };
+    let (nonce, hello) = crate::check::tool_hello(Role::Admin)?;
     let h = handshake::hello_line(token, &server, &hello).map_err(|e| bad(e.to_string()))?;
     w.write_all(h.as_bytes()).map_err(CollectError::io("writing to the admin socket"))?;
     read_line(&mut r, &mut line).map_err(|_| bad("the collector refused the token".into()))?;

@@ -49,15 +49,12 @@ pub fn check_token(addr: &ListenAddr, token: &Token, timeout: Duration) -> Resul
     }
 }
 
-fn ask(r: impl Read, mut w: impl Write, addr: &ListenAddr, token: &Token) -> Result<TokenCheck, CollectError> {
-    let bad = |what: String| CollectError::Invalid(format!("the collector at {addr}: {what}"));
-    let mut r = BufReader::new(r);
-    let mut line = Vec::new();
-    (&mut r).take(MAX_LINE as u64).read_until(b'\n', &mut line).map_err(CollectError::io(format!("reading from {addr}")))?;
-    let server = handshake::parse_challenge(&line).map_err(|e| bad(format!("no collector's challenge ({e})")))?;
+/// The hello of the `clrprof` tool itself (not an agent: no program, no
+/// session) in `role`, with a fresh nonce.
+pub(crate) fn tool_hello(role: Role) -> Result<(clrprof_wire::Nonce, Hello), CollectError> {
     let nonce = crate::token_file::random_nonce()?;
     let hello = Hello {
-        role: Role::Check,
+        role,
         nonce: clrprof_wire::token::to_hex(&nonce.0),
         pid: std::process::id(),
         program: "clrprof".into(),
@@ -68,6 +65,16 @@ fn ask(r: impl Read, mut w: impl Write, addr: &ListenAddr, token: &Token) -> Res
         catch_up: false,
         resume_mac: None,
     };
+    Ok((nonce, hello))
+}
+
+fn ask(r: impl Read, mut w: impl Write, addr: &ListenAddr, token: &Token) -> Result<TokenCheck, CollectError> {
+    let bad = |what: String| CollectError::Invalid(format!("the collector at {addr}: {what}"));
+    let mut r = BufReader::new(r);
+    let mut line = Vec::new();
+    (&mut r).take(MAX_LINE as u64).read_until(b'\n', &mut line).map_err(CollectError::io(format!("reading from {addr}")))?;
+    let server = handshake::parse_challenge(&line).map_err(|e| bad(format!("no collector's challenge ({e})")))?;
+    let (nonce, hello) = tool_hello(Role::Check)?;
     let h = handshake::hello_line(token, &server, &hello).map_err(|e| bad(e.to_string()))?;
     w.write_all(h.as_bytes()).map_err(CollectError::io(format!("writing to {addr}")))?;
     line.clear();

@@ -1,5 +1,5 @@
 //! Where CLRProfiler's reader throws (section 9.2 of
-//! `docs/reference-reader.md`, numbered T1-T16 there), the model returns an
+//! `docs/src/reference-reader.md`, numbered T1-T16 there), the model returns an
 //! error naming the line, the byte offset, the record kind and the problem.
 //! Nothing panics.
 
@@ -199,7 +199,7 @@ fn no_panic_on_mutated_logs() {
     }
 }
 
-/// The model-only examples of section 10.3 of `docs/reference-reader.md`
+/// The model-only examples of section 10.3 of `docs/src/reference-reader.md`
 /// (rules no reference log exercises), with the figures given there.
 #[test]
 fn documented_rule_examples() {

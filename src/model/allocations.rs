@@ -316,7 +316,7 @@ pub enum Fate {
     },
     /// Erased outside a GC: a later allocation overlapped it, or the
     /// allocation-after-GC rule removed it (section 3.6 of
-    /// `docs/reference-reader.md`).
+    /// `docs/src/reference-reader.md`).
     Erased {
         /// When.
         tick: TickIndex,

@@ -5,7 +5,7 @@
 //! figures it shows are the state reached so far. The model reports such a
 //! record as an [`Error`] naming the line, the byte offset, the record kind
 //! and what was wrong. The list of such inputs is section 9.2 of
-//! `docs/reference-reader.md` (the `T` numbers below refer to it).
+//! `docs/src/reference-reader.md` (the `T` numbers below refer to it).
 
 /// A record the model cannot apply, with its position in the log.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

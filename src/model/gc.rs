@@ -1,7 +1,7 @@
 //! Garbage collections: the GC list and CLRProfiler's GC bookkeeping.
 //!
 //! Two independent sets of counters exist in CLRProfiler's reader (section 5
-//! of `docs/reference-reader.md`): the heap simulation's collection counts
+//! of `docs/src/reference-reader.md`): the heap simulation's collection counts
 //! (kept by [`super::heap`]) and the reader's own bookkeeping kept here,
 //! which decides the induced count, the heap sizes and the "Unknown"
 //! figures. The [`GcTable`] lists every GC the simulation acted on.

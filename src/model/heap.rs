@@ -1,5 +1,5 @@
 //! The heap simulation: CLRProfiler's live object table (section 3 of
-//! `docs/reference-reader.md`).
+//! `docs/src/reference-reader.md`).
 //!
 //! Objects are placed by allocations and moves, erased by overlapping
 //! placements, and removed by GC removal passes over the interval table;

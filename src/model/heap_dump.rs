@@ -1,5 +1,5 @@
 //! Heap dumps: `e`/`r` roots and `o` objects (section 6.3 of
-//! `docs/reference-reader.md`).
+//! `docs/src/reference-reader.md`).
 //!
 //! A dump starts at an `e` or `r` record not immediately preceded by
 //! another one; it counts as a heap dump only if its tick index is later

@@ -1,5 +1,5 @@
 //! The interval table: the address ranges the heap simulation believes to be
-//! heap (section 3.3 of `docs/reference-reader.md`).
+//! heap (section 3.3 of `docs/src/reference-reader.md`).
 //!
 //! Three lists, each ordered newest first (order decides ties): `live`, the
 //! ranges believed to be heap now; `pending`, the ranges of the current `b`

@@ -44,7 +44,7 @@ const NO_BLOCK: (u64, u32) = (u64::MAX, u32::MAX);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
     /// The stack row, or `RAW | stack index` when damage left a stack index
-    /// without a row (section 3.1 of `docs/reference-reader.md`).
+    /// without a row (section 3.1 of `docs/src/reference-reader.md`).
     pub row: u32,
     /// The allocation tick index.
     pub tick: u32,

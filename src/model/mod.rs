@@ -9,7 +9,7 @@
 //! only read (by [`crate::query`]).
 //!
 //! The simulation reproduces CLRProfiler's reader exactly, as
-//! `docs/reference-reader.md` describes it (the section numbers in this
+//! `docs/src/reference-reader.md` describes it (the section numbers in this
 //! module's documentation refer to that page): the same objects are live
 //! at every moment, the same sample entries are made, the same counters
 //! kept, so every Summary figure equals CLRProfiler's. Where CLRProfiler's

@@ -4,7 +4,7 @@
 //! `(type, change tick, allocation tick, previous entry)`, newest first
 //! (type 0 with allocation tick 0 is "free"). Entries are made when an
 //! allocation, a move or a removal crosses a grain boundary (section 4 of
-//! `docs/reference-reader.md`), and never freed. On large logs this is the
+//! `docs/src/reference-reader.md`), and never freed. On large logs this is the
 //! biggest table of all, so it is packed.
 //!
 //! # Layout

@@ -19,7 +19,7 @@
 //! reference's ancestor node and adds nodes only for the frames it lists.
 //!
 //! The reader's numbering is reproduced exactly (section 2 of
-//! `docs/reference-reader.md`): stack ids are stack indices until the first
+//! `docs/src/reference-reader.md`): stack ids are stack indices until the first
 //! duplicate allocation-only stack (or an `o` record needing a new type and
 //! size) creates the renumbering table; from then on every new stack gets
 //! index `max + 1`, and ids of `!`, `a`, `c` and `n` references are mapped.
@@ -658,7 +658,7 @@ mod tests {
 
     #[test]
     fn sample_all_kinds_numbering() {
-        // Section 2.8 of docs/reference-reader.md.
+        // Section 2.8 of docs/src/reference-reader.md.
         let mut t = StackTable::new();
         n(&mut t, 1, 0, None, None, &[1]);
         n(&mut t, 2, 4, None, Some(1), &[2]);

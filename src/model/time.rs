@@ -7,7 +7,7 @@
 //! slot of their own at the same time while fewer than 4,194,303 exist.
 //! Times are kept as CLRProfiler computes them (`f64` seconds: the `i32`
 //! value times 0.001, plus 4294967.296 per wrap), so that they compare
-//! bit-exactly with its output. Section 1 of `docs/reference-reader.md`.
+//! bit-exactly with its output. Section 1 of `docs/src/reference-reader.md`.
 
 use super::ids::TickIndex;
 

@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `gen0`, `gen1`, `gen2` | reclaimed by a GC while in that generation |
 //! | `loh` | reclaimed by a GC while in a large-object-heap range (generation 3) |
-//! | `erased` | removed outside a GC: a later allocation overlapped it, or CLRProfiler's allocation-after-GC rule removed it (section 3.6 of `docs/reference-reader.md`); no GC reclaimed it, so it is in no generation column |
+//! | `erased` | removed outside a GC: a later allocation overlapped it, or CLRProfiler's allocation-after-GC rule removed it (section 3.6 of `docs/src/reference-reader.md`); no GC reclaimed it, so it is in no generation column |
 //! | `alive_at_end` | still in the simulated heap at the end of the log |
 //! | `untracked` | under 12 bytes: CLRProfiler's heap simulation never holds it |
 //!

@@ -1,5 +1,5 @@
 //! CLRProfiler's Summary page: 18 figures (section 7 of
-//! `docs/reference-reader.md`).
+//! `docs/src/reference-reader.md`).
 
 use crate::model::{Model, StackCounts};
 use serde::Serialize;

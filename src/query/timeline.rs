@@ -4,7 +4,7 @@
 //! The answer comes from the packed sample table ([`crate::model::SampleTable`]):
 //! the history of every 1 KB grain of address space, each entry valid from
 //! its change tick until the grain's next entry (section 4.5 of
-//! `docs/reference-reader.md`).
+//! `docs/src/reference-reader.md`).
 //!
 //! # The address axis
 //!

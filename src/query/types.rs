@@ -1,6 +1,6 @@
 //! Histograms by type name (CLRProfiler's histogram views; the `*_by_type`
 //! objects of the reference files, section 8.2 of
-//! `docs/reference-reader.md`).
+//! `docs/src/reference-reader.md`).
 
 use crate::model::{Model, StackCounts, StackRef};
 use serde::Serialize;

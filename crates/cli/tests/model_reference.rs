@@ -211,7 +211,7 @@ fn failing_logs_error_or_recover() {
 
 /// The project's own corpus through `clrprof summary --json`. The golden
 /// figures were checked against the throw-away model of
-/// `docs/reference-reader.md` (section 10) when they were blessed.
+/// `docs/src/reference-reader.md` (section 10) when they were blessed.
 /// `tricky.log` has a generation-4 range, where CLRProfiler's reader throws:
 /// the CLI exits with status 1 and names the line.
 #[test]

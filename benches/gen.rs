@@ -1,7 +1,7 @@
 //! Generation throughput (bytes of log per second) of `clrprof gen`'s
 //! presets, written to `io::sink()` so the disk does not count. The
 //! whole-run figures for the large presets (`seed` takes seconds) are in
-//! the README, measured with the command line.
+//! the guide (docs/src/gen.md), measured with the command line.
 
 use clrprof_gen::{generate, Preset};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

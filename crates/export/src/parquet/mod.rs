@@ -126,6 +126,6 @@ pub fn write(model: &Model, options: &ExportOptions, dir: &Path) -> Result<Vec<T
 /// The folder's README: what each table holds.
 const README: &str = "# clrprof Parquet export\n\n\
 One Parquet file per table, written by `clrprof export --format parquet`.\n\
-The schemas are described in the clrprof README, section \"Exports\".\n\n\
+The schemas are described in the clrprof guide, chapter \"Exports\" (docs/src/exports.md).\n\n\
 DuckDB: `SELECT * FROM read_parquet('objects.parquet') LIMIT 10;`\n\
 Spark: `spark.read.parquet(\"objects.parquet\")`.\n";

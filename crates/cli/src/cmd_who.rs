@@ -10,11 +10,11 @@ use clrprof::query::{who_allocated, Figures, TypeMatch};
 /// Arguments of `clrprof who`.
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub query: QueryArgs,
     /// The type name, or a part of it (see `--exact`).
     #[arg(value_name = "TYPE")]
     pub pattern: String,
-    #[command(flatten)]
-    pub query: QueryArgs,
     /// Match the whole type name instead of a part of it.
     #[arg(long)]
     pub exact: bool,
@@ -23,8 +23,27 @@ pub struct Args {
     pub sort: Sort,
 }
 
+/// Takes `clrprof who TYPE LOG`, the order of earlier versions, when it
+/// cannot be meant otherwise: the first argument is not a file (nor `-`)
+/// and the second is one. Says so on standard error.
+fn old_order(args: &mut Args) {
+    let log = &args.query.load.log;
+    if log.as_os_str() == "-" || log.exists() || !std::path::Path::new(&args.pattern).is_file() {
+        return;
+    }
+    let Some(ty) = log.to_str().map(str::to_owned) else { return };
+    eprintln!(
+        "clrprof: note: `clrprof who TYPE LOG` is the old order; taken as `clrprof who {} {ty}` \
+         (the log comes first, as in every command)",
+        args.pattern
+    );
+    let file = std::mem::replace(&mut args.pattern, ty);
+    args.query.load.log = std::path::PathBuf::from(file);
+}
+
 /// Runs the command.
-pub fn run(args: Args) -> Result<()> {
+pub fn run(mut args: Args) -> Result<()> {
+    old_order(&mut args);
     let loaded = args.query.load()?;
     let model = &loaded.model;
     let filter = args.query.filter(model)?;

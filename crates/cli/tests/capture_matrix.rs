@@ -478,9 +478,9 @@ fn check(i: usize) {
     let Recorded { truth, log, dir } = record(dn, i, &r);
     let log_s = log.to_str().expect("UTF-8 path");
     let q = |args: &[&str]| {
-        // The log after the command (`who TYPE LOG`: after the type).
+        // The log right after the command.
         let mut a = args.to_vec();
-        a.insert(if args[0] == "who" { 2 } else { 1 }, log_s);
+        a.insert(1, log_s);
         json(&dir, &a)
     };
     let attached = r.launch == Attached;
@@ -536,7 +536,7 @@ fn check(i: usize) {
         }
         // `who`: no allocations of the type, or (no dump ever named it) no
         // such type.
-        let who = clrprof(&dir, &["who", "TruthCache", log_s, "--exact", "--json", "--top", "0"]);
+        let who = clrprof(&dir, &["who", log_s, "TruthCache", "--exact", "--json", "--top", "0"]);
         if who.status.success() {
             let who: Value = serde_json::from_slice(&who.stdout).expect("who --json");
             assert_eq!((who["count"].as_u64(), who["functions"].as_array().map(Vec::len)), (Some(0), Some(0)), "{what}: who of an attached log: {who}");

@@ -46,3 +46,30 @@ fn help_is_grouped_with_every_command_once() {
         assert!(listed.len() >= 31, "{} commands listed:\n{o}", listed.len());
     }
 }
+
+/// `clrprof who LOG TYPE`, the log first as in every command; the old
+/// order `who TYPE LOG` still works when it cannot mean anything else, with
+/// a note on standard error; a missing log in the new order is an error
+/// about the log.
+#[test]
+fn who_takes_the_log_first() {
+    let log = "../shared/corpus/reference/gen-small.log";
+    let Some(dir) = reference_dir() else { return };
+    assert!(dir.join("gen-small.log").is_file());
+    let new = clrprof(&["who", log, "System.String", "--exact", "--json", "-q"]);
+    let (o_new, e_new) = text(&new);
+    assert!(new.status.success(), "{e_new}");
+    assert!(!e_new.contains("old order"), "{e_new}");
+    let old = clrprof(&["who", "System.String", log, "--exact", "--json", "-q"]);
+    let (o_old, e_old) = text(&old);
+    assert!(old.status.success(), "{e_old}");
+    assert_eq!(o_old, o_new);
+    assert!(e_old.contains("`clrprof who TYPE LOG` is the old order"), "{e_old}");
+    assert!(e_old.contains(&format!("`clrprof who {log} System.String`")), "{e_old}");
+    let missing = clrprof(&["who", "no-such.log", "System.String"]);
+    let (_, e) = text(&missing);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(e.contains("no-such.log") && !e.contains("old order"), "{e}");
+    let help = text(&clrprof(&["help", "who"])).0;
+    assert!(help.contains("Usage: clrprof who [OPTIONS] <LOG> <TYPE>"), "{help}");
+}

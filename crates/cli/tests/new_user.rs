@@ -43,7 +43,7 @@ fn json_is_complete_unless_top_is_given() {
         vec!["classes", log],
         vec!["types", log],
         vec!["types", "--buckets", "--bucket-scale", "fine", log],
-        vec!["who", "System", log],
+        vec!["who", log, "System"],
         vec!["graph", log],
         vec!["flame", log],
         vec!["lifetime", log],
@@ -121,20 +121,20 @@ fn overloads_are_told_apart() {
 #[test]
 fn who_with_no_such_type() {
     let Some(log) = reference("real-CLRProfilerTestBedMk1.log") else { return };
-    let out = clrprof(&["who", "NoSuchType", "-q", &log]);
+    let out = clrprof(&["who", &log, "NoSuchType", "-q"]);
     let (o, e) = text(&out);
     assert!(!out.status.success());
     assert!(o.is_empty(), "{o}");
     assert!(e.contains("no type whose name contains \"NoSuchType\""), "{e}");
-    let out = clrprof(&["who", "string", "-q", &log]);
+    let out = clrprof(&["who", &log, "string", "-q"]);
     let (_, e) = text(&out);
     assert!(!out.status.success());
     assert!(e.contains("close names: System.String"), "the other case first: {e}");
-    let out = clrprof(&["who", "System.Strng", "--exact", "-q", &log]);
+    let out = clrprof(&["who", &log, "System.Strng", "--exact", "-q"]);
     let (_, e) = text(&out);
     assert!(!out.status.success() && e.contains("System.String"), "{e}");
     // A type that exists but allocated nothing in the window: exit 0.
-    let (o, _) = ok(&["who", "System.String", "--exact", "--to", "0", "-q", &log]);
+    let (o, _) = ok(&["who", &log, "System.String", "--exact", "--to", "0", "-q"]);
     assert!(o.contains("none of their objects was allocated"), "{o}");
 }
 
@@ -202,7 +202,7 @@ fn plurals() {
     let (o, _) = ok(&["timeline", "-q", log]);
     assert!(!o.contains("(s)"), "{o}");
     let Some(real) = reference("real-CLRProfilerTestBedMk1.log") else { return };
-    let (o, _) = ok(&["who", "System.Net.HttpWebRequest", "--exact", "-q", &real]);
+    let (o, _) = ok(&["who", &real, "System.Net.HttpWebRequest", "--exact", "-q"]);
     assert!(o.lines().next().is_some_and(|l| l.contains("of 1 type matching")), "{o}");
 }
 

@@ -532,7 +532,7 @@ fn cli_tables_and_json() {
     assert_eq!(v["classes"].as_array().unwrap().len(), 3);
     assert!(v["classes_left_out"].as_u64().unwrap() > 0);
 
-    let out = clrprof(&["who", "System.String", "--exact", "--json", "--quiet", log]);
+    let out = clrprof(&["who", log, "System.String", "--exact", "--json", "--quiet"]);
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = reference(&dir, "gen-tiny");

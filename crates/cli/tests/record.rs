@@ -125,7 +125,7 @@ fn markers(rt: Runtime, extra: &[&str]) {
             ("FinMarker", "P::AllocFinalizable"),
             ("HandleMarker", "P::MakeHandles"),
         ] {
-            let who = query(&["who", ty, "--exact", "--json", "--top", "0", log]);
+            let who = query(&["who", log, ty, "--exact", "--json", "--top", "0"]);
             let expected = program["types"][ty].as_u64().unwrap_or(u64::MAX);
             let function = |name: &str| {
                 who["functions"].as_array().and_then(|a| a.iter().find(|f| f["name"] == name)).cloned().unwrap_or_default()

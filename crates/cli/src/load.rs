@@ -2,7 +2,7 @@
 
 use crate::common::LoadArgs;
 use anyhow::{bail, Result};
-use clrprof::format::{ChunkOptions, Error as FormatError, LogSource};
+use clrprof::format::{ChunkOptions, Error as FormatError, Kind, LogSource};
 use clrprof::model::{self, LoadOptions, Model};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -113,6 +113,9 @@ fn strict_check(args: &LoadArgs, model: &Model) -> Result<()> {
 pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<Loaded> {
     let data = source.bytes();
     let path = args.shown();
+    if let Err(e) = some_record(data) {
+        bail!("{}: {e}", path.display());
+    }
     let defaults = LoadOptions::default();
     let options = LoadOptions { chunks: ChunkOptions { threads: args.threads.map(usize::from), ..defaults.chunks } };
     let mut progress = Progress::new(data.len() as u64, quiet);
@@ -131,4 +134,60 @@ pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<L
     };
     strict_check(args, &model)?;
     Ok(Loaded { model, seconds, memory })
+}
+
+/// Whether any line of `data` starts with a record letter: the reader skips
+/// every other line (as CLRProfiler's does), so a file of only such lines
+/// would load as an empty log and print all-zero figures. A log with some
+/// junk lines among its records still loads, with warnings. An empty file
+/// passes here: the library says it has no records.
+///
+/// Looks at the first line of a log only; reads a file that is not one to
+/// its end (at memchr speed).
+fn some_record(data: &[u8]) -> Result<(), String> {
+    let mut at = 0;
+    let mut lines = 0u64;
+    while at < data.len() {
+        if Kind::from_byte(data[at]).is_some() {
+            return Ok(());
+        }
+        lines += 1;
+        match memchr::memchr(b'\n', &data[at..]) {
+            Some(i) => at += i + 1,
+            None => break,
+        }
+    }
+    if data.is_empty() {
+        return Ok(());
+    }
+    let first: String = data
+        .iter()
+        .take_while(|&&b| b != b'\n' && b != b'\r')
+        .take(40)
+        .map(|&b| if (0x20..0x7f).contains(&b) { b as char } else { '.' })
+        .collect();
+    let letters: Vec<String> = Kind::ALL.iter().map(|k| k.letter().to_string()).collect();
+    let letters = letters.join(" ");
+    Err(format!(
+        "not a CLRProfiler log: none of its {} starts with a record letter \
+         (line 1, byte 0: {first:?}; expected a line such as `t 1 0 System.String`, \
+         whose first character is one of {letters}, in either case); `clrprof stats` shows what the lines hold",
+        crate::common::count(lines, "line", "lines")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::some_record;
+
+    #[test]
+    fn a_file_without_a_record_line_is_not_a_log() {
+        assert!(some_record(b"").is_ok());
+        assert!(some_record(b"i 0\n").is_ok());
+        assert!(some_record(b"# junk\n  indented\n1234\nz a comment").is_ok());
+        assert!(some_record(b"# junk\n  indented\n1234\n").is_err());
+        let e = some_record(b"# junk\r\n- more junk").err().unwrap_or_default();
+        assert!(e.contains("none of its 2 lines") && e.contains("line 1, byte 0: \"# junk\""), "{e}");
+        assert!(some_record(b"# no newline at all").err().unwrap_or_default().contains("its 1 line "));
+    }
 }

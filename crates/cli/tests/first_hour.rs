@@ -73,3 +73,49 @@ fn who_takes_the_log_first() {
     let help = text(&clrprof(&["help", "who"])).0;
     assert!(help.contains("Usage: clrprof who [OPTIONS] <LOG> <TYPE>"), "{help}");
 }
+
+/// A few MB of text in which no line is a record: exit 1 and a message
+/// that says what the file is not, where it looked and what a log line
+/// looks like (it used to load as an empty log: exit 0, all-zero Summary).
+/// The same junk lines among a log's records still load, with the log's
+/// figures.
+#[test]
+fn text_without_a_record_is_not_a_log() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let junk_line = "# this is a README, not a log: 1234 5678\n";
+    let junk = dir.path().join("junk.txt");
+    std::fs::write(&junk, junk_line.repeat(4 << 20 >> 5)).expect("write");
+    let junk_s = junk.to_str().expect("UTF-8");
+    for cmd in ["summary", "types", "dumps", "footprint"] {
+        let out = clrprof(&[cmd, junk_s]);
+        let (o, e) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {o}{e}");
+        assert!(o.is_empty(), "{cmd}: {o}");
+        assert!(e.contains("not a CLRProfiler log: none of its 131,072 lines starts with a record letter"), "{cmd}: {e}");
+        assert!(e.contains("line 1, byte 0: \"# this is a README"), "{e}");
+        assert!(e.contains("expected a line such as `t 1 0 System.String`"), "{e}");
+    }
+    // An empty file keeps its own message.
+    let empty = dir.path().join("empty.log");
+    std::fs::write(&empty, "").expect("write");
+    let (_, e) = text(&clrprof(&["summary", empty.to_str().expect("UTF-8")]));
+    assert!(e.contains("empty: it has no records"), "{e}");
+    // Junk among records: loads as before, with the same figures.
+    let log = repo_root().join("corpus/all-kinds.log");
+    let original = std::fs::read_to_string(&log).expect("corpus/all-kinds.log");
+    let mixed = dir.path().join("mixed.log");
+    let mut m = junk_line.repeat(3);
+    for line in original.lines() {
+        m.push_str(line);
+        m.push('\n');
+        m.push_str(junk_line);
+    }
+    std::fs::write(&mixed, m).expect("write");
+    let a = clrprof(&["summary", "--json", "-q", log.to_str().expect("UTF-8")]);
+    let b = clrprof(&["summary", "--json", "-q", mixed.to_str().expect("UTF-8")]);
+    assert!(a.status.success() && b.status.success(), "{}", text(&b).1);
+    let (ja, jb): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_slice(&a.stdout).expect("JSON"), serde_json::from_slice(&b.stdout).expect("JSON"));
+    assert_eq!(ja["allocated_bytes"], jb["allocated_bytes"]);
+    assert!(ja["allocated_bytes"].as_u64().is_some_and(|n| n > 0), "{ja}");
+}

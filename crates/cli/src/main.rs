@@ -176,16 +176,57 @@ fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("clrprof: {e:#}");
+            eprintln!("clrprof: {}", message(&e));
             ExitCode::FAILURE
         }
     }
 }
 
+/// An error and its causes in one line, `a: b: c`, as anyhow's `{:#}`
+/// prints them, but without a cause whose text the message already holds:
+/// several error types print their source in their own message and return
+/// it as their source too, which would say "No such file or directory
+/// (os error 2)" twice.
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.is_empty() {
+            out = text;
+        } else if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Cli;
+    use super::{message, Cli};
     use clap::CommandFactory;
+
+    /// A cause already in the message is not repeated; others are.
+    #[test]
+    fn each_cause_once() {
+        let io = || std::io::Error::from_raw_os_error(2);
+        #[derive(Debug)]
+        struct Wraps(std::io::Error);
+        impl std::fmt::Display for Wraps {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "cannot list /x: {}", self.0)
+            }
+        }
+        impl std::error::Error for Wraps {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let e = anyhow::Error::new(Wraps(io()));
+        assert_eq!(message(&e), "cannot list /x: No such file or directory (os error 2)");
+        let e = anyhow::Error::new(io()).context("cannot read /y");
+        assert_eq!(message(&e), "cannot read /y: No such file or directory (os error 2)");
+    }
 
     /// clap's own consistency checks (unique argument ids, valid defaults
     /// and conflicts), which release builds skip: two flattened options

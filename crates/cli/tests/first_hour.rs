@@ -119,3 +119,30 @@ fn text_without_a_record_is_not_a_log() {
     assert_eq!(ja["allocated_bytes"], jb["allocated_bytes"]);
     assert!(ja["allocated_bytes"].as_u64().is_some_and(|n| n > 0), "{ja}");
 }
+
+/// An OS error is said once, not "No such file or directory (os error 2):
+/// No such file or directory (os error 2)".
+#[test]
+fn os_errors_are_said_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("no/such/dir");
+    let missing = missing.to_str().expect("UTF-8");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").expect("write");
+    let under_file = format!("{}/sub", file.display());
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["sessions", "--dir", missing],
+        vec!["ctl", "--dir", missing, "s1", "flush"],
+        vec!["summary", missing],
+        vec!["summary", dir.path().to_str().expect("UTF-8")],
+        vec!["gen", "-o", &under_file],
+    ];
+    for args in cases {
+        let out = clrprof(&args);
+        let (_, e) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        let n = e.matches("(os error").count();
+        assert!(n <= 1, "{args:?}: {e}");
+        assert!(n == 1 || e.contains("ermission") || e.contains("no such") || e.contains("not found"), "{args:?}: {e}");
+    }
+}

@@ -174,10 +174,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
                         catch_up_outcome(&field)
                     ),
                     None => eprintln!(
-                        "clrprof record: {} exited with {}; streamed the log to {}; `clrprof sessions --dir DIR` lists it",
+                        "clrprof record: {} exited with {}; streamed the log to {}; {}",
                         shown,
                         describe(&status),
-                        args.target.as_deref().unwrap_or("")
+                        args.target.as_deref().unwrap_or(""),
+                        sessions_hint(args.token_file.as_deref())
                     ),
                 }
             }
@@ -439,6 +440,19 @@ fn catch_up_outcome(field: &dyn Fn(&str) -> Option<String>) -> String {
     String::new()
 }
 
+/// How to list the streamed session: `clrprof sessions --dir D` with the
+/// collector's directory when the token file is the collector's own
+/// (`D/collector.token`), else with the placeholder said to be one.
+pub(crate) fn sessions_hint(token_file: Option<&std::path::Path>) -> String {
+    let dir = token_file
+        .filter(|f| f.file_name().is_some_and(|n| n == clrprof_collect::TOKEN_FILE))
+        .map(|f| f.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")));
+    match dir {
+        Some(d) => format!("`clrprof sessions --dir {}` lists it", d.display()),
+        None => "`clrprof sessions --dir DIR`, DIR being the collector's directory, lists it".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,5 +470,16 @@ mod tests {
         let stamp = local_timestamp();
         assert_eq!(stamp.len(), 15, "{stamp}");
         assert_eq!(&stamp[8..9], "_");
+    }
+
+    /// The collector's directory when the token file tells it, else a
+    /// placeholder said to be one (never a bare `DIR`).
+    #[test]
+    fn sessions_hint_names_the_directory() {
+        use std::path::Path;
+        assert_eq!(sessions_hint(Some(Path::new("/srv/c/collector.token"))), "`clrprof sessions --dir /srv/c` lists it");
+        assert_eq!(sessions_hint(Some(Path::new("collector.token"))), "`clrprof sessions --dir .` lists it");
+        let other = sessions_hint(Some(Path::new("/tmp/my.token")));
+        assert!(other.contains("DIR being the collector's directory"), "{other}");
     }
 }

@@ -95,10 +95,10 @@ pub fn run(pid: u32, args: &crate::cmd_record::Args) -> Result<ExitCode> {
     }
     if let (Some(t), false) = (&streaming, args.quiet) {
         eprintln!(
-            "clrprof record: {}; streamed the log to {t} (to the spool {} if it could not be reached); \
-             `clrprof sessions --dir DIR` lists it",
+            "clrprof record: {}; streamed the log to {t} (to the spool {} if it could not be reached); {}",
             if ended { format!("process {pid} ended") } else { "stopped".to_string() },
-            output.with_extension("spool.log").display()
+            output.with_extension("spool.log").display(),
+            crate::cmd_record::sessions_hint(args.token_file.as_deref())
         );
     } else if !args.quiet {
         let bytes = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);

@@ -277,6 +277,8 @@ fn three_programs_stream_and_take_commands_on_both_runtimes() {
     }
     let (markers_json, markers_err) = markers.finish();
     assert!(markers_err.contains("streamed the log to"), "{markers_err}");
+    // The collector's real directory, from its token file (not a bare DIR).
+    assert!(markers_err.contains(&format!("`clrprof sessions --dir {}` lists it", dir.display())), "{markers_err}");
     let results: Vec<(Runtime, Value)> = phases
         .into_iter()
         .map(|(rt, p)| {

@@ -349,22 +349,25 @@ fn run(agent: &'static Agent, label: Option<&str>, output: Option<&Path>) -> Res
 }
 
 /// Starts the thread of `CLRPROF_HEAP_DUMP_EVERY`: a dump into the log
-/// every `every`, labelled `periodic heap dump N`.
+/// every `every`, labelled `periodic heap dump N` where N is the dump's
+/// number in the log as `clrprof dumps` and `clrprof dump LOG N` count
+/// (from 0, dumps of other origins included). N is read when the dump is
+/// asked for: a dump asked for by other means in that instant can come
+/// first and take the number.
 pub(crate) fn start_periodic(agent: &'static Agent, every: Duration) -> Result<(), String> {
     std::thread::Builder::new()
         .name("clrprof-periodic".into())
         .spawn(move || {
-            let mut n = 1u64;
             loop {
                 std::thread::sleep(every);
                 if agent.is_shut_down() || lock(&agent.log).is_none() {
                     return;
                 }
+                let n = agent.dumps_in_log.load(Ordering::Acquire);
                 let label = format!("periodic heap dump {n}");
                 if let Err(e) = heap_dump(agent, Some(&label), None) {
                     eprintln!("clrprof agent: {label}: {e}");
                 }
-                n += 1;
             }
         })
         .map(|_| ())

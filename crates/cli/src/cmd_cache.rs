@@ -12,6 +12,7 @@ pub struct Args {
     #[arg(long)]
     clear: bool,
     /// Print the entries as JSON.
+    /// An error is printed as `{"error": MESSAGE}` on standard output (exit status 1).
     #[arg(long)]
     json: bool,
 }

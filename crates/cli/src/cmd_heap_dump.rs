@@ -46,6 +46,7 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     timeout: u64,
     /// Print the dump's figures as JSON.
+    /// An error is printed as `{"error": MESSAGE}` on standard output (exit status 1).
     #[arg(long)]
     json: bool,
 }

@@ -13,6 +13,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR", default_value = ".")]
     dir: PathBuf,
     /// Print the records as JSON.
+    /// An error is printed as `{"error": MESSAGE}` on standard output (exit status 1).
     #[arg(long)]
     json: bool,
 }

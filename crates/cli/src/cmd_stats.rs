@@ -11,6 +11,7 @@ pub struct Args {
     #[command(flatten)]
     load: LoadArgs,
     /// Print JSON instead of a table.
+    /// An error is printed as `{"error": MESSAGE}` on standard output (exit status 1).
     #[arg(long)]
     json: bool,
 }

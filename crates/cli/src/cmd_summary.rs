@@ -16,6 +16,7 @@ pub struct Args {
     #[arg(value_name = "MORE")]
     more: Vec<std::path::PathBuf>,
     /// Print JSON (the keys of CLRProfiler's Summary; null for "Unknown").
+    /// An error is printed as `{"error": MESSAGE}` on standard output (exit status 1).
     #[arg(long)]
     json: bool,
     /// No progress bar.

@@ -65,6 +65,7 @@ pub fn thousands(n: u64) -> String {
 #[derive(clap::Args, Clone, Debug)]
 pub struct OutputArgs {
     /// Print JSON instead of tables (every row unless --top is given).
+    /// An error is printed as `{"error": MESSAGE}` on standard output (exit status 1).
     #[arg(long)]
     pub json: bool,
     /// Show at most this many rows per list (0: all; tables default to 20,

@@ -134,6 +134,11 @@ fn main() -> ExitCode {
     }
     let matches = help::grouped(Cli::command()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // `--json`: an error is a JSON object on standard output too.
+    let json = matches
+        .subcommand()
+        .and_then(|(_, m)| m.try_get_one::<bool>("json").ok().flatten().copied())
+        .unwrap_or(false);
     let result = match cli.command {
         Command::Stats(a) => cmd_stats::run(a),
         Command::Summary(a) => cmd_summary::run(a),
@@ -150,7 +155,7 @@ fn main() -> ExitCode {
         Command::Calls(a) => cmd_calls::run(a),
         Command::Threads(a) => cmd_threads::run(a),
         Command::Timeline(a) => cmd_timeline::run(a),
-        Command::Record(a) => return finish(cmd_record::run(a)),
+        Command::Record(a) => return finish(cmd_record::run(a), json),
         Command::HeapDump(a) => cmd_heap_dump::run(a),
         Command::Ui(a) => cmd_ui::run(a),
         Command::Functions(a) => cmd_functions::run(a),
@@ -167,14 +172,19 @@ fn main() -> ExitCode {
         Command::Ctl(a) => cmd_ctl::run(a),
         Command::Join(a) => cmd_join::run(a),
     };
-    finish(result.map(|()| ExitCode::SUCCESS))
+    finish(result.map(|()| ExitCode::SUCCESS), json)
 }
 
 /// The exit code of a command: its own, or 1 with the error on standard
-/// error.
-fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
+/// error; with `--json`, as `{"error": MESSAGE}` on standard output
+/// instead, where a program reading the JSON looks.
+fn finish(result: anyhow::Result<ExitCode>, json: bool) -> ExitCode {
     match result {
         Ok(code) => code,
+        Err(e) if json => {
+            println!("{}", serde_json::json!({ "error": message(&e) }));
+            ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!("clrprof: {}", message(&e));
             ExitCode::FAILURE

@@ -146,3 +146,39 @@ fn os_errors_are_said_once() {
         assert!(n == 1 || e.contains("ermission") || e.contains("no such") || e.contains("not found"), "{args:?}: {e}");
     }
 }
+
+/// With `--json`, an error is a JSON object `{"error": MESSAGE}` on
+/// standard output, exit status 1, nothing on standard error; without it,
+/// the plain line on standard error. Every `--json` option says so.
+#[test]
+fn json_errors_are_json() {
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["summary", "--json", "no-such.log"],
+        vec!["stats", "--json", "no-such.log"],
+        vec!["types", "--json", "no-such.log"],
+        vec!["footprint", "--json", "no-such.log"],
+        vec!["dumps", "--json", "no-such.log"],
+        vec!["who", "--json", "no-such.log", "System.String"],
+        vec!["dump", "--json", "corpus/all-kinds.log", "99"],
+        vec!["sessions", "--json", "--dir", "no/such/dir"],
+        vec!["heap-dump", "--json", "999999999"],
+    ];
+    for args in cases {
+        let out = clrprof(&args);
+        let (o, e) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {o}{e}");
+        let v: serde_json::Value = serde_json::from_str(&o).unwrap_or_else(|x| panic!("{args:?}: not JSON ({x}): {o:?}"));
+        let msg = v["error"].as_str().unwrap_or_else(|| panic!("{args:?}: {v}"));
+        assert!(!msg.is_empty() && !msg.starts_with("clrprof:"), "{args:?}: {v}");
+        assert!(!e.contains(msg), "{args:?}: the error on stderr too: {e}");
+        let plain: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+        let out = clrprof(&plain);
+        let (o, e) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{plain:?}");
+        assert!(o.is_empty() && e.contains(&format!("clrprof: {msg}")), "{plain:?}: {o}{e}");
+    }
+    for cmd in ["summary", "stats", "types", "footprint", "sessions", "cache", "heap-dump"] {
+        let help = text(&clrprof(&["help", cmd])).0;
+        assert!(help.contains("An error is printed as `{\"error\": MESSAGE}` on standard output"), "{cmd}: {help}");
+    }
+}

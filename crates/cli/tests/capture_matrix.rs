@@ -658,54 +658,67 @@ fn check(i: usize) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_00_attached_collector_core31() {
     check(0);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_01_attached_periodic_off_core31() {
     check(1);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_02_attached_api_dumps_off_collector_core31() {
     check(2);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_03_attached_heap_dump_net8() {
     check(3);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_04_launched_no_stacks_heap_dump_off_core31() {
     check(4);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_05_launched_shadow_off_core31() {
     check(5);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_06_launched_shadow_api_dumps_off_net8() {
     check(6);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_07_launched_shadow_heap_dump_off_collector_net8() {
     check(7);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_08_launched_calls_off_net8() {
     check(8);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_09_launched_calls_api_dumps_net8() {
     check(9);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_10_launched_calls_heap_dump_off_core31() {
     check(10);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_11_launched_shadow_periodic_net8() {
     check(11);
 }
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn run_12_launched_calls_periodic_collector_core31() {
     check(12);
 }

@@ -237,6 +237,7 @@ fn stored(dir: &Path, session: &Value) -> Vec<u8> {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn three_programs_stream_and_take_commands_on_both_runtimes() {
     let Some((dn, agent)) = setup() else { return };
     let dir = work().join("three");
@@ -353,6 +354,7 @@ fn killed_after_phase_a(dn: &Dotnet, agent: &Path, rt: Runtime, tag: &str, dir: 
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn collector_killed_mid_run_catches_up_from_the_spool_and_ends_whole() {
     let Some((dn, agent)) = setup() else { return };
     for rt in Runtime::ALL {
@@ -390,6 +392,7 @@ fn collector_killed_mid_run_catches_up_from_the_spool_and_ends_whole() {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn collector_back_only_after_the_program_ended_part_plus_spool_is_the_whole_log() {
     let Some((dn, agent)) = setup() else { return };
     let dir = work().join("late-return");
@@ -416,6 +419,7 @@ fn collector_back_only_after_the_program_ended_part_plus_spool_is_the_whole_log(
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn unreachable_collector_at_start_spools_the_whole_log() {
     let Some((dn, agent)) = setup() else { return };
     let dir = work().join("unreachable");

@@ -377,11 +377,13 @@ fn under_agent(rt: Runtime) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dumps_under_the_agent_on_core31() {
     under_agent(Runtime::Core31);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dumps_under_the_agent_on_net8() {
     under_agent(Runtime::Net8);
 }
@@ -432,11 +434,13 @@ fn attached(rt: Runtime) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dumps_attached_on_core31() {
     attached(Runtime::Core31);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dumps_attached_on_net8() {
     attached(Runtime::Net8);
 }
@@ -519,11 +523,13 @@ fn attached_streaming(rt: Runtime) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dumps_attached_streaming_on_core31() {
     attached_streaming(Runtime::Core31);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dumps_attached_streaming_on_net8() {
     attached_streaming(Runtime::Net8);
 }
@@ -554,11 +560,13 @@ fn bare(rt: Runtime) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dumps_bare_processes_on_core31() {
     bare(Runtime::Core31);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dumps_bare_processes_on_net8() {
     bare(Runtime::Net8);
 }
@@ -603,11 +611,13 @@ fn stress(rt: Runtime) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dumps_under_load_on_core31() {
     stress(Runtime::Core31);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dumps_under_load_on_net8() {
     stress(Runtime::Net8);
 }
@@ -656,17 +666,20 @@ fn api(rt: Runtime) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn in_process_api_on_core31() {
     api(Runtime::Core31);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn in_process_api_on_net8() {
     api(Runtime::Net8);
 }
 
 /// `record --heap-dump-every`: periodic dumps, labelled.
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn periodic_dumps() {
     let Some((dn, _)) = setup() else { return };
     let rt = Runtime::Net8;
@@ -705,6 +718,7 @@ fn periodic_dumps() {
 /// A program started under the agent removes the control sockets that
 /// killed processes left in its temporary directory, and nothing else.
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn stale_sockets_removed() {
     let Some((dn, agent)) = setup() else { return };
     let rt = Runtime::Net8;
@@ -741,6 +755,7 @@ fn stale_sockets_removed() {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn clear_errors() {
     let dir = work();
     std::fs::create_dir_all(&dir).expect("work dir");
@@ -792,6 +807,7 @@ fn stderr_of(out: &Output) -> String {
 /// diagnostics socket planted beside the real one is passed over, and a
 /// socket of the right owner answered by another process is refused too.
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn planted_sockets_are_refused() {
     let Some((dn, _)) = setup() else { return };
     let Some(other) = common::other_user::get("planting sockets in a process's temporary folder") else { return };
@@ -893,6 +909,7 @@ fn planted_sockets_are_refused() {
 /// without `--force`; with it a link is replaced, not followed; the
 /// recording's own log is never a target.
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn dump_outputs_never_go_through_links() {
     let Some((dn, agent)) = setup() else { return };
     let rt = Runtime::Net8;

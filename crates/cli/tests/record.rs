@@ -143,26 +143,31 @@ fn markers(rt: Runtime, extra: &[&str]) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn records_markers_on_core31() {
     markers(Runtime::Core31, &[]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn records_markers_on_net8() {
     markers(Runtime::Net8, &[]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn records_markers_without_stacks() {
     markers(Runtime::Net8, &["--no-stacks"]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn records_markers_with_snapshot_stacks() {
     markers(Runtime::Core31, &["--stacks", "snapshot"]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn passes_the_exit_code_of_a_crash_and_leaves_a_loadable_log() {
     let Some(dn) = setup() else { return };
     for rt in Runtime::ALL {
@@ -205,6 +210,7 @@ fn passes_the_exit_code_of_a_crash_and_leaves_a_loadable_log() {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn tells_when_the_runtime_refuses_the_agent() {
     let Some(dn) = setup() else { return };
     let dir = dn.app_dir("markers", Runtime::Net8, &work().join("refused"));
@@ -252,6 +258,7 @@ fn default_name_parts(stem: &str, program: &str) -> Option<(u32, String)> {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn two_recordings_started_in_the_same_second_keep_both_logs() {
     let Some(dn) = setup() else { return };
     let rt = Runtime::Net8;
@@ -304,6 +311,7 @@ fn two_recordings_started_in_the_same_second_keep_both_logs() {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn output_onto_an_existing_file_refuses_without_force() {
     let Some(dn) = setup() else { return };
     let rt = Runtime::Net8;
@@ -342,6 +350,7 @@ fn output_onto_an_existing_file_refuses_without_force() {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn an_unwritable_place_is_refused_before_the_program_starts() {
     let Some(dn) = setup() else { return };
     let rt = Runtime::Net8;
@@ -358,6 +367,7 @@ fn an_unwritable_place_is_refused_before_the_program_starts() {
 /// the file it pointed at is left as it was. Without `--force` the link
 /// counts as an existing file.
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn force_replaces_a_link_instead_of_writing_through_it() {
     let Some(dn) = setup() else { return };
     let dir = dn.app_dir("markers", Runtime::Net8, &work().join("force-link"));

@@ -112,7 +112,10 @@ pub fn run(args: Args) -> Result<()> {
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let at = args.at.map(|ms| model.time().tick_at(ms / 1000.0));
-    let options = ExportOptions { filter, at, type_frames: args.type_frames };
+    // pprof's `File:` line: the log's name (a recorded log's name starts
+    // with the program's).
+    let program = args.query.load.shown().file_name().map(|n| n.to_string_lossy().into_owned());
+    let options = ExportOptions { filter, at, type_frames: args.type_frames, program };
     let start = Instant::now();
     let cpu_start = cpu_seconds();
     let out = &args.output;

@@ -12,6 +12,9 @@ use clrprof::query::Filter;
 /// - `type_frames`: pprof also shows each sample's type as a leaf frame
 ///   (the type is always a label). Speedscope, which has no labels, always
 ///   shows the type as the leaf frame.
+/// - `program`: the name pprof shows on its `File:` line (the profiled
+///   program, or the log); without it pprof shows the first module the
+///   samples name, often a framework DLL.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExportOptions {
     /// The objects to export (default: all).
@@ -20,4 +23,6 @@ pub struct ExportOptions {
     pub at: Option<TickIndex>,
     /// Types as leaf frames in pprof.
     pub type_frames: bool,
+    /// The profile's main file in pprof (default: none).
+    pub program: Option<String>,
 }

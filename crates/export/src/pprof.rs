@@ -130,6 +130,11 @@ pub fn profile(model: &Model, options: &ExportOptions) -> Result<Profile> {
     }
     // Functions, their locations and their modules' mappings.
     let mut mappings: Vec<Mapping> = Vec::new();
+    // pprof takes the first mapping as the main binary (its `File:` line):
+    // the program, when the caller names it, before the modules.
+    if let Some(program) = &options.program {
+        mappings.push(Mapping { id: 1, filename: strings.of(program), ..Mapping::default() });
+    }
     let mut mapping_of_module: HashMap<i32, u64> = HashMap::new();
     let mut function_table = Vec::new();
     let mut locations = Vec::new();

@@ -209,3 +209,21 @@ fn go_pprof_reads_the_figures_of_clrprof() {
     }
     assert!(at_mattered, "no log has other live objects in its middle than at its end");
 }
+
+/// pprof's `File:` line names the program (here the log) the caller gives,
+/// not the first module, which is often a framework DLL.
+#[test]
+fn file_line_names_the_program() {
+    let Some(()) = go() else { return };
+    let Some(logs) = logs() else { return };
+    let log = &logs[0];
+    let model = load(log);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = ExportOptions { program: Some("app_1234.log".into()), ..ExportOptions::default() };
+    let file = export(&model, &options, dir.path(), "named.pb.gz");
+    let text = run(Command::new("go").args(["tool", "pprof", "-top", "-nodecount=1"]).arg(&file));
+    assert!(text.lines().any(|l| l == "File: app_1234.log"), "{}: {text}", log.name);
+    // The figures are those of the unnamed profile.
+    let plain = export(&model, &ExportOptions::default(), dir.path(), "plain.pb.gz");
+    assert_eq!(top(&file, "alloc_space"), top(&plain, "alloc_space"), "{}", log.name);
+}

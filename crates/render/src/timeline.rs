@@ -75,6 +75,10 @@ pub enum RenderError {
     },
 }
 
+/// The legend's heading: each line's figure is the bytes the type's live
+/// objects occupy, averaged over the picture's window (not an object size).
+pub const LEGEND_TITLE: &str = "Types (bytes live, average)";
+
 /// A legend line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LegendEntry {
@@ -477,7 +481,7 @@ pub fn render_timeline(model: &Model, opts: &TimelineOptions) -> Result<Timeline
     // Legend.
     let lx = px + pw as i64 + 12;
     let chars = ((w as i64 - lx - 12 - 2 * g) / g).max(0) as usize;
-    c.text(lx, py, &fit("Types (avg size)", chars + 2), Rgb::BLACK);
+    c.text(lx, py, &fit(LEGEND_TITLE, chars + 2), Rgb::BLACK);
     let mut ly = py + 2 * g;
     for (e, col) in legend.iter().zip(PALETTE) {
         c.fill(lx, ly, g, g, col);
@@ -544,6 +548,41 @@ mod tests {
         let p = render_timeline(&m, &o).unwrap();
         assert_eq!((p.canvas.width(), p.canvas.height()), (400, 300));
         assert!(p.legend.is_empty());
+    }
+
+    /// The legend's heading is drawn as [`LEGEND_TITLE`] says: the
+    /// average bytes live, not the "(avg size)" that read as an object
+    /// size. Compared pixel by pixel with the text drawn alone.
+    #[test]
+    fn legend_heading_says_bytes_live() {
+        assert!(LEGEND_TITLE.contains("bytes live") && !LEGEND_TITLE.contains("size"));
+        let m = clrprof::model::load(b"i 5\n", &Default::default()).unwrap();
+        let o = TimelineOptions {
+            width: 900,
+            height: 300,
+            from_ms: 0.0,
+            to_ms: 5.0,
+            address: None,
+            title: String::new(),
+            axis: ColumnAxis::Time,
+        };
+        let p = render_timeline(&m, &o).unwrap();
+        let (lx, y) = ((p.plot.x + p.plot.width) as i64 + 12, p.plot.y as i64);
+        let band = |title: &str| {
+            let mut c = Canvas::new(p.canvas.width(), p.canvas.height(), Rgb::WHITE);
+            c.text(lx, y, title, Rgb::BLACK);
+            c
+        };
+        let black = |c: &Canvas| -> Vec<(u32, u32)> {
+            (y as u32..y as u32 + GLYPH)
+                .flat_map(|yy| (lx as u32..c.width()).map(move |xx| (xx, yy)))
+                .filter(|&(xx, yy)| c.get(xx, yy) == Some(Rgb::BLACK))
+                .collect()
+        };
+        let drawn = black(&p.canvas);
+        assert!(!drawn.is_empty());
+        assert_eq!(drawn, black(&band(LEGEND_TITLE)));
+        assert_ne!(drawn, black(&band("Types (avg size)")));
     }
 
     /// Crowded comments: labels never overlap, stay inside the picture,

@@ -182,3 +182,53 @@ fn json_errors_are_json() {
         assert!(help.contains("An error is printed as `{\"error\": MESSAGE}` on standard output"), "{cmd}: {help}");
     }
 }
+
+/// `clrprof ui` stops on SIGTERM as on Ctrl-C: gracefully, exit status 0,
+/// at once (well within a second) even with a browser's keep-alive
+/// connection open.
+#[test]
+fn ui_stops_promptly_on_sigterm() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::{Command, Stdio};
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let mut child = Killed(
+            Command::new(env!("CARGO_BIN_EXE_clrprof"))
+                .args(["ui", "--listen", "127.0.0.1:0", "corpus/all-kinds.log"])
+                .current_dir(repo_root())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start clrprof ui"),
+        );
+        let mut err = BufReader::new(child.0.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        let mut out = String::new();
+        while !line.contains("http://") {
+            line.clear();
+            assert!(err.read_line(&mut line).expect("read") > 0, "clrprof ui ended: {out}");
+            out.push_str(&line);
+        }
+        let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("address");
+        let host = url.trim_start_matches("http://").split('/').next().expect("host");
+        // A keep-alive connection with one answered request.
+        let mut conn = std::net::TcpStream::connect(host).expect("connect");
+        let path = &url[url.find(host).expect("host") + host.len()..];
+        write!(conn, "GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").expect("request");
+        let mut first = [0u8; 12];
+        conn.read_exact(&mut first).expect("answer");
+        assert_eq!(&first, b"HTTP/1.1 200");
+        let start = std::time::Instant::now();
+        // Safety: sending a signal to our own child.
+        assert_eq!(unsafe { libc::kill(child.0.id() as i32, signal) }, 0);
+        let status = loop {
+            if let Some(s) = child.0.try_wait().expect("wait") {
+                break s;
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(3), "signal {signal}: still running after 3 s");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let took = start.elapsed();
+        assert_eq!(status.code(), Some(0), "signal {signal}: {status:?}");
+        assert!(took < std::time::Duration::from_secs(1), "signal {signal}: {took:?} to stop");
+    }
+}

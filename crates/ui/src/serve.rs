@@ -84,6 +84,29 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiEr
             let bars = TerminalProgress::new(&names, quiet);
             logs.load_all(&load_options, |id, done, total| bars.update(id.0 as usize, done, total));
         })?;
+        // SIGINT (Ctrl-C) or SIGTERM (`kill`, service managers): the same
+        // graceful stop, exit status 0. The handlers are in place before
+        // the first connection is served (a future registers its handler
+        // only when first polled).
+        #[cfg(unix)]
+        let shutdown = {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (int, term) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()));
+            async move {
+                match (int, term) {
+                    (Ok(mut int), Ok(mut term)) => {
+                        tokio::select! {
+                            _ = int.recv() => {}
+                            _ = term.recv() => {}
+                        }
+                    }
+                    _ => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            }
+        };
+        #[cfg(not(unix))]
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };

@@ -12,7 +12,7 @@ use std::time::Duration;
 pub struct Args {
     /// Where agents connect: `IP:PORT` (default 127.0.0.1, any free port)
     /// or `unix:/path`. A non-loopback address is accepted: the token never
-    /// crosses the connection (see the README, "Collector").
+    /// crosses the connection (see the guide, docs/src/collector.md).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
     /// Where session logs and records go (created if missing).

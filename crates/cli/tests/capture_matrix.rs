@@ -470,6 +470,15 @@ fn u(v: &Value) -> u64 {
 }
 
 /// Records run `i` and checks every figure.
+/// The message of a failed `--json` command: `{"error": MESSAGE}` on its
+/// standard output, with exit status 1.
+fn json_error(out: &std::process::Output) -> String {
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not a JSON error ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    v["error"].as_str().unwrap_or_default().to_string()
+}
+
 fn check(i: usize) {
     let Some(_) = agent() else { return };
     let Some(dn) = dotnet::dotnet(&work()) else { return };
@@ -541,7 +550,8 @@ fn check(i: usize) {
             let who: Value = serde_json::from_slice(&who.stdout).expect("who --json");
             assert_eq!((who["count"].as_u64(), who["functions"].as_array().map(Vec::len)), (Some(0), Some(0)), "{what}: who of an attached log: {who}");
         } else {
-            let e = String::from_utf8_lossy(&who.stderr);
+            // With --json the error is `{"error": ...}` on standard output.
+            let e = json_error(&who);
             assert!(r.dumps == D::None && e.contains("no type named \"TruthCache\""), "{what}: who: {e}");
         }
     } else {
@@ -588,7 +598,8 @@ fn check(i: usize) {
         }
     } else {
         assert!(!calls.status.success(), "{what}: calls of a log without call logging");
-        assert!(String::from_utf8_lossy(&calls.stderr).contains("the log has no calls"), "{what}: {}", String::from_utf8_lossy(&calls.stderr));
+        let e = json_error(&calls);
+        assert!(e.contains("the log has no calls"), "{what}: {e}");
     }
 
     // Handles: the program's made and freed among all; by stack exactly.

@@ -23,7 +23,7 @@
 
 use crate::CollectError;
 use std::fs::File;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::Path;
 
 /// The collector's effective user id.
@@ -70,14 +70,7 @@ pub fn create_new(path: &Path) -> std::io::Result<File> {
     clrprof_files::create_new(path)
 }
 
-/// How an existing file is opened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    /// To read.
-    Read,
-    /// To read, append to or cut (writes go to its end).
-    Append,
-}
+pub use clrprof_files::Access;
 
 /// Why an existing file was not opened.
 #[derive(Debug)]
@@ -101,39 +94,19 @@ impl std::fmt::Display for OpenError {
 }
 
 /// Opens an existing regular file without following a link; with `owner`,
-/// it must belong to that user. Checked on the open descriptor, so what is
-/// checked is what is used.
+/// it must belong to that user (`clrprof_files::open_existing`: checked on
+/// the open descriptor, so what is checked is what is used).
 pub fn open_existing(path: &Path, access: Access, owner: Option<u32>) -> Result<File, OpenError> {
-    let mut o = std::fs::OpenOptions::new();
-    match access {
-        Access::Read => o.read(true),
-        Access::Append => o.read(true).append(true),
-    };
-    let f = match o.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(OpenError::Missing),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(OpenError::Refused(format!("{} is a symbolic link: not followed, left untouched", path.display())))
+    clrprof_files::open_existing(path, access, owner).map_err(|e| {
+        if clrprof_files::is_refusal(&e) {
+            // The owner asked for here is always the collector's user.
+            OpenError::Refused(e.to_string().replace("not by this user", "not by the collector's user"))
+        } else if e.kind() == std::io::ErrorKind::NotFound {
+            OpenError::Missing
+        } else {
+            OpenError::Io(format!("cannot open {}: {e}", path.display()))
         }
-        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
-            return Err(OpenError::Refused(format!("{} is not a regular file: left untouched", path.display())))
-        }
-        Err(e) => return Err(OpenError::Io(format!("cannot open {}: {e}", path.display()))),
-    };
-    let meta = f.metadata().map_err(|e| OpenError::Io(format!("cannot read {}: {e}", path.display())))?;
-    if !meta.file_type().is_file() {
-        return Err(OpenError::Refused(format!("{} is not a regular file: left untouched", path.display())));
-    }
-    if let Some(uid) = owner {
-        if meta.uid() != uid {
-            return Err(OpenError::Refused(format!(
-                "{} is owned by uid {}, not by the collector's user (uid {uid}): not trusted, left untouched",
-                path.display(),
-                meta.uid()
-            )));
-        }
-    }
-    Ok(f)
+    })
 }
 
 /// Replaces `path` with `bytes` whole: written to a new file of a random

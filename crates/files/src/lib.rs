@@ -20,7 +20,7 @@
 //!   record, a status) to a fresh temporary name beside it and renames it
 //!   into place, so a reader never sees half of it and a planted link at
 //!   the name is replaced, not followed.
-//! - **Opened again only if it is ours.** [`open_own`] opens an existing
+//! - **Opened again only if it is ours.** [`open_existing`] opens an existing
 //!   file without following a link and checks, on the open descriptor,
 //!   that it is a regular file owned by the calling user.
 //!
@@ -32,7 +32,7 @@
 //! - [`write_whole`]: a small file replaced whole.
 //! - [`private_temp_dir`], [`temporary_beside`]: places no one else can
 //!   plant in or guess.
-//! - [`open_own`]: an existing file of ours, for reading or appending.
+//! - [`open_existing`]: an existing file of ours, for reading or appending.
 //! - [`PROFILE_MODE`]: the mode new files get.
 
 #![deny(missing_docs)]
@@ -187,57 +187,77 @@ pub fn write_whole(path: &Path, bytes: &[u8], replace_existing: bool) -> io::Res
     Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary name")))
 }
 
-/// How an existing file is opened by [`open_own`].
+/// How an existing file is opened by [`open_existing`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     /// Read only.
     Read,
-    /// Written at its end.
+    /// Read, and written at its end (and cut with `set_len`).
     Append,
     /// Read and written anywhere (and cut with `set_len`).
     ReadWrite,
 }
 
+/// Why [`open_existing`] refused a file that is there: a link, not a
+/// regular file, or another user's. It is the inner error of an
+/// [`io::ErrorKind::PermissionDenied`] error ([`is_refusal`] tells), and its
+/// text names the path.
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+fn refused(text: String) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, Refused(text))
+}
+
+/// Whether `e` is [`open_existing`]'s refusal of a planted or foreign file
+/// (not a system error such as a missing file).
+pub fn is_refusal(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Refused>())
+}
+
 /// Opens an existing file without following a link at its last component,
-/// and checks on the open descriptor that it is a regular file owned by
-/// the calling user (root may open any owner's file only if `owner` says
-/// so). A link, a device, a FIFO or another user's file is refused with
-/// [`io::ErrorKind::PermissionDenied`] and a message naming the path;
-/// nothing is read or written.
-pub fn open_own(path: &Path, access: Access) -> io::Result<File> {
+/// and checks on the open descriptor (so what is checked is what is used)
+/// that it is a regular file and, with `owner`, that it belongs to that
+/// user. A link, a device, a FIFO (opened without blocking, so a planted
+/// one cannot hang the caller) or another user's file is refused
+/// ([`is_refusal`]) and left untouched; a missing file is
+/// [`io::ErrorKind::NotFound`].
+pub fn open_existing(path: &Path, access: Access, owner: Option<u32>) -> io::Result<File> {
     let mut o = OpenOptions::new();
     match access {
         Access::Read => o.read(true),
-        Access::Append => o.append(true),
+        Access::Append => o.read(true).append(true),
         Access::ReadWrite => o.read(true).write(true),
     };
-    // O_NONBLOCK: opening a planted FIFO must not hang; regular files
-    // ignore it.
     let f = o.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK).open(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ELOOP) {
-            io::Error::new(io::ErrorKind::PermissionDenied, format!("{} is a symbolic link; refused", path.display()))
-        } else {
-            e
+        match e.raw_os_error() {
+            Some(libc::ELOOP) => refused(format!("{} is a symbolic link: not followed, left untouched", path.display())),
+            Some(libc::ENXIO) => refused(format!("{} is not a regular file: left untouched", path.display())),
+            _ => e,
         }
     })?;
-    check_own(&f, path)?;
-    Ok(f)
-}
-
-/// Checks that an open file is a regular file owned by the calling user.
-pub fn check_own(f: &File, path: &Path) -> io::Result<()> {
     let m = f.metadata()?;
     if !m.file_type().is_file() {
-        return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("{} is not a regular file; refused", path.display())));
+        return Err(refused(format!("{} is not a regular file: left untouched", path.display())));
     }
-    let me = my_uid();
-    if m.uid() != me {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("{} belongs to user {}, not to this user ({me}); refused", path.display(), m.uid()),
-        ));
+    if let Some(uid) = owner {
+        if m.uid() != uid {
+            return Err(refused(format!(
+                "{} is owned by uid {}, not by this user (uid {uid}): not trusted, left untouched",
+                path.display(),
+                m.uid()
+            )));
+        }
     }
-    Ok(())
+    Ok(f)
 }
 
 /// The calling process's effective user id.
@@ -272,7 +292,8 @@ mod tests {
         symlink(&target, &link).unwrap();
         // Without force: refused.
         assert_eq!(create_new(&link).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
-        assert_eq!(open_own(&link, Access::Append).unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        let e = open_existing(&link, Access::Append, None).unwrap_err();
+        assert!(is_refusal(&e) && e.to_string().contains("symbolic link"), "{e}");
         // A dangling link is not followed either (it would create the target).
         let dangling = d.path().join("dangling.log");
         symlink(d.path().join("made-through-link"), &dangling).unwrap();
@@ -308,17 +329,20 @@ mod tests {
     }
 
     #[test]
-    fn open_own_refuses_what_is_not_a_regular_file() {
+    fn open_existing_refuses_what_is_not_a_regular_file_of_the_owner() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("f");
         std::fs::write(&p, b"1").unwrap();
-        assert!(open_own(&p, Access::Read).is_ok());
-        assert_eq!(open_own(d.path(), Access::Read).unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        assert!(open_existing(&p, Access::Read, Some(my_uid())).is_ok());
+        assert!(is_refusal(&open_existing(&p, Access::Append, Some(my_uid() + 1)).unwrap_err()));
+        assert!(is_refusal(&open_existing(d.path(), Access::Read, None).unwrap_err()));
+        let missing = open_existing(&d.path().join("none"), Access::Read, None).unwrap_err();
+        assert!(missing.kind() == io::ErrorKind::NotFound && !is_refusal(&missing));
         let fifo = d.path().join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // Safety: a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert_eq!(open_own(&fifo, Access::Read).unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        assert!(is_refusal(&open_existing(&fifo, Access::Read, None).unwrap_err()));
     }
 
     #[test]

@@ -43,6 +43,9 @@
 //! - [`model`]: [`model::load_path`] / [`model::load`] build the immutable
 //!   columnar [`model::Model`] (CLRProfiler's heap simulation).
 //! - [`query`]: pure functions over a `Model`, one per CLRProfiler view.
+//! - [`import`]: other profilers' files as CLRProfiler log text
+//!   ([`import::nettrace::to_log`]), with the weights of sampled
+//!   allocations.
 //! - [`eventpipe`]: [`eventpipe::NetTraceReader`] streams the events of a
 //!   `.nettrace` (EventPipe) trace from bytes in memory.
 //!
@@ -81,6 +84,7 @@
 
 pub mod eventpipe;
 pub mod format;
+pub mod import;
 #[cfg(feature = "model")]
 pub mod model;
 #[cfg(feature = "model")]

@@ -58,5 +58,5 @@ pub use stream::{RecordStream, StreamOptions};
 pub use stats::LogStats;
 #[cfg(feature = "parallel")]
 pub use stats_ids::IdSet;
-pub use text::{escape_name, Style};
+pub use text::{dec_i64, escape_name, hex_lower, Style};
 pub use writer::{write_record, LogWriter};

@@ -27,6 +27,9 @@ pub enum Content {
     },
     /// No bytes at all.
     Empty,
+    /// A NetTrace (EventPipe) trace (`Nettrace`): the model opens it through
+    /// [`crate::import`]; a record stream does not.
+    NetTrace,
 }
 
 /// How many leading bytes [`sniff`] looks at for NUL bytes.
@@ -45,6 +48,7 @@ pub const SNIFF_BYTES: usize = 4096;
 pub fn sniff(head: &[u8]) -> Content {
     const MAGIC: &[(&[u8], Content)] = &[
         (&[0x1f, 0x8b], Content::Gzip),
+        (b"Nettrace", Content::NetTrace),
         (&[0x28, 0xb5, 0x2f, 0xfd], Content::Zstd),
         (b"BZh", Content::OtherCompressed("bzip2")),
         (&[0xfd, b'7', b'z', b'X', b'Z', 0x00], Content::OtherCompressed("xz")),
@@ -86,6 +90,7 @@ impl Content {
                 format!("binary data, not a CLRProfiler log (logs are text; byte {offset} is not)")
             }
             Content::Empty => "empty: it has no records".into(),
+            Content::NetTrace => "a NetTrace (EventPipe) trace, which this command reads only as a whole file".into(),
         }
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// The bytes of a log.
 ///
 /// [`LogSource::open`] looks at the first bytes ([`sniff`]) and maps a text
-/// log, decompresses a gzip or Zstandard one into memory, and refuses an
+/// log (or a NetTrace trace, which the model imports), decompresses a gzip or Zstandard one into memory, and refuses an
 /// empty file, binary data or another compression format with a message
 /// saying what the file looks like.
 #[non_exhaustive]
@@ -33,7 +33,7 @@ impl LogSource {
         let mut file = std::fs::File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         let head = read_head(&mut file).map_err(io)?;
-        if sniff(&head) != Content::Text {
+        if !matches!(sniff(&head), Content::Text | Content::NetTrace) {
             return Self::from_reader(path, head, file);
         }
         if meta.is_file() && meta.len() > 0 {
@@ -59,7 +59,7 @@ impl LogSource {
     fn from_reader(path: &Path, head: Vec<u8>, mut r: impl Read + Send) -> Result<LogSource> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
         match sniff(&head) {
-            Content::Text => {
+            Content::Text | Content::NetTrace => {
                 let mut v = head;
                 r.read_to_end(&mut v).map_err(io)?;
                 Ok(LogSource::Owned(v))

@@ -777,6 +777,9 @@ impl<'a> Builder<'a> {
             had_call_info: self.had_call_info,
             diagnostics: Diagnostics::new(0),
             file_bytes: end,
+            sampling: None,
+            imported: None,
+            row_weights: Vec::new(),
         })
     }
 

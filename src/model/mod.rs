@@ -71,6 +71,7 @@ mod modules;
 mod names;
 mod open;
 mod ops;
+mod sampled;
 mod samples;
 mod stacks;
 mod threads;
@@ -92,6 +93,7 @@ pub use ids::{FrameNode, GcIndex, NameId, ObjectId, SampleId, StackRef, ThreadRe
 pub use modules::{AssemblyLoad, Module, ModuleTable};
 pub use names::NameTable;
 pub use open::{load_path, load_path_with_progress, load_source_with_progress, OpenError};
+pub use sampled::{load_trace, TraceError};
 pub use samples::{GrainIndex, PackedSamples, Sample, SampleTable, GROUP as SAMPLE_GROUP};
 pub use stacks::StackTable;
 pub use threads::ThreadTable;
@@ -149,6 +151,13 @@ pub struct Model {
     pub(crate) had_call_info: bool,
     pub(crate) diagnostics: Diagnostics,
     pub(crate) file_bytes: u64,
+    /// How the allocations were sampled, for a model of a trace.
+    pub(crate) sampling: Option<crate::import::Sampling>,
+    /// What an imported file (a trace) said about itself.
+    pub(crate) imported: Option<crate::import::TraceFacts>,
+    /// For sampled allocations: per stack row, the objects each sample of
+    /// the row stands for on average (empty for a log).
+    pub(crate) row_weights: Vec<f32>,
 }
 
 impl Model {
@@ -268,6 +277,18 @@ impl Model {
     /// Size of the log in bytes.
     pub fn file_bytes(&self) -> u64 {
         self.file_bytes
+    }
+    /// How allocations were sampled, for a model of a trace: then the
+    /// allocation table holds the samples and the allocated histogram the
+    /// objects they stand for (estimates); `None` for a log of every
+    /// allocation.
+    pub fn sampling(&self) -> Option<&crate::import::Sampling> {
+        self.sampling.as_ref()
+    }
+    /// What the file said about itself, for a model of an imported file (a
+    /// `.nettrace` trace); `None` for a CLRProfiler log.
+    pub fn imported(&self) -> Option<&crate::import::TraceFacts> {
+        self.imported.as_ref()
     }
 
     /// Bytes held by each table, by name.

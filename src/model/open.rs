@@ -14,6 +14,15 @@ pub enum OpenError {
     /// unknown compression, a damaged compressed stream).
     #[error(transparent)]
     Read(#[from] crate::format::Error),
+    /// A NetTrace trace that could not be read or imported.
+    #[error("{}: {source}", path.display())]
+    Trace {
+        /// The file (`<stdin>` for standard input).
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: super::sampled::TraceError,
+    },
     /// A record the model cannot apply (where CLRProfiler's reader throws).
     #[error("{}: {source}", path.display())]
     Model {
@@ -25,7 +34,8 @@ pub enum OpenError {
     },
 }
 
-/// Loads the log at `path` (`-`: standard input).
+/// Loads the log at `path` (`-`: standard input). A NetTrace (EventPipe)
+/// trace, recognised by its first bytes, is imported ([`super::load_trace`]).
 ///
 /// ```no_run
 /// let model = clrprof::model::load_path("app.log.gz".as_ref(), &Default::default())?;
@@ -44,6 +54,10 @@ pub fn load_path_with_progress(
     progress: impl FnMut(u64),
 ) -> Result<Model, OpenError> {
     let source = LogSource::open(path)?;
+    if crate::eventpipe::is_nettrace(source.bytes()) {
+        return super::load_trace(source.bytes(), options, progress)
+            .map_err(|source| OpenError::Trace { path: display_path(path), source });
+    }
     load_source_with_progress(&source, options, progress)
         .map_err(|source| OpenError::Model { path: display_path(path), source })
 }

@@ -296,14 +296,15 @@ pub fn age_histogram_at(
                 let (slot, size) = types.get(row.stack);
                 let age = now - clock.seconds(row.tick);
                 let b = bar_of(age, estimate, &bounds);
-                acc.per_bar[b].add(size);
+                let n = types.weight(row.stack);
+                acc.per_bar[b].add_n(n, size);
                 if dense {
-                    acc.dense[b * ntypes + slot].add(size);
+                    acc.dense[b * ntypes + slot].add_n(n, size);
                 } else {
-                    acc.sparse.entry((b as u32, slot as u32)).or_default().add(size);
+                    acc.sparse.entry((b as u32, slot as u32)).or_default().add_n(n, size);
                 }
-                acc.legend[slot].add(size);
-                acc.live.add(size);
+                acc.legend[slot].add_n(n, size);
+                acc.live.add_n(n, size);
             });
         },
         BarAcc::merge,

@@ -123,21 +123,22 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
                     return;
                 }
                 let size = types.size(row.stack);
+                let n = types.weight(row.stack);
                 let b = born as u32;
                 let (kind, until, survived) = match fate {
                     Fate::DiedAtGc { gc, .. } => (0, clock.death_tick(fate).unwrap_or(end), gc.0.saturating_sub(b)),
                     Fate::Erased { tick, gcs_before, .. } => (1, tick, gcs_before.saturating_sub(b)),
                     Fate::Alive => (2, end, gcs_ended.saturating_sub(b)),
                     Fate::Untracked => {
-                        acc.untracked.add(size);
+                        acc.untracked.add_n(n, size);
                         return;
                     }
                 };
                 let age = millis_between(&ms, row.tick, until);
-                acc.totals[kind].add(size);
-                acc.age_ms[kind] += age;
-                add_at(&mut acc.gcs[kind], survived as usize, size);
-                add_at(&mut acc.ms[kind], log2_bin(age), size);
+                acc.totals[kind].add_n(n, size);
+                acc.age_ms[kind] += age.saturating_mul(n);
+                add_at(&mut acc.gcs[kind], survived as usize, n, size);
+                add_at(&mut acc.ms[kind], log2_bin(age), n, size);
             });
         },
         Acc::merge,

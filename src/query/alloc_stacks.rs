@@ -42,6 +42,7 @@ impl StackWeights {
                     *slot += 1;
                 }
             }
+            model.estimate_rows(&mut counts);
         }
         StackWeights { counts }
     }

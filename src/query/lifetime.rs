@@ -122,8 +122,9 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
                     Fate::Untracked => 7,
                 };
                 let c = &mut acc[slot];
-                c[0].add(size);
-                c[column].add(size);
+                let n = types.weight(row.stack);
+                c[0].add_n(n, size);
+                c[column].add_n(n, size);
             });
         },
         |mut a, b| {

@@ -45,6 +45,7 @@ pub mod by_code;
 pub mod calls;
 pub mod diff;
 pub mod dumps;
+pub mod estimates;
 pub mod filter;
 pub mod flame;
 pub mod handles;
@@ -66,6 +67,7 @@ pub use alloc_graph::{allocation_graph, AllocationGraph, GraphEdge, GraphNode, N
 pub use by_code::{by_class, by_function, by_module, Figures, FunctionRow, GroupRow, SortBy};
 pub use calls::{call_tree, calls, CallTree, CallTreeOptions, Calls, NoCalls};
 pub use diff::{diff, DiffRow, LogDiff};
+pub use estimates::{estimates, Estimates};
 pub use filter::{Filter, FilterError, TimeWindow};
 pub use flame::{folded_stacks, folded_text, FoldedStack};
 pub use handles::{handles_by_stack, HandleGroup, HandleReport, TypeTally};

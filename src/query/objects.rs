@@ -28,6 +28,14 @@ impl Tally {
         self.bytes = self.bytes.saturating_add(bytes);
     }
 
+    /// Adds `n` objects of `bytes` each (a sampled object standing for
+    /// `n`).
+    #[inline]
+    pub fn add_n(&mut self, n: u64, bytes: u64) {
+        self.objects += n;
+        self.bytes = self.bytes.saturating_add(bytes.saturating_mul(n));
+    }
+
     /// Adds another tally.
     #[inline]
     pub fn merge(&mut self, other: Tally) {
@@ -53,6 +61,9 @@ pub(crate) struct RowTypes {
     pub names: Vec<String>,
     /// Slot -> the type ids merged under the name, ascending.
     pub type_ids: Vec<Vec<i32>>,
+    /// Per row: the objects one sampled object stands for (empty for a
+    /// log of every allocation: one each).
+    weights: Vec<u32>,
 }
 
 impl RowTypes {
@@ -94,7 +105,17 @@ impl RowTypes {
         for ids in &mut type_ids {
             ids.sort_unstable();
         }
-        RowTypes { rows, names, type_ids }
+        let mut weights = vec![1u64; if model.sampling().is_some() { n } else { 0 }];
+        model.estimate_rows(&mut weights);
+        let weights = weights.into_iter().map(|w| w.min(u64::from(u32::MAX)) as u32).collect();
+        RowTypes { rows, names, type_ids, weights }
+    }
+
+    /// The objects one object of a stack row stands for: 1, or for a
+    /// sampled trace the row's estimate (see `Model::estimate_rows`).
+    #[inline]
+    pub(crate) fn weight(&self, row: StackRef) -> u64 {
+        self.weights.get(row.index()).map_or(1, |&w| u64::from(w))
     }
 
     /// Number of type slots.
@@ -185,11 +206,11 @@ pub(crate) fn log2_bounds(bin: usize) -> (u64, u64) {
 
 /// Adds `bytes` at index `k` of a growable list of tallies.
 #[inline]
-pub(crate) fn add_at(v: &mut Vec<Tally>, k: usize, bytes: u64) {
+pub(crate) fn add_at(v: &mut Vec<Tally>, k: usize, n: u64, bytes: u64) {
     if v.len() <= k {
         v.resize(k + 1, Tally::default());
     }
-    v[k].add(bytes);
+    v[k].add_n(n, bytes);
 }
 
 /// Objects per chunk of [`par_fold`] (small, so that tests on small logs

@@ -27,6 +27,14 @@ pub struct Summary {
     /// known: false only for a log recorded without allocation events (see
     /// above). Not part of the JSON, where unknown figures are `null`.
     pub allocations_known: bool,
+    /// Whether the byte figures and the finalized counts are estimates
+    /// made from sampled allocations (a trace; see
+    /// [`crate::query::estimates`]). Not part of the JSON.
+    pub estimated: bool,
+    /// Whether the relocated and final-heap figures are known: false for a
+    /// trace whose GCs did not report their survivors. Not part of the
+    /// JSON, where they are then `null`.
+    pub survivors_known: bool,
     /// Gen 0 collections (the heap simulation's counter).
     pub gen0_collections: i64,
     /// Gen 1 collections.
@@ -86,10 +94,11 @@ struct SummaryJson {
 impl From<Summary> for SummaryJson {
     fn from(s: Summary) -> SummaryJson {
         let known = |v: u64| s.allocations_known.then_some(v);
+        let survivors = |v: u64| known(v).filter(|_| s.survivors_known);
         SummaryJson {
             allocated_bytes: known(s.allocated_bytes),
-            relocated_bytes: known(s.relocated_bytes),
-            final_heap_bytes: known(s.final_heap_bytes),
+            relocated_bytes: survivors(s.relocated_bytes),
+            final_heap_bytes: survivors(s.final_heap_bytes),
             gen0_collections: s.gen0_collections,
             gen1_collections: s.gen1_collections,
             gen2_collections: s.gen2_collections,
@@ -165,16 +174,30 @@ pub fn summary(model: &Model) -> Summary {
     // knows: in a log recorded without allocation events nothing can be
     // counted, and 0 would be a wrong number, not an unknown one.
     let allocations_known = model.had_alloc_info() || !recorded_without_allocations(model);
-    let finalized = |v: u64| known_or_zero(v).filter(|_| allocations_known);
+    // A trace: what the samples stand for. Its GCs are counted from the
+    // GC table (a trace's times are finer than the log's milliseconds, so
+    // CLRProfiler's one-start-per-tick rule would drop GCs that follow
+    // each other within a millisecond); finalizations are not in it.
+    let imported = model.imported();
+    let estimated = model.sampling().is_some();
+    let survivors_known = !imported.is_some_and(|f| !f.survival_known);
+    let induced_in_table = || model.gcs().iter().filter(|(_, g)| g.induced).count() as u64;
+    let induced_collections = match imported {
+        Some(_) => Some(induced_in_table()),
+        None => known_or_zero(book.induced()[0]),
+    };
+    let finalized = |v: u64| known_or_zero(v).filter(|_| allocations_known && imported.is_none());
     Summary {
         allocated_bytes: histogram_bytes(model, &h.allocated),
         relocated_bytes: histogram_bytes(model, &h.relocated),
         final_heap_bytes: histogram_bytes(model, &h.final_heap),
         allocations_known,
+        estimated,
+        survivors_known,
         gen0_collections: c.gen0,
         gen1_collections: c.gen1,
         gen2_collections: c.gen2,
-        induced_collections: known_or_zero(book.induced()[0]),
+        induced_collections,
         gen0_heap_bytes: heap(0),
         gen1_heap_bytes: heap(1),
         gen2_heap_bytes: heap(2),

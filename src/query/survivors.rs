@@ -125,8 +125,9 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
                     return;
                 }
                 let (slot, size) = types.get(row.stack);
-                acc.allocated.add(size);
-                acc.by_type[slot][0].add(size);
+                let n = types.weight(row.stack);
+                acc.allocated.add_n(n, size);
+                acc.by_type[slot][0].add_n(n, size);
                 let alive = match (fate, alive_at) {
                     (Fate::Untracked, _) => false,
                     (Fate::Alive, _) => row.id < born_by_then,
@@ -134,9 +135,9 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
                     (f, Some(c)) => row.id < born_by_then && clock.death_tick(f).map_or(true, |d| d > c),
                 };
                 if alive {
-                    acc.surviving.add(size);
-                    acc.by_type[slot][1].add(size);
-                    add_at(&mut acc.by_stack, row.stack.index(), size);
+                    acc.surviving.add_n(n, size);
+                    acc.by_type[slot][1].add_n(n, size);
+                    add_at(&mut acc.by_stack, row.stack.index(), n, size);
                 }
             });
         },

@@ -64,7 +64,7 @@ pub fn threads(model: &Model, filter: &Filter) -> Vec<ThreadRow> {
                 }
                 let (_, size) = types.get(row.stack);
                 if let Some(a) = acc.get_mut(row.thread.index()) {
-                    a.tally.add(size);
+                    a.tally.add_n(types.weight(row.stack), size);
                     a.first.get_or_insert(row.tick.0);
                     a.last = Some(row.tick.0);
                 }

@@ -96,6 +96,7 @@ pub fn type_counts(model: &Model, sel: &TypeSelection, filter: &Filter) -> Resul
             for r in filter.objects(model) {
                 add(&mut counts, r.stack.index());
             }
+            model.estimate_rows(&mut counts);
             StackCounts::from_vec(counts)
         }
         HistogramKind::FinalHeap => live_at(model, sel.at, filter),
@@ -110,6 +111,7 @@ pub fn type_counts(model: &Model, sel: &TypeSelection, filter: &Filter) -> Resul
                 }
                 add(&mut counts, a.stack(e.object).index());
             }
+            model.estimate_rows(&mut counts);
             StackCounts::from_vec(counts)
         }
         HistogramKind::Relocated => return Err(TypeQueryError::FilterNotApplicable(sel.kind)),
@@ -190,6 +192,7 @@ fn live_at(model: &Model, at: Option<TickIndex>, filter: &Filter) -> StackCounts
             _ => {}
         }
     }
+    model.estimate_rows(&mut counts);
     StackCounts::from_vec(counts)
 }
 

@@ -65,11 +65,14 @@ fn signed(v: i64) -> String {
 
 fn print_table(path: &str, s: &Summary) {
     println!("{path}");
-    let known = |v: u64| show(s.allocations_known.then_some(v));
+    // Estimates (a trace's sampled allocations) say so in a third column.
+    let mark = |v: String| if s.estimated && v != "Unknown" { format!("{v}  estimated") } else { v };
+    let known = |v: u64| mark(show(s.allocations_known.then_some(v)));
+    let survivors = |v: u64| mark(show((s.allocations_known && s.survivors_known).then_some(v)));
     let rows: [(&str, String); 18] = [
         ("Allocated bytes", known(s.allocated_bytes)),
-        ("Relocated bytes", known(s.relocated_bytes)),
-        ("Final heap bytes", known(s.final_heap_bytes)),
+        ("Relocated bytes", survivors(s.relocated_bytes)),
+        ("Final heap bytes", survivors(s.final_heap_bytes)),
         ("Objects finalized", show(s.objects_finalized)),
         ("Critical objects finalized", show(s.critical_objects_finalized)),
         ("Gen 0 collections", signed(s.gen0_collections)),
@@ -87,6 +90,9 @@ fn print_table(path: &str, s: &Summary) {
         ("Comments", thousands(s.comments)),
     ];
     for (name, value) in rows {
-        println!("  {name:<28} {value:>16}");
+        match value.strip_suffix("  estimated") {
+            Some(v) => println!("  {name:<28} {v:>16}  estimated"),
+            None => println!("  {name:<28} {value:>16}"),
+        }
     }
 }

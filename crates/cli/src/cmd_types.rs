@@ -123,7 +123,7 @@ pub fn run(args: Args) -> Result<()> {
         let types_left_out = keep(&mut types, limit);
         let buckets_left_out = buckets.as_mut().map(|b| keep(b, limit));
         let json = Json { types: &types, types_left_out, buckets: buckets.as_deref(), buckets_left_out };
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        crate::common::print_json(&serde_json::to_value(json)?)?;
         return Ok(());
     }
     print_types(&args, &types, at.map(|t| model.time().seconds(t).unwrap_or(0.0) * 1000.0));

@@ -36,9 +36,33 @@ impl LoadArgs {
     }
 }
 
-/// Prints JSON, pretty.
+/// What the figures of the loaded sampled trace(s) are made of, for
+/// [`print_json`] to add to every JSON answer.
+static ESTIMATES: std::sync::Mutex<Option<serde_json::Value>> = std::sync::Mutex::new(None);
+
+/// Says once, on standard error (unless `quiet`), that a model of a trace
+/// gives estimates, and keeps the estimates for [`print_json`].
+pub fn note_estimates(model: &Model, shown: &std::path::Path, quiet: bool) {
+    let Some(e) = clrprof::query::estimates(model) else { return };
+    if !quiet {
+        eprintln!("clrprof: note: {}: {}", shown.display(), e.note);
+    }
+    if let (Ok(mut slot), Ok(v)) = (ESTIMATES.lock(), serde_json::to_value(&e)) {
+        *slot = Some(v);
+    }
+}
+
+/// Prints JSON, pretty. When a sampled trace was loaded, an object gets
+/// the key `estimates` (see `clrprof::query::Estimates`): its figures are
+/// estimates, and the key says how they were made.
 pub fn print_json(v: &serde_json::Value) -> Result<()> {
-    let s = serde_json::to_string_pretty(v)?;
+    let mut v = std::borrow::Cow::Borrowed(v);
+    if let Some(e) = ESTIMATES.lock().ok().and_then(|g| g.clone()) {
+        if let serde_json::Value::Object(map) = v.to_mut() {
+            map.entry("estimates").or_insert(e);
+        }
+    }
+    let s = serde_json::to_string_pretty(&v)?;
     println!("{s}");
     Ok(())
 }

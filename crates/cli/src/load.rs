@@ -86,17 +86,19 @@ pub fn load(args: &LoadArgs, quiet: bool) -> Result<Loaded> {
     let start = Instant::now();
     let path = (args.log.as_os_str() != "-").then_some(args.log.as_path());
     let got = clrprof_cache::load_through(path, || load_source(args, &args.open()?, quiet), |l| &l.model)?;
-    match got {
-        clrprof_cache::Got::Loaded(loaded) => Ok(loaded),
+    let loaded = match got {
+        clrprof_cache::Got::Loaded(loaded) => loaded,
         clrprof_cache::Got::Cached(model) => {
             let model = *model;
             let seconds = start.elapsed().as_secs_f64();
             let mut memory = MemoryProbe::default();
             memory.sample();
             strict_check(args, &model)?;
-            Ok(Loaded { model, seconds, memory })
+            Loaded { model, seconds, memory }
         }
-    }
+    };
+    crate::common::note_estimates(&loaded.model, &args.shown(), quiet);
+    Ok(loaded)
 }
 
 /// `--strict`: the first warning of the log is an error.
@@ -113,6 +115,9 @@ fn strict_check(args: &LoadArgs, model: &Model) -> Result<()> {
 pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<Loaded> {
     let data = source.bytes();
     let path = args.shown();
+    if clrprof::eventpipe::is_nettrace(data) {
+        return load_trace(args, data, quiet);
+    }
     if let Err(e) = some_record(data) {
         bail!("{}: {e}", path.display());
     }
@@ -133,6 +138,36 @@ pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<L
         Err(e) => bail!("{}: {e}", path.display()),
     };
     strict_check(args, &model)?;
+    Ok(Loaded { model, seconds, memory })
+}
+
+/// Loads a NetTrace (EventPipe) trace: imported into CLRProfiler records,
+/// then loaded as a log; what the import could not do is said on standard
+/// error (unless `quiet`).
+fn load_trace(args: &LoadArgs, data: &[u8], quiet: bool) -> Result<Loaded> {
+    let path = args.shown();
+    let defaults = LoadOptions::default();
+    let options = LoadOptions { chunks: ChunkOptions { threads: args.threads.map(usize::from), ..defaults.chunks } };
+    let mut memory = MemoryProbe::default();
+    let start = Instant::now();
+    let model = match model::load_trace(data, &options, |_| memory.sample()) {
+        Ok(m) => m,
+        Err(e) => bail!("{}: {e}", path.display()),
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    memory.sample();
+    if let Some(facts) = model.imported() {
+        if args.strict {
+            if let Some(w) = facts.warnings.first() {
+                bail!("{}: {w}", path.display());
+            }
+        }
+        if !quiet {
+            for w in &facts.warnings {
+                eprintln!("clrprof: warning: {}: {w}", path.display());
+            }
+        }
+    }
     Ok(Loaded { model, seconds, memory })
 }
 

@@ -781,6 +781,8 @@ impl TruthBuilder {
             // The generator's logs never say they were recorded without
             // allocation events: every figure is CLRProfiler's.
             allocations_known: true,
+            estimated: false,
+            survivors_known: true,
             relocated_bytes: self.relocated.bytes,
             final_heap_bytes,
             gen0_collections: counts[0] as i64,

@@ -1,0 +1,66 @@
+//! An event's decoded fields, looked up by name.
+
+use crate::eventpipe::{Event, Field, Value};
+
+/// The fields of one event.
+pub(super) struct Fields<'a> {
+    fields: Vec<Field<'a>>,
+}
+
+impl<'a> Fields<'a> {
+    /// The event's fields, `None` when they cannot be decoded (an unknown
+    /// layout, or a payload too short for it: the event is then skipped
+    /// and counted by the caller).
+    pub fn of(e: &Event<'a>) -> Option<Fields<'a>> {
+        match e.fields() {
+            Ok(Some(fields)) => Some(Fields { fields }),
+            _ => None,
+        }
+    }
+
+    /// A field's value.
+    pub fn get(&self, name: &str) -> Option<&Value<'a>> {
+        self.fields.iter().find(|f| f.name == name).map(|f| &f.value)
+    }
+
+    /// An integer field.
+    pub fn u64(&self, name: &str) -> Option<u64> {
+        self.get(name).and_then(Value::as_u64)
+    }
+
+    /// A string field ("" when missing).
+    pub fn string(&self, name: &str) -> String {
+        match self.get(name) {
+            Some(Value::Str(s)) => s.to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// The elements of an array-of-structs field (`Values` of the bulk
+    /// events), each as its fields.
+    pub fn structs(&self, name: &str) -> &[Value<'a>] {
+        match self.get(name) {
+            Some(Value::Array(items)) => items,
+            _ => &[],
+        }
+    }
+}
+
+/// An integer member of a struct value.
+pub(super) fn member_u64(v: &Value<'_>, name: &str) -> Option<u64> {
+    match v {
+        Value::Struct(fields) => fields.iter().find(|f| f.name == name).and_then(|f| f.value.as_u64()),
+        _ => None,
+    }
+}
+
+/// A string member of a struct value ("" when missing).
+pub(super) fn member_string(v: &Value<'_>, name: &str) -> String {
+    match v {
+        Value::Struct(fields) => match fields.iter().find(|f| f.name == name).map(|f| &f.value) {
+            Some(Value::Str(s)) => s.to_string(),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    }
+}

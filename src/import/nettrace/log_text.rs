@@ -1,0 +1,215 @@
+//! The log being written: records as text, with the type, function and
+//! stack definitions each written once, before their first use.
+
+use super::methods::MethodMap;
+use crate::format::{escape_name, hex_lower};
+use std::collections::HashMap;
+
+/// The log text and its definition tables.
+pub(super) struct LogText {
+    pub out: Vec<u8>,
+    /// Runtime type handle -> log type id.
+    types: HashMap<u64, i32>,
+    /// Method index (in the [`MethodMap`]) or unresolved address -> log
+    /// function id.
+    functions: HashMap<FrameKey, i32>,
+    /// (type id, size, function ids) -> log stack id.
+    stacks: HashMap<(i32, i32, Box<[i32]>), i32>,
+    /// Method name and signature -> log function id: a method compiled
+    /// more than once (tiered compilation: quick code first, optimized code
+    /// later) is one function.
+    by_name: HashMap<(String, String), i32>,
+    /// Module id -> log module id.
+    modules: HashMap<u64, i32>,
+    last_ms: Option<u32>,
+    /// Scratch for a stack's function ids.
+    frames: Vec<i32>,
+    pub unresolved_frames: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum FrameKey {
+    Method(usize),
+    Address(u64),
+}
+
+impl LogText {
+    pub fn new() -> LogText {
+        LogText {
+            out: Vec::with_capacity(1 << 20),
+            types: HashMap::new(),
+            functions: HashMap::new(),
+            by_name: HashMap::new(),
+            stacks: HashMap::new(),
+            modules: HashMap::new(),
+            last_ms: None,
+            frames: Vec::new(),
+            unresolved_frames: 0,
+        }
+    }
+
+    /// An `i` line when time has moved on to `ms` (never backwards: events
+    /// of different threads may reach the file slightly out of order).
+    pub fn tick(&mut self, ms: f64) {
+        let ms = if ms.is_finite() && ms > 0.0 { ms.min(f64::from(u32::MAX >> 1)) as u32 } else { 0 };
+        if self.last_ms.is_some_and(|last| ms <= last) {
+            return;
+        }
+        self.last_ms = Some(ms);
+        self.out.extend_from_slice(b"i ");
+        dec(&mut self.out, i64::from(ms));
+        self.out.push(b'\n');
+    }
+
+    /// A `z` comment (one line).
+    pub fn comment(&mut self, text: &str) {
+        self.out.extend_from_slice(b"z ");
+        self.out.extend(text.chars().map(|c| if c.is_control() || (c as u32) > 0xFF { b'?' } else { c as u32 as u8 }));
+        self.out.push(b'\n');
+    }
+
+    /// The log's type id for a runtime type handle, written as a `t` line
+    /// the first time (`name` is called then).
+    pub fn type_id(&mut self, handle: u64, name: impl FnOnce() -> String) -> i32 {
+        if let Some(&id) = self.types.get(&handle) {
+            return id;
+        }
+        let id = self.types.len() as i32 + 1;
+        self.types.insert(handle, id);
+        let name = name();
+        let name = if name.is_empty() { format!("Type 0x{handle:x}") } else { name };
+        self.out.extend_from_slice(b"t ");
+        dec(&mut self.out, i64::from(id));
+        self.out.extend_from_slice(b" 0 ");
+        let escaped = escape_name(&name.replace(['\n', '\r'], " "), None);
+        self.out.extend_from_slice(&escaped);
+        self.out.push(b'\n');
+        id
+    }
+
+    /// The allocation stack for `frames` (innermost first, as EventPipe
+    /// gives them) with the allocated type and size, written as `f` and `n`
+    /// lines the first time.
+    pub fn alloc_stack(&mut self, type_id: i32, size: i32, frames: impl Iterator<Item = u64>, methods: &MethodMap) -> i32 {
+        let mut ids = std::mem::take(&mut self.frames);
+        ids.clear();
+        for ip in frames {
+            ids.push(self.function(ip, methods));
+        }
+        // CLRProfiler's stacks run from the outermost frame.
+        ids.reverse();
+        let key = (type_id, size, ids.clone().into_boxed_slice());
+        let next = self.stacks.len() as i32 + 1;
+        let id = *self.stacks.entry(key).or_insert(next);
+        if id == next {
+            self.out.extend_from_slice(b"n ");
+            dec(&mut self.out, i64::from(id));
+            self.out.extend_from_slice(b" 1 ");
+            dec(&mut self.out, i64::from(type_id));
+            self.out.push(b' ');
+            dec(&mut self.out, i64::from(size));
+            for f in &ids {
+                self.out.push(b' ');
+                dec(&mut self.out, i64::from(*f));
+            }
+            self.out.push(b'\n');
+        }
+        self.frames = ids;
+        id
+    }
+
+    /// The function id of a frame, its `f` (and `m`) lines written the
+    /// first time.
+    fn function(&mut self, ip: u64, methods: &MethodMap) -> i32 {
+        let found = methods.find(ip);
+        let key = match found {
+            Some(k) => FrameKey::Method(k),
+            None => FrameKey::Address(ip),
+        };
+        if let Some(&id) = self.functions.get(&key) {
+            return id;
+        }
+        if let Some(k) = found {
+            let m = methods.get(k);
+            if let Some(&id) = self.by_name.get(&(m.name.clone(), m.signature.clone())) {
+                self.functions.insert(key, id);
+                return id;
+            }
+        }
+        // Function 0 is CLRProfiler's NATIVE FUNCTION.
+        let id = self.by_name.len() as i32 + self.unresolved_frames as i32 + 1;
+        self.functions.insert(key, id);
+        if let Some(k) = found {
+            let m = methods.get(k);
+            self.by_name.insert((m.name.clone(), m.signature.clone()), id);
+        }
+        let (name, signature, start, size, module) = match found {
+            Some(k) => {
+                let m = methods.get(k);
+                (m.name.clone(), m.signature.clone(), m.start, m.size, self.module(m.module, methods))
+            }
+            None => {
+                self.unresolved_frames += 1;
+                (format!("?!0x{ip:x}"), "()".to_string(), ip, 0, -1)
+            }
+        };
+        self.out.extend_from_slice(b"f ");
+        dec(&mut self.out, i64::from(id));
+        self.out.push(b' ');
+        let name = if name.is_empty() { "?".to_string() } else { name };
+        self.out.extend_from_slice(&escape_name(&name, Some(' ')));
+        self.out.push(b' ');
+        self.out.extend_from_slice(&escape_name(&signature, None));
+        self.out.push(b' ');
+        hex_lower(&mut self.out, start);
+        self.out.push(b' ');
+        dec(&mut self.out, i64::from(size));
+        self.out.push(b' ');
+        dec(&mut self.out, i64::from(module));
+        self.out.extend_from_slice(b" -1\n");
+        id
+    }
+
+    /// The log's module id for a runtime module id (`m` line the first
+    /// time); -1 when the trace does not name it.
+    fn module(&mut self, module: u64, methods: &MethodMap) -> i32 {
+        if let Some(&id) = self.modules.get(&module) {
+            return id;
+        }
+        let Some(path) = methods.modules.get(&module) else { return -1 };
+        let id = self.modules.len() as i32 + 1;
+        self.modules.insert(module, id);
+        self.out.extend_from_slice(b"m ");
+        dec(&mut self.out, i64::from(id));
+        self.out.push(b' ');
+        // The reader takes the text after the last backslash as the short
+        // name: Linux paths are written with backslashes.
+        let path: String = path.chars().map(|c| if c == '/' { '\\' } else if c.is_control() { ' ' } else { c }).collect();
+        self.out.extend(path.chars().map(|c| if (c as u32) > 0xFF { b'?' } else { c as u32 as u8 }));
+        self.out.push(b' ');
+        hex_lower(&mut self.out, module);
+        self.out.extend_from_slice(b" 0\n");
+        id
+    }
+
+    /// A `!` allocation.
+    pub fn alloc(&mut self, thread: u64, address: u64, stack: i32) {
+        self.out.extend_from_slice(b"! ");
+        dec(&mut self.out, thread as u32 as i32 as i64);
+        self.out.push(b' ');
+        hex_lower(&mut self.out, address);
+        self.out.push(b' ');
+        dec(&mut self.out, i64::from(stack));
+        self.out.push(b'\n');
+    }
+
+    /// Raw text (a line built elsewhere).
+    pub fn raw(&mut self, text: &[u8]) {
+        self.out.extend_from_slice(text);
+    }
+}
+
+/// Appends a decimal number.
+pub(super) fn dec(out: &mut Vec<u8>, v: i64) {
+    crate::format::dec_i64(out, v);
+}

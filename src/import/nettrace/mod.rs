@@ -1,0 +1,265 @@
+//! A NetTrace (EventPipe) trace to CLRProfiler log text.
+//!
+//! Two passes over the trace's bytes, each streaming (no event is kept):
+//! the first collects the methods and modules that name stack frames (the
+//! rundown at a trace's end names methods compiled before it began); the
+//! second writes the log in event order:
+//!
+//! | events | log records |
+//! |---|---|
+//! | `GC/AllocationTick` (V2-V4), with its stack | `t` (the type, once), `f`/`m`/`n` (the stack, once), `!` |
+//! | `GC/Start`, `GC/GenerationRange` | `i`, `b 1 induced condemned ranges` |
+//! | `GC/BulkMovedObjectRanges`, `GC/BulkSurvivingObjectRanges` | `u` / `v` |
+//! | `GC/Stop` | `i`, `b 0 0 condemned [ranges]`, `g` |
+//! | `GC/BulkNode`, `GC/BulkEdge`, `GC/BulkRootEdge`, `GC/BulkRootStaticVar`, `Type/BulkType` | a heap dump: `e` lines, `o` lines |
+//!
+//! Time: an `i` line (milliseconds since the trace's start) before each
+//! record that moves time on. Threads: the OS thread id. What each sampled
+//! allocation stands for goes to [`Sampling`]; what the trace could not
+//! say, to [`TraceFacts`].
+
+mod fields;
+mod gc;
+mod log_text;
+mod methods;
+mod snapshot;
+
+use super::{Imported, Sampling, SamplingMethod, TraceFacts};
+use crate::eventpipe::{Error, Event, NetTraceReader, Warning};
+use fields::Fields;
+use gc::{GcState, Range};
+use log_text::LogText;
+use methods::MethodMap;
+use snapshot::Snapshot;
+use std::collections::HashMap;
+
+/// Turns the trace in `bytes` into CLRProfiler log text.
+///
+/// A trace cut short gives the log of what was read, with the reader's
+/// [`Warning::Truncated`] in [`TraceFacts::warnings`]; an error is a trace
+/// whose start cannot be read at all.
+///
+/// ```no_run
+/// let bytes = std::fs::read("app.nettrace")?;
+/// let imported = clrprof::import::nettrace::to_log(&bytes)?;
+/// let model = clrprof::model::load(&imported.log, &Default::default())?;
+/// println!("{} sampled allocations", model.allocations().len());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn to_log(bytes: &[u8]) -> Result<Imported, Error> {
+    let methods = first_pass(bytes)?;
+    second_pass(bytes, &methods)
+}
+
+/// Methods and modules, from every event that names them.
+fn first_pass(bytes: &[u8]) -> Result<MethodMap, Error> {
+    let mut methods = MethodMap::default();
+    let mut reader = NetTraceReader::new(bytes)?;
+    while let Some(e) = next(&mut reader) {
+        methods.observe(&e);
+    }
+    methods.seal();
+    Ok(methods)
+}
+
+/// The next event; a read error ends the events (the reader has recorded
+/// it as a warning when the trace is cut short; other errors are noted by
+/// the second pass).
+fn next<'r>(reader: &'r mut NetTraceReader<'_>) -> Option<Event<'r>> {
+    reader.next_event().ok().flatten()
+}
+
+struct Writer<'m> {
+    log: LogText,
+    methods: &'m MethodMap,
+    gc: GcState,
+    snapshot: Snapshot,
+    /// Type handle -> name, from the allocation events.
+    allocation_type_names: HashMap<u64, String>,
+    weights: Vec<f32>,
+    method: Option<SamplingMethod>,
+    sizes_unknown: bool,
+    undecodable: HashMap<String, u64>,
+    snapshots: u64,
+}
+
+fn second_pass(bytes: &[u8], methods: &MethodMap) -> Result<Imported, Error> {
+    let mut reader = NetTraceReader::new(bytes)?;
+    let header = *reader.header();
+    let mut w = Writer {
+        log: LogText::new(),
+        methods,
+        gc: GcState::default(),
+        snapshot: Snapshot::default(),
+        allocation_type_names: HashMap::new(),
+        weights: Vec::new(),
+        method: None,
+        sizes_unknown: false,
+        undecodable: HashMap::new(),
+        snapshots: 0,
+    };
+    let [year, month, _, day, hour, minute, second, _] = header.sync_time_utc;
+    w.log.comment(&format!(
+        "clrprof: from a NetTrace (EventPipe) trace of process {} started {year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02} UTC; allocations are samples",
+        header.process_id
+    ));
+    w.log.tick(0.0);
+    let mut read_error: Option<Error> = None;
+    loop {
+        let e = match reader.next_event() {
+            Ok(Some(e)) => e,
+            Ok(None) => break,
+            Err(err) => {
+                read_error = Some(err);
+                break;
+            }
+        };
+        w.event(&e, header.msec(e.header.timestamp));
+    }
+    // A GC or a heap walk the trace ended inside of.
+    if w.gc.in_gc() {
+        let dump = w.snapshot.take(&mut w.log, &w.allocation_type_names);
+        w.snapshots += u64::from(dump.is_some());
+        w.gc.stop(&mut w.log, dump.as_deref());
+    } else if let Some(dump) = w.snapshot.take(&mut w.log, &w.allocation_type_names) {
+        w.snapshots += 1;
+        w.log.raw(&dump);
+    }
+    let summary = reader.finish();
+    let mut warnings: Vec<String> = summary.warnings.iter().map(describe).collect();
+    if let Some(err) = read_error {
+        warnings.push(format!("the events stop at an error: {err}"));
+    }
+    for (name, count) in &w.undecodable {
+        warnings.push(format!("{count} {name} event(s) could not be decoded and were left out"));
+    }
+    if w.snapshot.stray_edges > 0 {
+        warnings.push(format!("{} heap-walk edge(s) came with no node and were left out", w.snapshot.stray_edges));
+    }
+    warnings.sort();
+    let facts = TraceFacts {
+        format: format!("NetTrace (Trace object version {})", header.version),
+        process_id: Some(header.process_id),
+        events: summary.events,
+        sampled_allocations: w.weights.len() as u64,
+        gcs: w.gc.gcs,
+        heap_snapshots: w.snapshots,
+        survival_known: w.gc.survival_seen,
+        lost_events: summary.lost_events,
+        unresolved_frames: w.log.unresolved_frames,
+        warnings,
+    };
+    let sampling = w.method.map(|method| Sampling { method, weights: w.weights, sizes_unknown: w.sizes_unknown });
+    Ok(Imported { log: w.log.out, sampling, facts })
+}
+
+/// One line for a reader warning.
+fn describe(w: &Warning) -> String {
+    w.to_string()
+}
+
+impl Writer<'_> {
+    fn event(&mut self, e: &Event<'_>, ms: f64) {
+        let name = e.name();
+        if !e.provider().starts_with("Microsoft-Windows-DotNETRuntime") {
+            return;
+        }
+        let wanted = matches!(
+            name,
+            "GC/AllocationTick"
+                | "GC/Start"
+                | "GC/Stop"
+                | "GC/GenerationRange"
+                | "GC/BulkMovedObjectRanges"
+                | "GC/BulkSurvivingObjectRanges"
+                | "GC/BulkNode"
+                | "GC/BulkEdge"
+                | "GC/BulkRootEdge"
+                | "GC/BulkRootStaticVar"
+                | "Type/BulkType"
+        );
+        if !wanted {
+            return;
+        }
+        let Some(f) = Fields::of(e) else {
+            *self.undecodable.entry(name.to_string()).or_default() += 1;
+            return;
+        };
+        self.log.tick(ms);
+        match name {
+            "GC/AllocationTick" => self.allocation_tick(e, &f),
+            "GC/Start" => {
+                self.gc.start(&mut self.log, f.u64("Depth").unwrap_or(0), f.u64("Reason").unwrap_or(0));
+            }
+            "GC/GenerationRange" => self.gc.range(Range {
+                generation: f.u64("Generation").unwrap_or(0).min(u64::from(u32::MAX)) as u32,
+                start: f.u64("RangeStart").unwrap_or(0),
+                used: f.u64("RangeUsedLength").unwrap_or(0),
+                reserved: f.u64("RangeReservedLength").unwrap_or(0),
+            }),
+            "GC/BulkMovedObjectRanges" => {
+                let ranges: Vec<(u64, u64, u64)> = f
+                    .structs("Values")
+                    .iter()
+                    .map(|v| {
+                        let g = |n| fields::member_u64(v, n).unwrap_or(0);
+                        (g("OldRangeBase"), g("NewRangeBase"), g("RangeLength"))
+                    })
+                    .collect();
+                self.gc.survivors(&mut self.log, ranges.into_iter());
+            }
+            "GC/BulkSurvivingObjectRanges" => {
+                let ranges: Vec<(u64, u64, u64)> = f
+                    .structs("Values")
+                    .iter()
+                    .map(|v| {
+                        let g = |n| fields::member_u64(v, n).unwrap_or(0);
+                        (g("RangeBase"), g("RangeBase"), g("RangeLength"))
+                    })
+                    .collect();
+                self.gc.survivors(&mut self.log, ranges.into_iter());
+            }
+            "GC/Stop" => {
+                let dump = self.snapshot.take(&mut self.log, &self.allocation_type_names);
+                self.snapshots += u64::from(dump.is_some());
+                self.gc.stop(&mut self.log, dump.as_deref());
+            }
+            "Type/BulkType" => self.snapshot.types(&f),
+            "GC/BulkNode" => self.snapshot.nodes(&f),
+            "GC/BulkEdge" => self.snapshot.edges(&f),
+            "GC/BulkRootEdge" => self.snapshot.root_edges(&f),
+            "GC/BulkRootStaticVar" => self.snapshot.static_roots(&f),
+            _ => {}
+        }
+    }
+
+    /// `GC/AllocationTick`: one sampled allocation standing for the bytes
+    /// allocated since the previous tick of its heap and kind.
+    fn allocation_tick(&mut self, e: &Event<'_>, f: &Fields<'_>) {
+        let amount = f.u64("AllocationAmount64").or_else(|| f.u64("AllocationAmount")).unwrap_or(0);
+        let handle = f.u64("TypeID").unwrap_or(0);
+        let address = f.u64("Address").unwrap_or(0);
+        let object_size = f.u64("ObjectSize").filter(|&s| s > 0);
+        let name = f.string("TypeName");
+        if !name.is_empty() {
+            self.allocation_type_names.entry(handle).or_insert_with(|| name.clone());
+        }
+        // Events before version 2 name no type: they stand for bytes of
+        // an unknown type.
+        let type_id = self.log.type_id(handle, || if name.is_empty() { "(type not reported)".to_string() } else { name });
+        let (size, weight) = match object_size {
+            Some(s) => {
+                let s = s.min(i32::MAX as u64);
+                (s as i32, (amount.max(s) as f64 / s as f64) as f32)
+            }
+            None => {
+                self.sizes_unknown = true;
+                (amount.clamp(1, i32::MAX as u64) as i32, 1.0)
+            }
+        };
+        let stack = self.log.alloc_stack(type_id, size, e.stack.frames(), self.methods);
+        self.log.alloc(e.header.thread.0, address, stack);
+        self.weights.push(weight);
+        self.method = Some(SamplingMethod::AllocationTick);
+    }
+}

@@ -1,0 +1,81 @@
+//! Sampled allocations: what each one stands for.
+
+/// How a trace sampled allocations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize))]
+pub enum SamplingMethod {
+    /// `GC/AllocationTick`: one event each time about 100 KB were
+    /// allocated on a heap, naming the object that crossed the line; the
+    /// event stands for all the bytes allocated since the previous one.
+    AllocationTick,
+    /// `AllocationSampled` (.NET 10): each allocated byte is sampled with
+    /// the same probability; an object of `s` bytes seen with probability
+    /// `p = 1 - exp(-s / mean)` stands for `1 / p` objects.
+    AllocationSampled,
+}
+
+impl SamplingMethod {
+    /// The event's name, for messages.
+    pub fn event(self) -> &'static str {
+        match self {
+            SamplingMethod::AllocationTick => "GC/AllocationTick",
+            SamplingMethod::AllocationSampled => "AllocationSampled",
+        }
+    }
+}
+
+/// The sampled allocations of a trace and what each stands for.
+///
+/// The log made from a trace has one `!` record per sampled allocation,
+/// in order, so the model's object ids index [`Sampling::weights`]: the
+/// number of objects of that row's type and size the sample stands for.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize))]
+pub struct Sampling {
+    /// How the trace sampled.
+    pub method: SamplingMethod,
+    /// Objects each sampled allocation stands for, in log order.
+    pub weights: Vec<f32>,
+    /// The runtime did not report the sampled object's size (events of
+    /// version 3 and older): each sample is one row whose size is the bytes
+    /// it stands for, so bytes are estimated and object counts are counts
+    /// of samples.
+    pub sizes_unknown: bool,
+}
+
+impl Sampling {
+    /// The estimated objects the samples stand for, in all.
+    pub fn estimated_objects(&self) -> f64 {
+        self.weights.iter().map(|&w| f64::from(w)).sum()
+    }
+}
+
+/// What a trace said about itself, and what it could not say.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize))]
+pub struct TraceFacts {
+    /// The file's format ("NetTrace V5").
+    pub format: String,
+    /// The traced process, when the trace names it.
+    pub process_id: Option<u32>,
+    /// Events read.
+    pub events: u64,
+    /// Sampled allocation events turned into `!` records.
+    pub sampled_allocations: u64,
+    /// GCs (`GC/Start`..`GC/Stop` pairs, or ends without a start).
+    pub gcs: u64,
+    /// Heap snapshots (`GC/BulkNode` walks) turned into heap dumps.
+    pub heap_snapshots: u64,
+    /// Whether GCs reported which objects survived and moved
+    /// (`GC/BulkSurvivingObjectRanges`, `GC/BulkMovedObjectRanges`): only
+    /// then are the sampled objects followed through GCs (lifetimes,
+    /// survivors, the heap at the end); without, they stay "alive".
+    pub survival_known: bool,
+    /// Events the runtime dropped (sequence-number gaps).
+    pub lost_events: u64,
+    /// Stack frames no method event of the trace covers.
+    pub unresolved_frames: u64,
+    /// Warnings, one line each: a trace cut short, lost events, events
+    /// that could not be decoded.
+    pub warnings: Vec<String>,
+}

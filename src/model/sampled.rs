@@ -1,0 +1,107 @@
+//! Models of traces: the log a trace becomes ([`crate::import`]) loaded as
+//! any log, then the allocated histogram weighted by what each sampled
+//! allocation stands for.
+
+use super::{load_with_progress, Error, LoadOptions, Model, ObjectId, StackCounts};
+use crate::import::{Imported, Sampling};
+
+/// Loads a NetTrace (EventPipe) trace: its events become CLRProfiler
+/// records ([`crate::import::nettrace::to_log`]), which load as a log
+/// does; the model then carries the trace's [`Sampling`] and facts, and
+/// its allocated histogram counts the objects the samples stand for.
+///
+/// `progress` is called with the bytes of the made log read so far.
+pub fn load_trace(bytes: &[u8], options: &LoadOptions, progress: impl FnMut(u64)) -> Result<Model, TraceError> {
+    let imported = crate::import::nettrace::to_log(bytes).map_err(TraceError::Read)?;
+    from_imported(imported, options, progress).map_err(TraceError::Model)
+}
+
+/// Why a trace could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TraceError {
+    /// The trace's start could not be read.
+    #[error(transparent)]
+    Read(crate::eventpipe::Error),
+    /// The records made from it did not load (a bug in the import: the
+    /// error names the made log's record).
+    #[error("the records made from the trace did not load: {0}")]
+    Model(Error),
+}
+
+/// The model of an imported file.
+pub(crate) fn from_imported(imported: Imported, options: &LoadOptions, progress: impl FnMut(u64)) -> Result<Model, Error> {
+    let Imported { log, sampling, facts } = imported;
+    let mut model = load_with_progress(&log, options, progress)?;
+    if let Some(s) = &sampling {
+        weigh(&mut model, s);
+    }
+    model.sampling = sampling;
+    model.imported = Some(facts);
+    Ok(model)
+}
+
+/// Weighs the histograms of sampled objects: the allocated one counts
+/// each sample as the objects it stands for (rounded per stack row, at
+/// least 1 for a row that was sampled); the relocated, final-heap and
+/// finalized ones count each sampled object as its row's average weight
+/// (what the row's samples stand for, per sample): a sample that moved,
+/// survived or was finalized stands for that many objects that did.
+fn weigh(model: &mut Model, s: &Sampling) {
+    let rows = model.stacks.len();
+    let mut sums = vec![0f64; rows];
+    let mut samples = vec![0u64; rows];
+    let n = model.allocations.len();
+    for (k, &w) in s.weights.iter().enumerate().take(n) {
+        let row = model.allocations.stack(ObjectId(k as u32)).index();
+        if let (Some(sum), Some(count)) = (sums.get_mut(row), samples.get_mut(row)) {
+            *sum += f64::from(w);
+            *count += 1;
+        }
+    }
+    let estimate = |v: f64| if v > 0.0 { v.round().max(1.0) as u64 } else { 0 };
+    let scaled = |h: &StackCounts| {
+        let v = (0..rows)
+            .map(|r| {
+                let c = h.get(super::StackRef(r as u32));
+                match samples[r] {
+                    0 => c,
+                    k => estimate(c as f64 * sums[r] / k as f64),
+                }
+            })
+            .collect();
+        StackCounts::from_vec(v)
+    };
+    let h = &model.histograms;
+    let relocated = scaled(&h.relocated);
+    let final_heap = scaled(&h.final_heap);
+    let finalized = scaled(&h.finalized);
+    let critical = scaled(&h.critical_finalized);
+    let allocated = StackCounts::from_vec(sums.iter().map(|&v| estimate(v)).collect());
+    model.row_weights = (0..rows).map(|r| if samples[r] == 0 { 1.0 } else { (sums[r] / samples[r] as f64) as f32 }).collect();
+    let h = &mut model.histograms;
+    h.allocated = allocated;
+    h.relocated = relocated;
+    h.final_heap = final_heap;
+    h.finalized = finalized;
+    h.critical_finalized = critical;
+    h.shrink();
+}
+
+impl Model {
+    /// Counts of sampled objects per stack row (a filtered view's) turned
+    /// into the objects they stand for: each row's count times the row's
+    /// average weight, rounded (at least 1 where there was a sample). For
+    /// a log of every allocation, the counts as they are.
+    pub fn estimate_rows(&self, counts: &mut [u64]) {
+        if self.row_weights.is_empty() {
+            return;
+        }
+        for (r, c) in counts.iter_mut().enumerate() {
+            if *c > 0 {
+                let w = f64::from(self.row_weights.get(r).copied().unwrap_or(1.0));
+                *c = ((*c as f64) * w).round().max(1.0) as u64;
+            }
+        }
+    }
+}

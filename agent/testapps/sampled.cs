@@ -44,7 +44,12 @@ static class P
         n = 300 * scale;
         before = Bytes();
         for (int i = 0; i < n; i++) { var o = new MarkerL[20000]; if (i % 100 == 0) Kept.Add(o); }
-        truth.Append("\"MarkerL[]\":{\"objects\":" + n + ",\"bytes\":" + (Bytes() - before) + "}},");
+        // CoreCLR 3.1's per-thread counter leaves out the large object
+        // heap: there, the bytes are the arrays' size (header, length and
+        // 20,000 longs, on 64 bits).
+        long large = Bytes() - before;
+        if (large < (long)n * (24 + 20000 * 8)) large = (long)n * (24 + 20000 * 8);
+        truth.Append("\"MarkerL[]\":{\"objects\":" + n + ",\"bytes\":" + large + "}},");
 
         GC.Collect();
         GC.Collect(0);

@@ -69,17 +69,24 @@ pub struct Args {
     /// A heap dump into the log every so many seconds (fractions allowed).
     #[arg(long, value_name = "SECONDS")]
     pub(crate) heap_dump_every: Option<f64>,
+    /// Record over EventPipe instead of the agent: sampled allocations
+    /// (about one per 100 KB, with stacks; figures are estimates), GCs and
+    /// survivors, no profiler, no restart (.NET 5+ to start a program; any
+    /// .NET Core 3.0+ process with -p). Writes a `.nettrace`.
+    #[arg(long, conflicts_with_all = ["calls", "no_stacks", "stacks", "flush_ms", "heap_dump_every", "agent", "target"])]
+    pub(crate) sampled: bool,
     /// Attach to this running .NET process instead of starting a program
-    /// (GC events and heap dumps only: no allocations after attach).
+    /// (GC events and heap dumps only: no allocations after attach; with
+    /// --sampled, sampled allocations too).
     #[arg(short, long, value_name = "PID", conflicts_with_all = ["command", "calls", "no_stacks", "stacks", "flush_ms"])]
-    pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     /// With -p: stop recording after this many seconds (default: when the
     /// process ends or on Ctrl-C).
     #[arg(long, value_name = "SECONDS", requires = "pid")]
     pub(crate) duration: Option<f64>,
     /// The program and its arguments, e.g. `dotnet app.dll` or `./app`.
     #[arg(required_unless_present = "pid", value_name = "CMD", num_args = 1.., allow_hyphen_values = true)]
-    command: Vec<OsString>,
+    pub(crate) command: Vec<OsString>,
 }
 
 /// Runs the command; the exit code is the program's.
@@ -88,6 +95,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         if !(s.is_finite() && s > 0.0) {
             bail!("--heap-dump-every must be a positive number of seconds, not {s}");
         }
+    }
+    if args.sampled {
+        return crate::cmd_record_sampled::run(&args);
     }
     if let Some(pid) = args.pid {
         return crate::cmd_record_attached::run(pid, &args);
@@ -330,7 +340,7 @@ const MIN_FREE: u64 = 16 << 20;
 
 /// `<program>_%p_<stamp>.log` (the agent puts its process id for `%p`): the
 /// program is the `.dll` given to `dotnet`, or the command's own name.
-fn default_name(command: &[OsString], stamp: &str) -> String {
+pub(crate) fn default_name(command: &[OsString], stamp: &str) -> String {
     let stem = |p: &OsString| Path::new(p).file_stem().map(|s| s.to_string_lossy().into_owned());
     let first = command.first().and_then(stem).unwrap_or_else(|| "program".into());
     let program = if first == "dotnet" {

@@ -14,6 +14,7 @@ mod cmd_heap_dump;
 mod cmd_lifetime;
 mod cmd_record;
 mod cmd_record_attached;
+mod cmd_record_sampled;
 mod cmd_footprint;
 mod cmd_gen;
 mod cmd_join;

@@ -1,0 +1,101 @@
+//! A program started under a session: the runtime is told to connect to a
+//! socket of ours and wait (`DOTNET_DiagnosticPorts=PATH,connect,suspend`,
+//! .NET 5+); on its first connection the session is started, on its next
+//! the runtime is resumed, so the trace holds the program's first
+//! allocation.
+//!
+//! The socket is in a directory only this user can enter, and a
+//! connection counts only if the peer is the started program itself.
+
+use crate::protocol::{self, Collect, Provider};
+use crate::session::{exchange, Session, BUFFER_MB};
+use crate::Error;
+use std::io::Read;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// A program running under a session.
+pub struct Launched {
+    /// The program.
+    pub child: Child,
+    /// The session.
+    pub session: Session,
+}
+
+/// How long a program has to connect.
+const CONNECT_WAIT: Duration = Duration::from_secs(30);
+
+/// Starts `cmd` suspended under a session with `providers`; `dir` is a
+/// private directory for the socket (it must exist, owned by this user,
+/// mode 0700).
+pub fn launch(cmd: &mut Command, providers: &[Provider], dir: &Path) -> Result<Launched, Error> {
+    let path = dir.join("diagnostics.sock");
+    let listener = UnixListener::bind(&path).map_err(|e| Error::io("cannot listen on", &path, e))?;
+    listener.set_nonblocking(true).map_err(|e| Error::io("cannot use", &path, e))?;
+    let port = format!("{},connect,suspend", path.display());
+    cmd.env("DOTNET_DiagnosticPorts", &port);
+    let mut child = cmd.spawn().map_err(|e| Error::Launch(format!("cannot start the program: {e}")))?;
+    let pid = child.id();
+    let result = (|| {
+        let first = accept(&listener, &mut child, pid)?;
+        let request = protocol::collect_request(Collect::V2 { rundown: true }, BUFFER_MB, providers)
+            .map_err(|what| Error::BadReply { pid, command: "CollectTracing", what })?;
+        let session = Session::over(pid, first, &request)?;
+        let mut second = accept(&listener, &mut child, pid)?;
+        match exchange(&mut second, &protocol::resume_request(), pid, "ResumeRuntime")? {
+            Ok(_) => Ok(session),
+            Err(hr) => Err(Error::Refused { pid, command: "ResumeRuntime", hresult: hr, message: protocol::describe(hr).into() }),
+        }
+    })();
+    let _ = std::fs::remove_file(&path);
+    match result {
+        Ok(session) => Ok(Launched { child, session }),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(e)
+        }
+    }
+}
+
+/// The program's next connection, greeted and checked.
+fn accept(listener: &UnixListener, child: &mut Child, pid: u32) -> Result<UnixStream, Error> {
+    let start = Instant::now();
+    loop {
+        match listener.accept() {
+            Ok((mut s, _)) => {
+                let _ = s.set_nonblocking(false);
+                let peer = clrprof_control::trust::peer_cred(&s).map_err(|e| Error::io("cannot check the peer of", "the diagnostics port", e))?;
+                if peer.pid != pid {
+                    // Someone else of this user: not the program.
+                    continue;
+                }
+                let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                let mut hello = [0u8; protocol::ADVERTISE_LEN];
+                s.read_exact(&mut hello).map_err(|e| Error::io("cannot read the greeting of the program on", "the diagnostics port", e))?;
+                let said = protocol::parse_advertise(&hello).map_err(|what| Error::BadReply { pid, command: "the diagnostics port", what })?;
+                if said != u64::from(pid) {
+                    return Err(Error::BadReply { pid, command: "the diagnostics port", what: format!("a greeting naming process {said}") });
+                }
+                return Ok(s);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(Error::Launch(format!(
+                        "the program ended ({status}) without connecting to clrprof: it is not a .NET 5 or later program (CoreCLR 3.x and programs that are not .NET do not know DOTNET_DiagnosticPorts)"
+                    )));
+                }
+                if start.elapsed() > CONNECT_WAIT {
+                    return Err(Error::Launch(format!(
+                        "the program did not connect to clrprof within {} s: it is not a .NET 5 or later program, or DOTNET_DiagnosticPorts was overridden",
+                        CONNECT_WAIT.as_secs()
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(Error::io("cannot accept on", "the diagnostics port", e)),
+        }
+    }
+}

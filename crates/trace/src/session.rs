@@ -1,0 +1,211 @@
+//! A session with a process: started, its trace written to a file as it
+//! arrives, stopped (with the rundown) when asked, when the process ends,
+//! or when the heap walk it asked for is over.
+
+use crate::protocol::{self, Collect, Provider};
+use crate::watch::Watch;
+use crate::Error;
+use clrprof_control::{paths, process, trust};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// When to stop a session.
+#[derive(Clone, Debug, Default)]
+pub struct Stop {
+    /// Set (by a signal handler) to stop.
+    pub flag: Arc<AtomicBool>,
+    /// Stop after this long.
+    pub after: Option<Duration>,
+    /// Stop once the heap walk the session asked for is over.
+    pub after_heap_walk: bool,
+}
+
+/// What a session wrote.
+#[derive(Clone, Debug, Default)]
+pub struct Written {
+    /// Bytes of trace.
+    pub bytes: u64,
+    /// Whether the session was stopped by us (with a rundown), rather
+    /// than ended by the process.
+    pub stopped: bool,
+    /// GCs the trace holds (as it arrived).
+    pub gcs: u64,
+    /// Whether a heap walk was read to its end.
+    pub heap_walk_done: bool,
+    /// Seconds from the session's start to its end.
+    pub seconds: f64,
+}
+
+/// A running session: the stream the runtime writes the trace into.
+pub struct Session {
+    pid: u32,
+    id: u64,
+    stream: UnixStream,
+    /// The diagnostics socket (for `StopTracing`), `None` for a session
+    /// over a connection the runtime made to us.
+    socket: Option<(PathBuf, u32)>,
+    started: Instant,
+}
+
+/// Buffers the runtime is asked for, MB: large, so that a heap walk or a
+/// burst of allocations is not dropped while the file catches up.
+pub const BUFFER_MB: u32 = 1024;
+
+impl Session {
+    /// Starts a session with process `pid`: its diagnostics socket is
+    /// checked (owned by the process's user, answered by the process
+    /// itself) before anything is sent.
+    pub fn start(pid: u32, providers: &[Provider]) -> Result<Session, Error> {
+        let (p, rt) = process::attachable(pid)?;
+        let collect = match rt.major() {
+            Some(m) if m >= 5 => Collect::V2 { rundown: true },
+            _ => Collect::V1,
+        };
+        let mut providers = providers.to_vec();
+        if collect == Collect::V1 && !providers.iter().any(|p| p.name == crate::presets::RUNDOWN) {
+            providers.extend(crate::presets::sampled_allocations(true).into_iter().filter(|p| p.name == crate::presets::RUNDOWN));
+        }
+        let dir = paths::temp_dir_of(pid);
+        let socket = paths::diagnostics_socket_of(&dir, pid, p.uid)?;
+        let stream = connect(&socket, pid, p.uid)?;
+        let request = protocol::collect_request(collect, BUFFER_MB, &providers)
+            .map_err(|what| Error::BadReply { pid, command: "CollectTracing", what })?;
+        let mut s = Session { pid, id: 0, stream, socket: Some((socket, p.uid)), started: Instant::now() };
+        s.id = s.send_collect(&request)?;
+        Ok(s)
+    }
+
+    /// A session over a connection a runtime made to us (a program started
+    /// with `DOTNET_DiagnosticPorts`): `request` is sent on it.
+    pub(crate) fn over(pid: u32, stream: UnixStream, request: &[u8]) -> Result<Session, Error> {
+        let mut s = Session { pid, id: 0, stream, socket: None, started: Instant::now() };
+        s.id = s.send_collect(request)?;
+        Ok(s)
+    }
+
+    fn send_collect(&mut self, request: &[u8]) -> Result<u64, Error> {
+        let pid = self.pid;
+        let reply = exchange(&mut self.stream, request, pid, "CollectTracing")?;
+        match reply {
+            Ok(payload) if payload.len() >= 8 => {
+                let mut id = [0u8; 8];
+                id.copy_from_slice(&payload[..8]);
+                Ok(u64::from_le_bytes(id))
+            }
+            Ok(payload) => Err(Error::BadReply { pid, command: "CollectTracing", what: format!("an OK of {} bytes, expected a session id", payload.len()) }),
+            Err(hr) => Err(Error::Refused { pid, command: "CollectTracing", hresult: hr, message: protocol::describe(hr).into() }),
+        }
+    }
+
+    /// The process.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Writes the trace to `out` as it arrives, until the process ends the
+    /// stream; when `stop` says so, asks the runtime to stop (it then
+    /// writes its rundown and ends the stream). `progress` sees every
+    /// chunk written.
+    pub fn write_to(mut self, out: &mut impl Write, stop: &Stop, mut progress: impl FnMut(&Watch)) -> Result<Written, Error> {
+        let pid = self.pid;
+        let _ = self.stream.set_read_timeout(Some(Duration::from_millis(200)));
+        let mut watch = Watch::new();
+        let mut written = Written::default();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut stop_sent = false;
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    out.write_all(&buf[..n]).map_err(|e| Error::io("cannot write the trace of process", format!("{pid}"), e))?;
+                    written.bytes += n as u64;
+                    watch.feed(&buf[..n]);
+                    progress(&watch);
+                }
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {}
+                // The process died: what arrived is written.
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe) => break,
+                Err(e) => return Err(Error::io("cannot read the trace of process", format!("{pid}"), e)),
+            }
+            let due = stop.flag.load(Ordering::SeqCst)
+                || stop.after.is_some_and(|d| self.started.elapsed() >= d)
+                || (stop.after_heap_walk && watch.heap_walk_done());
+            if due && !stop_sent {
+                stop_sent = true;
+                written.stopped = self.stop()?;
+            }
+        }
+        out.flush().map_err(|e| Error::io("cannot write the trace of process", format!("{pid}"), e))?;
+        written.gcs = watch.gc_stops;
+        written.heap_walk_done = watch.heap_walk_done();
+        written.seconds = self.started.elapsed().as_secs_f64();
+        Ok(written)
+    }
+
+    /// Sends `StopTracing` on a connection of its own; false when the
+    /// process is gone already (its stream ends by itself).
+    fn stop(&mut self) -> Result<bool, Error> {
+        let pid = self.pid;
+        let Some((socket, owner)) = self.socket.clone() else {
+            // A session the runtime connected for: closing our side of
+            // the stream is all there is (the runtime then ends it).
+            let _ = self.stream.shutdown(std::net::Shutdown::Write);
+            return Ok(true);
+        };
+        let mut s = match connect(&socket, pid, owner) {
+            Ok(s) => s,
+            Err(_) => return Ok(false),
+        };
+        match exchange(&mut s, &protocol::stop_request(self.id), pid, "StopTracing")? {
+            Ok(_) => Ok(true),
+            Err(hr) => Err(Error::Refused { pid, command: "StopTracing", hresult: hr, message: protocol::describe(hr).into() }),
+        }
+    }
+}
+
+/// Connects to a process's diagnostics socket after the trust checks.
+fn connect(socket: &std::path::Path, pid: u32, owner: u32) -> Result<UnixStream, Error> {
+    match trust::connect(socket, pid, owner) {
+        Ok(s) => Ok(s),
+        Err(trust::ConnectError::Refused(e)) => Err(e.into()),
+        Err(trust::ConnectError::Absent(e)) => Err(Error::io("cannot connect to the diagnostics socket", socket, e)),
+    }
+}
+
+/// Sends a request and reads one reply.
+pub(crate) fn exchange(s: &mut UnixStream, request: &[u8], pid: u32, command: &'static str) -> Result<Result<Vec<u8>, u32>, Error> {
+    let io = |what: &str, e| Error::io(format!("{command}: cannot {what} the diagnostics connection of process"), format!("{pid}"), e);
+    s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| io("use", e))?;
+    s.write_all(request).map_err(|e| io("write to", e))?;
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 256];
+    loop {
+        if let Some(size) = protocol::reply_size(&reply) {
+            if reply.len() >= size.max(protocol::HEADER) {
+                break;
+            }
+        }
+        // One byte at a time past the header: the trace follows the reply
+        // on the same connection and must not be read here.
+        let want = match protocol::reply_size(&reply) {
+            Some(size) => size.max(protocol::HEADER) - reply.len(),
+            None => 16 - reply.len(),
+        };
+        let take = want.min(byte.len());
+        match s.read(&mut byte[..take]) {
+            Ok(0) => {
+                return Err(Error::BadReply { pid, command, what: format!("the connection closed after {} bytes of reply", reply.len()) })
+            }
+            Ok(n) => reply.extend_from_slice(&byte[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return Err(Error::BadReply { pid, command, what: "no answer within 30 seconds".into() })
+            }
+            Err(e) => return Err(io("read from", e)),
+        }
+    }
+    protocol::parse_reply(&reply).map_err(|what| Error::BadReply { pid, command, what })
+}

@@ -45,6 +45,9 @@
 //! - [`query`]: pure functions over a `Model`, one per CLRProfiler view.
 //! - [`eventpipe`]: [`eventpipe::NetTraceReader`] streams the events of a
 //!   `.nettrace` (EventPipe) trace from bytes in memory.
+//! - [`gcdump`]: [`gcdump::read`] reads a `.gcdump` heap snapshot
+//!   (PerfView's `GCHeapDump`) into a [`gcdump::HeapGraph`];
+//!   [`gcdump::write_log`] transcodes it into a CLRProfiler heap dump.
 //!
 //! # Features
 //!
@@ -81,6 +84,7 @@
 
 pub mod eventpipe;
 pub mod format;
+pub mod gcdump;
 #[cfg(feature = "model")]
 pub mod model;
 #[cfg(feature = "model")]

@@ -64,14 +64,15 @@ fn read(trace: &[u8], pointer_size: u32) -> Seen {
                 s.methods += 1;
             }
             "GC/AllocationTick" => {
-                // Version 4 on the wire; the reader's newest schema is
-                // version 3 or 4: the fields they share decode alike.
-                assert_eq!(e.kind.expect("kind").metadata.version, 4);
+                // Version 4 (.NET 5 and later), which the reader knows.
+                let kind = e.kind.expect("kind");
+                assert_eq!((kind.metadata.version, kind.schema_is_exact()), (4, Some(true)));
                 let ty = text(&e, "TypeName");
                 let amount = num(&e, "AllocationAmount64");
                 assert_eq!(num(&e, "AllocationAmount"), amount.min(u64::from(u32::MAX)));
-                // ObjectSize, the V4 field, is the payload's last 8 bytes.
-                let size = u64::from_le_bytes(e.payload[e.payload.len() - 8..].try_into().expect("8 bytes"));
+                // ObjectSize, the V4 field, ends the payload.
+                let size = num(&e, "ObjectSize");
+                assert_eq!(size, u64::from_le_bytes(e.payload[e.payload.len() - 8..].try_into().expect("8 bytes")));
                 if num(&e, "AllocationKind") == 1 {
                     s.large_ticks += 1;
                     assert!(size >= 85_000);

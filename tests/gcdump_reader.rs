@@ -323,3 +323,420 @@ fn counts_larger_than_the_file_are_refused_before_allocating() {
     assert_eq!(e.offset, at as u64 + 4);
     assert!(matches!(e.kind, ErrorKind::UnexpectedEnd { .. }), "{e}");
 }
+
+/// Writes `.gcdump` files the way PerfView's serializer lays them out, for
+/// what `test1.gcdump` (a 2015 JavaScript heap) does not have: a .NET
+/// heap's root groups, no addresses, sampling, 64-bit, the tagged fields
+/// of newer versions (interop data in a skip region, the creation tool),
+/// and the older version-7 layout.
+mod synth {
+    pub const SIGNATURE: &[u8] = b"\x14\x00\x00\x00!FastSerialization.1";
+
+    pub struct Type {
+        pub name: &'static str,
+        pub size: i32,
+        pub module: Option<&'static str>,
+    }
+
+    pub struct Node {
+        pub ty: u32,
+        pub size: i32,
+        pub children: Vec<u32>,
+        /// Never described: its label is the UNDEFINED definition's (0).
+        pub undefined: bool,
+        pub address: u64,
+    }
+
+    pub struct Dump {
+        pub version: i32,
+        pub types: Vec<Type>,
+        pub nodes: Vec<Node>,
+        pub root: i32,
+        pub with_addresses: bool,
+        pub is64: bool,
+        pub multipliers: (f32, f32, Vec<f32>),
+        pub tool: Option<&'static str>,
+    }
+
+    #[derive(Default)]
+    pub struct W {
+        pub b: Vec<u8>,
+        fwd: Vec<u32>,
+    }
+
+    impl W {
+        fn i32(&mut self, v: i32) {
+            self.b.extend_from_slice(&v.to_le_bytes());
+        }
+        fn i64(&mut self, v: i64) {
+            self.b.extend_from_slice(&v.to_le_bytes());
+        }
+        fn f32(&mut self, v: f32) {
+            self.b.extend_from_slice(&v.to_le_bytes());
+        }
+        fn string(&mut self, s: Option<&str>) {
+            match s {
+                None => self.i32(-1),
+                Some(s) => {
+                    let units: Vec<u16> = s.encode_utf16().collect();
+                    self.i32(units.len() as i32);
+                    for u in units {
+                        let c = u32::from(u);
+                        if c < 0x80 {
+                            self.b.push(c as u8);
+                        } else if c < 0x800 {
+                            self.b.extend_from_slice(&[0xC0 | (c >> 6) as u8, 0x80 | (c & 0x3F) as u8]);
+                        } else {
+                            self.b.extend_from_slice(&[
+                                0xE0 | (c >> 12) as u8,
+                                0x80 | ((c >> 6) & 0x3F) as u8,
+                                0x80 | (c & 0x3F) as u8,
+                            ]);
+                        }
+                    }
+                }
+            }
+        }
+        /// BeginObject and a type defined in place.
+        fn begin(&mut self, name: &str, version: i32, min_reader: i32) {
+            self.b.extend_from_slice(&[4, 4, 1]);
+            self.i32(version);
+            self.i32(min_reader);
+            self.string(Some(name));
+            self.b.push(6);
+        }
+        fn end(&mut self) {
+            self.b.push(6);
+        }
+        fn forward(&mut self) -> usize {
+            self.fwd.push(u32::MAX);
+            self.i32(self.fwd.len() as i32 - 1);
+            self.fwd.len() - 1
+        }
+        fn define(&mut self, k: usize) {
+            self.fwd[k] = self.b.len() as u32;
+        }
+    }
+
+    fn compressed(v: i32, out: &mut Vec<u8>) {
+        let fits = |bits: u32| (v << (32 - bits)) >> (32 - bits) == v;
+        let n = (1..=4).find(|&k| fits(7 * k)).unwrap_or(5);
+        for k in (1..n).rev() {
+            out.push(((v >> (7 * k)) as u8) | 0x80);
+        }
+        out.push((v & 0x7F) as u8);
+    }
+
+    fn graph(w: &mut W, d: &Dump) {
+        w.begin("Graphs.MemoryGraph", 1, 0);
+        let total: i64 = d.nodes.iter().filter(|n| !n.undefined).map(|n| i64::from(n.size)).sum();
+        w.i64(total);
+        w.i32(d.root);
+        w.i32(d.types.len() as i32);
+        for t in &d.types {
+            w.string(Some(t.name));
+            w.i32(t.size);
+            w.string(t.module);
+        }
+        // The blob starts with the UNDEFINED node's data.
+        let mut blob = vec![0u8, 0];
+        let mut labels = Vec::new();
+        for (i, n) in d.nodes.iter().enumerate() {
+            if n.undefined {
+                labels.push(0u32);
+                continue;
+            }
+            labels.push(blob.len() as u32);
+            let t = n.ty as i32;
+            if d.types.get(n.ty as usize).map(|t| t.size) == Some(n.size) {
+                compressed(t << 1, &mut blob);
+            } else {
+                compressed(t << 1 | 1, &mut blob);
+                compressed(n.size, &mut blob);
+            }
+            compressed(n.children.len() as i32, &mut blob);
+            for &c in &n.children {
+                compressed(c as i32 - i as i32, &mut blob);
+            }
+        }
+        w.i32(labels.len() as i32);
+        for l in labels {
+            w.b.extend_from_slice(&l.to_le_bytes());
+        }
+        w.i32(blob.len() as i32);
+        w.b.extend_from_slice(&blob);
+        if d.with_addresses {
+            w.i32(d.nodes.len() as i32);
+            for n in &d.nodes {
+                w.i64(n.address as i64);
+            }
+        } else {
+            w.i32(0);
+        }
+        if d.version >= 9 {
+            w.b.extend_from_slice(&[8, u8::from(d.is64)]);
+        }
+        w.end();
+    }
+
+    pub fn write(d: &Dump) -> Vec<u8> {
+        let mut w = W::default();
+        w.b.extend_from_slice(SIGNATURE);
+        w.begin("GCHeapDump", d.version, if d.version >= 8 { 8 } else { 0 });
+        graph(&mut w, d);
+        if d.version >= 9 {
+            w.b.push(u8::from(d.is64));
+            w.f32(d.multipliers.0);
+            w.f32(d.multipliers.1);
+            w.b.push(1); // no JSHeapInfo
+            w.begin("DotNetHeapInfo", 0, 0);
+            w.i64(1 << 20);
+            w.i32(1);
+            w.begin("GCHeapDumpSegment", 1, 1);
+            for k in 0..7 {
+                w.i64(0x1000 * k);
+            }
+            w.end();
+            w.end();
+            w.string(Some("collected by a test\r\nsecond line \u{e9}\u{20ac}"));
+            w.i64(638_000_000_000_000_000);
+            w.string(Some("machine"));
+            w.string(Some("app"));
+            w.i32(4242);
+            w.i64(1 << 30);
+            w.i64(1 << 29);
+            w.i32(d.multipliers.2.len() as i32);
+            for &m in &d.multipliers.2 {
+                w.f32(m);
+            }
+            // Interop data in a skip region, then the creation tool.
+            w.b.push(12);
+            let k = w.forward();
+            w.begin("InteropInfo", 0, 0);
+            for v in [0, 0, 0, 0, 0] {
+                w.i32(v);
+            }
+            w.end();
+            w.define(k);
+            if let Some(tool) = d.tool {
+                w.b.push(13);
+                w.string(Some(tool));
+            }
+        } else {
+            w.i64(1 << 20);
+            w.i64(0);
+            w.i64(0);
+            w.b.push(1);
+            w.string(Some("old log"));
+            w.i64(0);
+            w.string(Some("machine"));
+            w.string(Some("app"));
+            w.i32(7);
+            w.i64(0);
+            w.i64(0);
+            w.i32(1);
+            w.begin("GCHeapDumpSegment", 0, 0);
+            for k in 0..6 {
+                w.i64(0x1000 * k);
+            }
+            w.end();
+            w.b.push(u8::from(d.is64));
+        }
+        w.end();
+        // The end of the objects, the forward-reference table and the two
+        // suffix labels.
+        w.end();
+        let table = w.b.len() as u32;
+        w.i32(w.fwd.len() as i32);
+        for l in w.fwd.clone() {
+            w.b.extend_from_slice(&l.to_le_bytes());
+        }
+        let suffix = w.b.len() as u32;
+        w.b.extend_from_slice(&table.to_le_bytes());
+        w.b.extend_from_slice(&suffix.to_le_bytes());
+        w.b
+    }
+
+    fn t(name: &'static str, size: i32, module: Option<&'static str>) -> Type {
+        Type { name, size, module }
+    }
+
+    fn n(ty: u32, size: i32, children: &[u32], address: u64) -> Node {
+        Node { ty, size, children: children.to_vec(), undefined: false, address }
+    }
+
+    /// A small .NET heap as dotnet-gcdump groups it.
+    pub fn dotnet(version: i32, with_addresses: bool) -> Dump {
+        let core = Some("System.Private.CoreLib.dll");
+        Dump {
+            version,
+            types: vec![
+                t("UNDEFINED", 0, None),
+                t("[.NET Roots]", 0, None),
+                t("[other roots]", 0, None),
+                t("[strong Handles]", 0, None),
+                t("[pinning Handles]", 0, None),
+                t("[finalizer Handles]", 0, None),
+                t("[local vars]", 0, None),
+                t("[static vars]", 0, None),
+                t("[static var Foo.bar]", 0, None),
+                t("System.String", 30, core),
+                t("System.Object[]", 40, core),
+                t("Foo", 24, Some("app.dll")),
+            ],
+            nodes: vec![
+                n(1, 0, &[1, 2, 3], 0),
+                n(2, 0, &[4, 5, 6], 0),
+                n(6, 0, &[7, 10], 0),
+                n(7, 0, &[11], 0),
+                n(3, 0, &[7], 0),
+                n(4, 0, &[8], 0),
+                n(5, 0, &[9], 0),
+                n(10, 40, &[8, 9, 13], 0x7f00_0000_1000),
+                n(9, 30, &[], 0x7f00_0000_1040),
+                n(9, 1_000_000, &[], 0x7f00_0000_1080),
+                n(11, 24, &[7, 2], 0x7f00_0010_0000),
+                n(8, 0, &[12], 0),
+                n(11, 24, &[12], 0x7f00_0010_0020),
+                Node { ty: 0, size: 0, children: vec![], undefined: true, address: 0x7f00_dead_0000 },
+            ],
+            root: 0,
+            with_addresses,
+            is64: true,
+            multipliers: (2.5, 1.5, (0..12).map(|k| if k == 9 { 4.0 } else { 1.0 }).collect()),
+            tool: Some("dotnet-gcdump"),
+        }
+    }
+}
+
+/// Reads a synthetic snapshot, transcodes it and loads the log.
+fn synthetic(d: &synth::Dump) -> (HeapGraph, clrprof::model::Model, Vec<u8>) {
+    let bytes = synth::write(d);
+    assert!(gcdump::is_gcdump(&bytes));
+    let g = gcdump::read(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    let log = transcode(&g);
+    let model = clrprof::model::load(&log, &Default::default()).unwrap();
+    (g, model, log)
+}
+
+#[test]
+fn dotnet_root_groups_become_root_kinds() {
+    for with_addresses in [true, false] {
+        let d = synth::dotnet(10, with_addresses);
+        let (g, model, log) = synthetic(&d);
+        assert_eq!(g.node_count(), 14);
+        assert_eq!(g.type_count(), 12);
+        assert_eq!(g.pointer_size(), 8);
+        assert_eq!(g.type_module(TypeIndex(10)), Some("System.Private.CoreLib.dll"));
+        assert_eq!(g.type_size(TypeIndex(9)), Some(30));
+        assert_eq!(g.node_size(NodeIndex(9)), 1_000_000);
+        assert_eq!(g.node_kind(NodeIndex(13)), NodeKind::Undefined);
+        assert_eq!(g.node_kind(NodeIndex(11)), NodeKind::Pseudo);
+        assert_eq!(g.object_count(), 5);
+        assert_eq!(g.object_bytes(), 40 + 30 + 1_000_000 + 24 + 24);
+        assert_eq!(g.has_addresses(), with_addresses);
+        let info = g.info();
+        assert_eq!(info.creation_tool.as_deref(), Some("dotnet-gcdump"));
+        assert_eq!(info.process_id, 4242);
+        assert_eq!(g.collection_log(), Some("collected by a test\r\nsecond line \u{e9}\u{20ac}"));
+        assert!(g.sampling().is_sampled());
+        assert_eq!(g.sampling().count_multipliers_by_type[9], 4.0);
+
+        let text = String::from_utf8_lossy(&log);
+        let first = text.lines().next().unwrap();
+        assert!(first.contains("written by dotnet-gcdump") && first.contains("of process app (pid 4242)"), "{first}");
+        assert!(first.contains("5 objects, 1000118 bytes, 12 types, 6 roots, 64-bit"), "{first}");
+        assert!(first.contains("counts and sizes are estimates"), "{first}");
+        assert_eq!(first.contains("addresses synthesized"), !with_addresses, "{first}");
+
+        let t = model.heap_dumps();
+        assert_eq!(t.dumps().len(), 1);
+        let dump = &t.dumps()[0];
+        assert_eq!(t.object_count(dump), 5);
+        let addr = |n: u32| t.objects(dump).nth([7, 8, 9, 10, 12].iter().position(|&k| k == n).unwrap()).unwrap().address.0;
+        if with_addresses {
+            assert_eq!(addr(7), 0x7f00_0000_1000);
+        } else {
+            // Increasing, 8-byte aligned, not overlapping.
+            let a: Vec<u64> = t.objects(dump).map(|o| o.address.0).collect();
+            let s: Vec<u64> = t.objects(dump).map(|o| u64::from(o.size)).collect();
+            for k in 1..a.len() {
+                assert!(a[k] % 8 == 0 && a[k] >= a[k - 1] + s[k - 1], "{a:x?}");
+            }
+        }
+        // In the file's order, each under its innermost group.
+        let roots: Vec<(u64, i32, i32)> = t.roots(dump).iter().map(|r| (r.address.0, r.kind, r.flags)).collect();
+        assert_eq!(roots, vec![(addr(7), 3, 0), (addr(8), 3, 1), (addr(9), 2, 0), (addr(7), 1, 0), (addr(10), 1, 0), (addr(12), 0, 0)]);
+        // References to the undefined node and to a pseudo-node are left out.
+        assert_eq!(t.references(dump, 0), vec![addr(8), addr(9)]);
+        assert_eq!(t.references(dump, 3), vec![addr(7)]);
+        assert_eq!(t.references(dump, 4), vec![addr(12)]);
+        let types: Vec<i32> = t.objects(dump).map(|o| o.type_id.0).collect();
+        assert_eq!(types, vec![11, 10, 10, 12, 12]);
+    }
+}
+
+#[test]
+fn version_7_files_are_read() {
+    let mut d = synth::dotnet(7, true);
+    d.multipliers = (1.0, 1.0, Vec::new());
+    let (g, model, _) = synthetic(&d);
+    assert_eq!(g.info().version, 7);
+    assert_eq!(g.collection_log(), Some("old log"));
+    assert_eq!(g.pointer_size(), 8);
+    assert!(!g.sampling().is_sampled());
+    assert_eq!(model.heap_dumps().object_count(&model.heap_dumps().dumps()[0]), 5);
+    // Version 8 is refused, as PerfView does.
+    let mut b = synth::write(&synth::dotnet(10, true));
+    b[SYNTH_VERSION_AT..SYNTH_VERSION_AT + 4].copy_from_slice(&8i32.to_le_bytes());
+    let e = gcdump::read(&b).unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Unsupported { version: 8, .. }), "{e}");
+    assert_eq!(e.offset, synth::SIGNATURE.len() as u64);
+}
+
+/// Where the GCHeapDump type's version sits: after the header and `04 04 01`.
+const SYNTH_VERSION_AT: usize = 24 + 3;
+
+#[test]
+fn a_graph_without_roots_is_still_one_dump() {
+    let mut d = synth::dotnet(10, true);
+    d.nodes[0].children.clear();
+    let (g, model, _) = synthetic(&d);
+    let t = model.heap_dumps();
+    assert_eq!(t.dumps().len(), 1);
+    assert_eq!(t.roots(&t.dumps()[0]).len(), 0);
+    assert_eq!(t.object_count(&t.dumps()[0]), g.object_count());
+}
+
+#[test]
+fn synthetic_cuts_and_bad_values_are_errors() {
+    let bytes = synth::write(&synth::dotnet(10, false));
+    for cut in 0..bytes.len() {
+        // The skip region's end comes from the table at the end of the
+        // file: every cut is an error, but for the file without its last
+        // label, which names the table as some writers' files do.
+        match gcdump::read(&bytes[..cut]) {
+            Err(e) => assert!(e.offset <= bytes.len() as u64, "cut {cut}: {e}"),
+            Ok(g) => {
+                assert_eq!(cut, bytes.len() - 4);
+                assert_eq!(g.node_count(), 14);
+            }
+        }
+    }
+    // A child index past the last node.
+    let mut d = synth::dotnet(10, false);
+    d.nodes[4].children = vec![99];
+    let e = gcdump::read(&synth::write(&d)).unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Invalid { found: 99, .. }), "{e}");
+    // A node type past the last type.
+    let mut d = synth::dotnet(10, false);
+    d.nodes[8].ty = 12;
+    d.nodes[8].size = 8;
+    let e = gcdump::read(&synth::write(&d)).unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Invalid { found: 12, .. }), "{e}");
+    // A root index past the last node.
+    let mut d = synth::dotnet(10, false);
+    d.root = 14;
+    let e = gcdump::read(&synth::write(&d)).unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Invalid { found: 14, .. }), "{e}");
+}

@@ -19,6 +19,9 @@
 //! handle; anything else (`[static vars]`, a JavaScript heap's roots)
 //! other. Root ids are 0 (a `.gcdump` keeps no handle or frame).
 //!
+//! A graph without roots gets one `e` line at address 0: it starts the
+//! dump and names no root.
+//!
 //! Pseudo-nodes and undefined nodes are not objects: no `o` line, and
 //! references to them are left out. Without addresses in the file, objects
 //! get distinct, increasing, 8-byte-aligned, non-overlapping addresses in
@@ -71,6 +74,11 @@ pub fn write_log(graph: &HeapGraph, out: &mut Vec<u8>) {
     for &(n, kind, flags) in &roots {
         let address = Address(addresses[n.index()]);
         write_record(out, &Record::Root(Root { address, kind, flags, id: 0 }), style);
+    }
+    if roots.is_empty() {
+        // A heap dump starts at an `e` line; one at address 0 starts it
+        // without naming a root.
+        write_record(out, &Record::Root(Root { address: Address(0), kind: OTHER, flags: 0, id: 0 }), style);
     }
 
     let mut refs: Vec<Address> = Vec::new();

@@ -43,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     map.advise(memmap2::Advice::Sequential)?;
     let started = Instant::now();
     let mut reader = NetTraceReader::new(&map)?;
-    let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_id: Vec<u64> = Vec::new();
     let (mut events, mut fields, mut frames, mut tick_bytes) = (0u64, 0u64, 0u64, 0u64);
     let mut released = 0u64;
     while let Some(e) = reader.next_event()? {
@@ -62,11 +62,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        match by_name.get_mut(name) {
-            Some(n) => *n += 1,
-            None => {
-                by_name.insert(name.to_string(), 1);
-            }
+        // Counted by metadata id (small integers), named at the end.
+        let id = e.header.metadata_id.0 as usize;
+        if id >= by_id.len() {
+            by_id.resize(id.min(1 << 20) + 1, 0);
+        }
+        if let Some(n) = by_id.get_mut(id) {
+            *n += 1;
         }
         if !keep_pages && e.offset >= released + RELEASE_EVERY + KEEP_BEHIND {
             let upto = (e.offset - KEEP_BEHIND) & !0xfff;
@@ -75,6 +77,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, released as usize, (upto - released) as usize)? };
             released = upto;
         }
+    }
+    let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
+    for k in reader.kinds() {
+        let n = by_id.get(k.metadata.id.0 as usize).copied().unwrap_or(0);
+        if n > 0 {
+            *by_name.entry(k.name.clone()).or_default() += n;
+        }
+    }
+    let unknown = events - by_name.values().sum::<u64>();
+    if unknown > 0 {
+        by_name.insert("(unknown kind)".to_string(), unknown);
     }
     let complete = reader.is_complete();
     let summary = reader.finish();

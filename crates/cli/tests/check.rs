@@ -10,6 +10,7 @@
 
 mod common;
 
+use common::dotnet::{self, Runtime};
 use common::{clrprof, repo_root};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -502,4 +503,93 @@ fn generated_logs() {
     assert_eq!(r["candidate"], summary_of(&c)["allocated_bytes"]);
     // Half as many objects again: a limit of +100% lets that through.
     check(&[&a, &c, "--rule", "summary allocated_bytes +100%"], 0);
+}
+
+/// `crates/cli/tests/check/cache.cs` built as is (`tidy`, the cache keeps
+/// its last 100 entries) or with `-define:LEAK` (`leak`, it keeps all
+/// 5,000), in a folder of its own with a .NET 8 runtime configuration.
+fn build_cache(work: &Path, build: &str) -> PathBuf {
+    let dir = work.join(build);
+    std::fs::create_dir_all(&dir).expect("create the build folder");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check/cache.cs");
+    let wrapper = dotnet::repo().join("agent/dotnet/ClrProfControl.cs");
+    let mut mcs = Command::new("mcs");
+    if build == "leak" {
+        mcs.arg("-define:LEAK");
+    }
+    let out = mcs.arg(format!("-out:{}", dir.join("cache.dll").display())).arg(&src).arg(&wrapper).output().expect("run mcs");
+    assert!(out.status.success(), "mcs: {}", text(&out).0);
+    std::fs::write(
+        dir.join("cache.runtimeconfig.json"),
+        r#"{"runtimeOptions":{"framework":{"name":"Microsoft.NETCore.App","version":"8.0.0"}}}"#,
+    )
+    .expect("write the runtime configuration");
+    dir
+}
+
+/// Records one build under the agent (`clrprof record`); returns the log
+/// and the program's JSON line.
+fn record_cache(host: &Path, agent: &Path, dir: &Path, log: &str) -> (String, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["record", "-q", "-o", log, "--"])
+        .arg(host)
+        .arg("cache.dll")
+        .current_dir(dir)
+        .env("CLRPROF_AGENT", agent)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .output()
+        .expect("run clrprof record");
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "record: {o}{e}");
+    let line = dotnet::json_line(&out.stdout).unwrap_or_else(|| panic!("no JSON line from the program: {o}"));
+    (dir.join(log).display().to_string(), line)
+}
+
+/// The strongest case: one C# program, its second build leaking, each
+/// recorded for real on .NET 8 under the capture agent. The gate fails on
+/// the leaked type with the program's own counts as figures (100 entries
+/// kept, then 5,000), the retained bytes of the heap dump the program
+/// took fail too; two recordings of the tidy build pass at +0 on the
+/// cache's figures.
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn a_real_program_whose_second_build_leaks() {
+    let Some(agent) = dotnet::agent_beside(Path::new(env!("CARGO_BIN_EXE_clrprof"))) else { return };
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("check-tests-{}", std::process::id()));
+    let Some(dn) = dotnet::dotnet(&work.join("apps")) else { return };
+    let host = dn.host(Runtime::Net8);
+    let (tidy, leak) = (build_cache(&work, "tidy"), build_cache(&work, "leak"));
+    let (base, said) = record_cache(host, &agent, &tidy, "base.log");
+    assert_eq!(said["kept"], 100, "{said}");
+    let (again, _) = record_cache(host, &agent, &tidy, "again.log");
+    let (leaked, said) = record_cache(host, &agent, &leak, "leak.log");
+    assert_eq!(said["kept"], 5000, "{said}");
+    let rules = work.join("gate.rules");
+    std::fs::write(
+        &rules,
+        "type:Leak.Node surviving_objects +10%
+         type:Leak.Node retained_bytes +10%
+         type:Leak.Node allocated_objects +0
+",
+    )
+    .expect("write");
+    let rules = rules.display().to_string();
+    let (o, _) = check(&[&base, &leaked, "--rules", &rules], 1);
+    assert!(
+        o.contains("FAIL type:Leak.Node surviving_objects: baseline 100 -> candidate 5,000 objects (+4,900, +4,900.0%)"),
+        "{o}"
+    );
+    let (o, _) = check(&[&base, &leaked, "--rules", &rules, "--json"], 1);
+    let report = json(&o);
+    let retained = rule(&report, "type:Leak.Node retained_bytes +10%");
+    assert_eq!(retained["status"], "fail", "{retained}");
+    // Each entry retains itself and its payload: the same bytes per entry
+    // in both builds, 50 times as many entries.
+    let (b, c) = (retained["baseline"].as_u64().unwrap_or(0), retained["candidate"].as_u64().unwrap_or(0));
+    assert!(b > 0 && c == b * 50, "{retained}");
+    // Both builds allocate the same 5,000 entries: that rule passes.
+    assert_eq!(rule(&report, "type:Leak.Node allocated_objects +0")["status"], "pass", "{report}");
+    // The tidy build recorded twice: unchanged, every rule passes.
+    let (o, _) = check(&[&base, &again, "--rules", &rules, "--rule", "summary allocated_bytes +1%"], 0);
+    assert!(o.contains("4 rules: 4 passed, 0 failed"), "{o}");
 }

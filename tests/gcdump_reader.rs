@@ -356,6 +356,8 @@ mod synth {
         pub is64: bool,
         pub multipliers: (f32, f32, Vec<f32>),
         pub tool: Option<&'static str>,
+        /// A region of ProjectN types known by id (graph readers >= 1).
+        pub deferred: bool,
     }
 
     #[derive(Default)]
@@ -428,7 +430,7 @@ mod synth {
     }
 
     fn graph(w: &mut W, d: &Dump) {
-        w.begin("Graphs.MemoryGraph", 1, 0);
+        w.begin("Graphs.MemoryGraph", 1, i32::from(d.deferred));
         let total: i64 = d.nodes.iter().filter(|n| !n.undefined).map(|n| i64::from(n.size)).sum();
         w.i64(total);
         w.i32(d.root);
@@ -465,6 +467,23 @@ mod synth {
         }
         w.i32(blob.len() as i32);
         w.b.extend_from_slice(&blob);
+        if d.deferred {
+            let k = w.forward();
+            w.i32(1);
+            w.i32(77);
+            w.begin("Graphs.Module", 0, 0);
+            w.string(Some("app.dll"));
+            w.i64(0x40_0000);
+            w.i64(0x1000);
+            w.i64(0);
+            w.string(None);
+            w.b.extend_from_slice(&[0; 16]);
+            w.i32(1);
+            w.end();
+            w.string(Some(" (static var)"));
+            w.b.push(6);
+            w.define(k);
+        }
         if d.with_addresses {
             w.i32(d.nodes.len() as i32);
             for n in &d.nodes {
@@ -605,6 +624,7 @@ mod synth {
             is64: true,
             multipliers: (2.5, 1.5, (0..12).map(|k| if k == 9 { 4.0 } else { 1.0 }).collect()),
             tool: Some("dotnet-gcdump"),
+            deferred: false,
         }
     }
 }
@@ -615,6 +635,12 @@ fn synthetic(d: &synth::Dump) -> (HeapGraph, clrprof::model::Model, Vec<u8>) {
     assert!(gcdump::is_gcdump(&bytes));
     let g = gcdump::read(&bytes).unwrap_or_else(|e| panic!("{e}"));
     let log = transcode(&g);
+    // Seeds for the fuzz target, and their logs to look at.
+    if let Ok(dir) = std::env::var("CLRPROF_GCDUMP_SEEDS") {
+        let name = format!("{dir}/synth-v{}-{}", d.version, if g.has_addresses() { "addr" } else { "noaddr" });
+        std::fs::write(format!("{name}.gcdump"), &bytes).unwrap();
+        std::fs::write(format!("{name}.log"), &log).unwrap();
+    }
     let model = clrprof::model::load(&log, &Default::default()).unwrap();
     (g, model, log)
 }
@@ -692,6 +718,51 @@ fn version_7_files_are_read() {
     let e = gcdump::read(&b).unwrap_err();
     assert!(matches!(e.kind, ErrorKind::Unsupported { version: 8, .. }), "{e}");
     assert_eq!(e.offset, synth::SIGNATURE.len() as u64);
+}
+
+#[test]
+fn deferred_type_regions_are_skipped() {
+    let mut d = synth::dotnet(10, true);
+    d.deferred = true;
+    let (g, model, _) = synthetic(&d);
+    assert_eq!(g.node_count(), 14);
+    assert_eq!(g.object_count(), 5);
+    assert_eq!(model.heap_dumps().dumps().len(), 1);
+}
+
+#[test]
+fn memory_is_proportional_to_the_graph() {
+    // 200,000 objects in a chain under one root group, two references each.
+    let mut d = synth::dotnet(10, true);
+    let n = 200_000u32;
+    let first = d.nodes.len() as u32;
+    d.nodes.pop(); // the undefined node
+    for k in 0..n {
+        let me = first - 1 + k;
+        let next = if k + 1 < n { me + 1 } else { 7 };
+        d.nodes.push(synth::Node {
+            ty: 11,
+            size: 24,
+            children: vec![next, 7],
+            undefined: false,
+            address: 0x10_0000_0000 + 32 * u64::from(k),
+        });
+    }
+    d.nodes[4].children.push(first - 1);
+    let bytes = synth::write(&d);
+    let g = gcdump::read(&bytes).unwrap();
+    assert_eq!(g.object_count(), 5 + n as usize);
+    // (Node 7 references index 13, now the first of the chain.)
+    assert_eq!(g.reference_count(), 19 + 1 + 2 * n as usize);
+    // Per node: type, size, child start (4 bytes each), address (8),
+    // children (4 each): 28 + 8 bytes; the file has 4 + 8 + ~7.
+    let per_node = g.heap_bytes() as f64 / g.node_count() as f64;
+    assert!(per_node < 40.0, "{per_node} bytes per node");
+    assert!(g.heap_bytes() < 3 * bytes.len(), "{} bytes held for a {}-byte file", g.heap_bytes(), bytes.len());
+    let log = transcode(&g);
+    let model = clrprof::model::load(&log, &Default::default()).unwrap();
+    let t = model.heap_dumps();
+    assert_eq!(t.object_count(&t.dumps()[0]), g.object_count());
 }
 
 /// Where the GCHeapDump type's version sits: after the header and `04 04 01`.

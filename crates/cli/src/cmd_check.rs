@@ -152,12 +152,10 @@ fn run(args: Args) -> Result<ExitCode> {
     let b = load(&open(&args.candidate), quiet)?;
     let choice = args.dump.map_or(DumpChoice::Last, DumpChoice::Index);
     let (fa, fb) = (Figures::new(&a.model, choice), Figures::new(&b.model, choice));
-    let verdicts: Vec<Verdict> =
-        rules.iter().map(|r| judge(r, &fa, &fb)).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
+    let verdicts: Vec<Verdict> = rules.iter().map(|r| judge(r, &fa, &fb)).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
     let names = [display_path(&args.baseline).display().to_string(), display_path(&args.candidate).display().to_string()];
-    let uses_dump = rules.iter().any(|r| {
-        r.subject.kind() == "dump" || matches!(r.metric.as_str(), "dump_objects" | "dump_bytes" | "retained_bytes")
-    });
+    let uses_dump =
+        rules.iter().any(|r| r.subject.kind() == "dump" || matches!(r.metric.as_str(), "dump_objects" | "dump_bytes" | "retained_bytes"));
     let dumps = if uses_dump { [fa.dump_used(), fb.dump_used()] } else { [None, None] };
     if let Some(path) = &args.junit {
         let xml = junit::document(&names[0], &names[1], dumps, &verdicts);

@@ -102,6 +102,19 @@ fn check(args: &[&str], status: i32) -> (String, String) {
     (o, e)
 }
 
+/// `12,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn json(stdout: &str) -> Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
@@ -115,10 +128,7 @@ fn rule<'a>(report: &'a Value, text: &str) -> &'a Value {
 fn a_leak_fails_naming_the_type_and_both_figures() {
     let logs = Logs::new();
     let (base, leak) = (logs.path("base.log"), logs.path("leak.log"));
-    let (o, _) = check(
-        &[&base, &leak, "--rule", "type:Leak.Node surviving_bytes +10%", "--rule", "type:App.Item allocated_bytes +10%"],
-        1,
-    );
+    let (o, _) = check(&[&base, &leak, "--rule", "type:Leak.Node surviving_bytes +10%", "--rule", "type:App.Item allocated_bytes +10%"], 1);
     // The table: the rule, both figures, the change, the limit, FAIL.
     let row = o.lines().find(|l| l.starts_with("type:Leak.Node surviving_bytes")).unwrap_or_else(|| panic!("{o}"));
     let cells: Vec<&str> = row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
@@ -296,7 +306,8 @@ fn json_holds_both_figures_of_every_rule() {
         assert_eq!((r["baseline"].as_u64(), r["candidate"].as_u64()), (Some(base), Some(cand)), "{r}");
         assert_eq!(r["change"].as_i64(), Some(cand as i64 - base as i64), "{r}");
         assert_eq!(r["status"], status, "{r}");
-        assert!(r["message"].as_str().is_some_and(|m| m.contains(&format!("-> candidate "))), "{r}");
+        let figures = format!("baseline {} -> candidate {}", thousands(base), thousands(cand));
+        assert!(r["message"].as_str().is_some_and(|m| m.contains(&figures)), "{r}");
     }
     let r = rule(&report, rules[1]);
     assert_eq!(r["limit"]["kind"], "absolute");
@@ -320,18 +331,13 @@ fn json_holds_both_figures_of_every_rule() {
 /// `target/export-venv` (scripts/setup-export-tests.sh); `None` (a
 /// failure under `CI=true`) when missing.
 fn junitparser() -> Option<PathBuf> {
-    let venv = std::env::var_os("CLRPROF_EXPORT_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target/export-venv"));
+    let venv = std::env::var_os("CLRPROF_EXPORT_VENV").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target/export-venv"));
     let python = venv.join("bin/python");
     let ok = Command::new(&python).args(["-c", "import junitparser"]).output().is_ok_and(|o| o.status.success());
     if ok {
         return Some(python);
     }
-    common::missing(&format!(
-        "junitparser in {} (scripts/setup-export-tests.sh installs it)",
-        venv.display()
-    ));
+    common::missing(&format!("junitparser in {} (scripts/setup-export-tests.sh installs it)", venv.display()));
     None
 }
 
@@ -400,7 +406,10 @@ fn junit_of_three_rules_reads_right_in_junitparser() {
     let message = cases[0]["message"].as_str().expect("failure message");
     assert!(message.contains("baseline 100 -> candidate 1,100 objects (+1,000, +1,000.0%)"), "{message}");
     let body = cases[0]["text"].as_str().expect("failure text");
-    assert!(body.contains("baseline: 100\n") && body.contains("candidate: 1,100\n") && body.contains(&format!("from: {rules_s}:2")), "{body}");
+    assert!(
+        body.contains("baseline: 100\n") && body.contains("candidate: 1,100\n") && body.contains(&format!("from: {rules_s}:2")),
+        "{body}"
+    );
     // An unchanged run: every case passes; the file is replaced only with --force.
     let same = logs.path("same.log");
     let (_, e) = check(&[&base, &same, "--rules", &rules_s, "--junit", &xml_s], 2);
@@ -424,7 +433,10 @@ fn undecided_rules_and_bad_input_exit_2() {
     let (base, leak) = (logs.path("base.log"), logs.path("leak.log"));
     // A dump the logs do not have: undecided, exit 2 (1 when a rule fails too).
     let (o, _) = check(&[&base, &leak, "--dump", "1", "--rule", "dump bytes +10%"], 2);
-    assert!(o.contains("UNKNOWN dump bytes: baseline unknown -> candidate unknown; cannot be decided: both logs: no heap dump 1 (1 dump)"), "{o}");
+    assert!(
+        o.contains("UNKNOWN dump bytes: baseline unknown -> candidate unknown; cannot be decided: both logs: no heap dump 1 (1 dump)"),
+        "{o}"
+    );
     assert!(o.contains("1 rule: 0 passed, 0 failed, 1 undecided"), "{o}");
     check(&[&base, &leak, "--dump", "1", "--rule", "dump bytes +10%", "--rule", "summary allocated_bytes +1%"], 1);
     check(&[&leak, &base, "--dump", "0", "--rule", "dump bytes -90%", "--rule", "summary allocated_bytes +0"], 0);
@@ -575,10 +587,7 @@ fn a_real_program_whose_second_build_leaks() {
     .expect("write");
     let rules = rules.display().to_string();
     let (o, _) = check(&[&base, &leaked, "--rules", &rules], 1);
-    assert!(
-        o.contains("FAIL type:Leak.Node surviving_objects: baseline 100 -> candidate 5,000 objects (+4,900, +4,900.0%)"),
-        "{o}"
-    );
+    assert!(o.contains("FAIL type:Leak.Node surviving_objects: baseline 100 -> candidate 5,000 objects (+4,900, +4,900.0%)"), "{o}");
     let (o, _) = check(&[&base, &leaked, "--rules", &rules, "--json"], 1);
     let report = json(&o);
     let retained = rule(&report, "type:Leak.Node retained_bytes +10%");

@@ -167,10 +167,7 @@ impl<'m> Figures<'m> {
             DumpChoice::Last if n > 0 => Ok(DumpIndex(n - 1)),
             DumpChoice::Last => Err(Missing::NoDump("no heap dump".into())),
             DumpChoice::Index(i) if i < n => Ok(DumpIndex(i)),
-            DumpChoice::Index(i) => Err(Missing::NoDump(format!(
-                "no heap dump {i} ({})",
-                crate::common::count(n as u64, "dump", "dumps")
-            ))),
+            DumpChoice::Index(i) => Err(Missing::NoDump(format!("no heap dump {i} ({})", crate::common::count(n as u64, "dump", "dumps")))),
         }
     }
 
@@ -217,9 +214,7 @@ impl<'m> Figures<'m> {
     pub fn names(&self, subject: &Subject, metric: &str) -> Vec<String> {
         match subject {
             Subject::Summary | Subject::Dump => Vec::new(),
-            Subject::Type(_) if is_dump_metric(metric) => {
-                self.dump_types().map(|t| t.keys().cloned().collect()).unwrap_or_default()
-            }
+            Subject::Type(_) if is_dump_metric(metric) => self.dump_types().map(|t| t.keys().cloned().collect()).unwrap_or_default(),
             Subject::Type(_) => self.allocated().keys().cloned().collect(),
             Subject::Function(_) => self.functions().keys().cloned().collect(),
         }
@@ -248,8 +243,7 @@ impl<'m> Figures<'m> {
             Subject::Type(name) => {
                 let known = self.summary().allocations_known;
                 let log_figure = |m: &HashMap<String, Pair>| m.get(name).copied().unwrap_or_default();
-                let no_allocations =
-                    || Missing::Unknown("recorded without allocation events: allocation figures unknown".into());
+                let no_allocations = || Missing::Unknown("recorded without allocation events: allocation figures unknown".into());
                 let v = match metric {
                     "allocated_bytes" | "allocated_objects" | "surviving_bytes" | "surviving_objects" if !known => {
                         return Err(no_allocations())
@@ -272,9 +266,7 @@ impl<'m> Figures<'m> {
             }
             Subject::Function(name) => {
                 if !self.summary().allocations_known {
-                    return Err(Missing::Unknown(
-                        "recorded without allocation events: allocation figures unknown".into(),
-                    ));
+                    return Err(Missing::Unknown("recorded without allocation events: allocation figures unknown".into()));
                 }
                 let f = self.functions().get(name).copied().unwrap_or_default();
                 let v = match metric {

@@ -45,10 +45,7 @@ pub fn document(baseline: &str, candidate: &str, dumps: [Option<u32>; 2], verdic
     let mut x = String::new();
     let _ = writeln!(x, r#"<?xml version="1.0" encoding="UTF-8"?>"#);
     let _ = writeln!(x, r#"<testsuites name="clrprof check" tests="{n}" failures="{failed}" errors="{unknown}" time="0">"#);
-    let _ = writeln!(
-        x,
-        r#"  <testsuite name="clrprof check" tests="{n}" failures="{failed}" errors="{unknown}" skipped="0" time="0">"#
-    );
+    let _ = writeln!(x, r#"  <testsuite name="clrprof check" tests="{n}" failures="{failed}" errors="{unknown}" skipped="0" time="0">"#);
     let _ = writeln!(x, "    <properties>");
     let dump = |d: Option<u32>| d.map_or_else(|| "none".to_string(), |d| d.to_string());
     for (name, value) in [

@@ -25,7 +25,13 @@ pub fn signed(v: i64) -> String {
 
 /// A percentage with its sign, one decimal: `+1,000.0%`.
 pub fn percent(p: f64) -> String {
-    let sign = if p > 0.0 { "+" } else if p < 0.0 { "-" } else { "" };
+    let sign = if p > 0.0 {
+        "+"
+    } else if p < 0.0 {
+        "-"
+    } else {
+        ""
+    };
     let text = format!("{:.1}", p.abs());
     let (whole, tenth) = text.split_once('.').unwrap_or((&text, "0"));
     let whole = whole.parse::<u64>().map_or_else(|_| whole.to_string(), thousands);

@@ -108,15 +108,8 @@ pub const SUMMARY_METRICS: [&str; 18] = [
 
 /// A type's figures: allocated in the whole log, alive at its end, and in
 /// the heap dump (its objects, their bytes, the bytes they retain).
-pub const TYPE_METRICS: [&str; 7] = [
-    "allocated_bytes",
-    "allocated_objects",
-    "surviving_bytes",
-    "surviving_objects",
-    "dump_objects",
-    "dump_bytes",
-    "retained_bytes",
-];
+pub const TYPE_METRICS: [&str; 7] =
+    ["allocated_bytes", "allocated_objects", "surviving_bytes", "surviving_objects", "dump_objects", "dump_bytes", "retained_bytes"];
 
 /// A function's figures: objects allocated with it on the stack
 /// (inclusive) or by it (exclusive), in all and alive at the end.
@@ -197,16 +190,8 @@ impl fmt::Display for Rule {
 }
 
 /// Byte units, decimal and binary.
-const BYTE_UNITS: [(&str, i64); 8] = [
-    ("b", 1),
-    ("bytes", 1),
-    ("kb", 1_000),
-    ("mb", 1_000_000),
-    ("gb", 1_000_000_000),
-    ("kib", 1 << 10),
-    ("mib", 1 << 20),
-    ("gib", 1 << 30),
-];
+const BYTE_UNITS: [(&str, i64); 8] =
+    [("b", 1), ("bytes", 1), ("kb", 1_000), ("mb", 1_000_000), ("gb", 1_000_000_000), ("kib", 1 << 10), ("mib", 1 << 20), ("gib", 1 << 30)];
 
 /// Count units (any of them for any count metric).
 const COUNT_UNITS: [&str; 4] = ["objects", "collections", "handles", "dumps"];
@@ -239,11 +224,7 @@ pub fn parse(line: &str, origin: &str) -> Result<Rule, String> {
     let known = metrics_of(&subject);
     if !known.contains(&metric.as_str()) {
         let close = strsim_close(&metric, known);
-        return Err(format!(
-            "{origin}: `{metric}` is not a figure of {} rules{close}; they are: {}",
-            subject.kind(),
-            known.join(", ")
-        ));
+        return Err(format!("{origin}: `{metric}` is not a figure of {} rules{close}; they are: {}", subject.kind(), known.join(", ")));
     }
     let limit = parse_limit(&limit_text, unit_of(&metric)).map_err(|e| format!("{origin}: `{limit_text}`: {e}"))?;
     Ok(Rule { subject, metric, limit, limit_text, origin: origin.to_string() })
@@ -387,8 +368,8 @@ mod tests {
 
     #[test]
     fn files_skip_comments_and_name_lines() {
-        let rules = parse_file("# the set\n\nsummary allocated_bytes +10%  # all\ntype:A surviving_objects +0\n", "r.txt")
-            .unwrap_or_default();
+        let rules =
+            parse_file("# the set\n\nsummary allocated_bytes +10%  # all\ntype:A surviving_objects +0\n", "r.txt").unwrap_or_default();
         assert_eq!(rules.len(), 2);
         assert_eq!(rules[1].origin, "r.txt:4");
         let e = parse_file("summary allocated_bytes +10%\nsummary nothing +1\n", "r.txt").err().unwrap_or_default();

@@ -811,3 +811,39 @@ fn synthetic_cuts_and_bad_values_are_errors() {
     let e = gcdump::read(&synth::write(&d)).unwrap_err();
     assert!(matches!(e.kind, ErrorKind::Invalid { found: 14, .. }), "{e}");
 }
+
+/// Other snapshots, named by `CLRPROF_GCDUMP_FILES` (paths separated by
+/// `:`), each read whole: node sizes adding up to the stated total, every
+/// child and type index in range, and the transcoded log one heap dump
+/// with the graph's objects and bytes. Run with
+/// `CLRPROF_GCDUMP_FILES=a.gcdump:b.gcdump cargo test --test gcdump_reader -- --ignored`.
+#[test]
+#[ignore = "needs CLRPROF_GCDUMP_FILES"]
+fn snapshots_named_in_the_environment() {
+    let files = std::env::var("CLRPROF_GCDUMP_FILES").expect("CLRPROF_GCDUMP_FILES names the snapshots to read");
+    for path in files.split(':').filter(|p| !p.is_empty()) {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(gcdump::is_gcdump(&bytes), "{path}");
+        let g = gcdump::read(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(g.nodes().map(|n| u64::from(g.node_size(n))).sum::<u64>(), g.total_size(), "{path}");
+        let log = transcode(&g);
+        let model = clrprof::model::load(&log, &Default::default()).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let list = clrprof::query::dumps::list(&model);
+        assert_eq!(list.len(), 1, "{path}");
+        assert_eq!((list[0].objects, list[0].bytes), (g.object_count() as u64, g.object_bytes()), "{path}");
+        eprintln!(
+            "{path}: {} nodes, {} types, {} objects, {} bytes, {} roots {:?}, {}-bit, version {}, sampled {}, {} bytes held, tool {:?}",
+            g.node_count(),
+            g.type_count(),
+            g.object_count(),
+            g.object_bytes(),
+            list[0].roots,
+            list[0].root_kinds,
+            u32::from(g.pointer_size()) * 8,
+            g.info().version,
+            g.sampling().is_sampled(),
+            g.heap_bytes(),
+            g.info().creation_tool
+        );
+    }
+}

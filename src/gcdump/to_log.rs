@@ -12,12 +12,13 @@
 //! The root node's children are the roots; PerfView groups them under
 //! pseudo-nodes (`[.NET Roots]` -> `[other roots]` -> `[strong Handles]`
 //! ...). Every object reached from the root through pseudo-nodes only is a
-//! root, its kind taken from the innermost group that names one:
-//! `[local vars]` stack; `[finalizer Handles]` finalizer; `[strong
-//! Handles]`, `[other Handles]`, `[Dependent Handles]` handle;
-//! `[pinning Handles]` pinning handle; `[COM/WinRT Objects]` ref-counted
-//! handle; anything else (`[static vars]`, a JavaScript heap's roots)
-//! other. Root ids are 0 (a `.gcdump` keeps no handle or frame).
+//! root, its kind taken from the innermost group that names one (case
+//! ignored): static vars other; local vars or `[Stack]` stack;
+//! finalizer groups finalizer; `[COM/WinRT Objects]` and ref-counted
+//! handles a ref-counted handle; other handle groups a handle; "pinned"
+//! or "pinning" in the name adds the pinning flag. Objects under no such
+//! group (a JavaScript heap's roots) are of kind other. Root ids are 0 (a
+//! `.gcdump` keeps no handle or frame).
 //!
 //! A graph without roots gets one `e` line at address 0: it starts the
 //! dump and names no root.
@@ -121,14 +122,30 @@ fn object_addresses(graph: &HeapGraph) -> Vec<u64> {
 }
 
 /// The root kind and flags a grouping pseudo-node's name gives, if any.
+/// The names are those of dotnet-gcdump and of PerfView's dumpers, old
+/// and new (`[local vars]`, `[Pinned local vars]`, `[Stack]`,
+/// `[strong Handles]`, `[Strong handles]`, `[StrongHandle]`,
+/// `[Pinned handles]`, `[PinnedHandle]`, `[AsyncPinnedHandle]`,
+/// `[finalizer Handles]`, `[FinalizerQueue]`, `[COM/WinRT Objects]`,
+/// `[RefCountedHandle]`, `[Dependent Handles]`, `[static vars]`, ...).
 fn root_kind_of(name: &str) -> Option<(i32, i32)> {
-    let kind = match name {
-        "[local vars]" => (STACK, 0),
-        "[finalizer Handles]" => (FINALIZER, 0),
-        "[pinning Handles]" => (HANDLE, ROOT_PINNING),
-        "[strong Handles]" | "[other Handles]" | "[Dependent Handles]" => (HANDLE, 0),
-        "[COM/WinRT Objects]" => (HANDLE, ROOT_REFCOUNTED),
-        _ => return None,
+    let n = name.to_ascii_lowercase();
+    if !n.starts_with('[') {
+        return None;
+    }
+    let pinned = if n.contains("pinn") { ROOT_PINNING } else { 0 };
+    let kind = if n.contains("static var") {
+        (OTHER, 0)
+    } else if n.contains("local vars") || n == "[stack]" {
+        (STACK, pinned)
+    } else if n.contains("finaliz") {
+        (FINALIZER, 0)
+    } else if n.contains("com/winrt") || n.contains("refcounted") {
+        (HANDLE, ROOT_REFCOUNTED)
+    } else if n.contains("handle") {
+        (HANDLE, pinned)
+    } else {
+        return None;
     };
     Some(kind)
 }
@@ -203,4 +220,40 @@ fn describe(graph: &HeapGraph, roots: usize) -> Vec<u8> {
     }
     // Latin-1 text without control bytes.
     s.chars().map(|c| if (c as u32) < 0x20 { b' ' } else if (c as u32) < 0x100 { c as u32 as u8 } else { b'?' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_names_give_root_kinds() {
+        let cases = [
+            ("[local vars]", Some((STACK, 0))),
+            ("[Pinned local vars]", Some((STACK, ROOT_PINNING))),
+            ("[Stack]", Some((STACK, 0))),
+            ("[strong Handles]", Some((HANDLE, 0))),
+            ("[Strong handles]", Some((HANDLE, 0))),
+            ("[StrongHandle]", Some((HANDLE, 0))),
+            ("[pinning Handles]", Some((HANDLE, ROOT_PINNING))),
+            ("[Pinned handles]", Some((HANDLE, ROOT_PINNING))),
+            ("[AsyncPinnedHandle]", Some((HANDLE, ROOT_PINNING))),
+            ("[Dependent Handles]", Some((HANDLE, 0))),
+            ("[other Handles]", Some((HANDLE, 0))),
+            ("[finalizer Handles]", Some((FINALIZER, 0))),
+            ("[FinalizerQueue]", Some((FINALIZER, 0))),
+            ("[COM/WinRT Objects]", Some((HANDLE, ROOT_REFCOUNTED))),
+            ("[RefCountedHandle]", Some((HANDLE, ROOT_REFCOUNTED))),
+            ("[static vars]", Some((OTHER, 0))),
+            ("[thread static vars]", Some((OTHER, 0))),
+            ("[static var Foo.handle]", Some((OTHER, 0))),
+            ("[.NET Roots]", None),
+            ("[other roots]", None),
+            ("[JS Roots]", None),
+            ("System.Runtime.InteropServices.SafeHandle", None),
+        ];
+        for (name, kind) in cases {
+            assert_eq!(root_kind_of(name), kind, "{name}");
+        }
+    }
 }

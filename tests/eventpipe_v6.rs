@@ -463,18 +463,15 @@ fn damaged_bytes_never_panic() {
             b[i] = v;
             let Ok(mut r) = NetTraceReader::new(&b) else { continue };
             let mut n = 0u64;
-            loop {
-                match r.next_event() {
-                    Ok(Some(e)) => {
-                        let _ = e.fields();
-                        let _ = e.stack.frames().count();
-                        n += 1;
-                        assert!(n < 1000, "byte {i} = {v}: no end");
-                    }
-                    Ok(None) | Err(_) => break,
-                }
+            while let Ok(Some(e)) = r.next_event() {
+                let _ = e.fields();
+                let _ = e.stack.frames().count();
+                n += 1;
+                assert!(n < 1000, "byte {i} = {v}: no end");
             }
-            let _ = r.finish().warnings.iter().map(|w| w.to_string()).count();
+            for w in r.finish().warnings {
+                assert!(!w.to_string().is_empty());
+            }
         }
     }
 }
@@ -500,4 +497,50 @@ fn versions_and_the_first_block() {
     let e = NetTraceReader::new(&first).unwrap_err();
     assert_eq!(e.offset, 20);
     assert!(matches!(e.kind, ErrorKind::Invalid { found: 2, .. }));
+}
+
+/// The pattern of a V6 writer that flushes its thread table at every
+/// sequence point (as microsoft/one-collect's exporter does): a sequence
+/// point, stacks, threads and labels before each event block, numbering
+/// restarting per block on one capture thread (index 0), and the losses
+/// it knows of only as a count given by the last sequence point.
+#[test]
+fn a_writer_that_flushes_threads_at_every_block() {
+    let mut w = Writer::new(8, SYNC, FREQ, &[("HardwareThreadCount", "4")]);
+    w.metadata(&[Meta::runtime(1, 1, 2)]);
+    let sample = |seq: u32, thread: u64, ts: u64| Ev { capture_thread: 0, thread, ..start(seq, 0, ts) };
+    for (block, ts) in [(0u64, SYNC + 10), (1, SYNC + 20)] {
+        w.sequence_point(ts, 1, &[]);
+        w.stacks(1, 8, &[&[0x10 + block]]);
+        let rows = [(0, 0, 0), (1, 500 + block, 42), (2, 600 + block, 43)];
+        let rows: Vec<Thread> =
+            rows.iter().map(|&(index, tid, pid)| Thread { index, tid: Some(tid), pid: Some(pid), ..Thread::default() }).collect();
+        w.threads(&rows);
+        w.labels(1, &[vec![Label::Str("k".into(), format!("v{block}"))]]);
+        let mut events = vec![sample(1, 1, ts + 1), sample(2, 2, ts + 2), sample(3, 1, ts + 3)];
+        for e in &mut events {
+            e.stack = 1;
+            e.label_list = 1;
+        }
+        w.events(&events, true);
+    }
+    // 3 events in the last block and 4 lost: the last sequence point says 7
+    w.sequence_point(SYNC + 30, 1, &[(0, 7)]);
+    let (bytes, _, _) = w.finish();
+    let mut r = NetTraceReader::new(&bytes).unwrap();
+    let mut seen = Vec::new();
+    while let Some(e) = r.next_event().unwrap() {
+        let label = match &e.labels.unwrap().values[0].1 {
+            LabelValue::Str(s) => s.clone(),
+            other => panic!("{other:?}"),
+        };
+        seen.push((e.header.thread.0, e.header.process_id, e.header.capture_thread.0, e.stack.frames().next(), label));
+    }
+    let b0 = |tid, pid| (tid, pid, 0, Some(0x10), "v0".to_string());
+    let b1 = |tid, pid| (tid, pid, 0, Some(0x11), "v1".to_string());
+    assert_eq!(seen, vec![b0(500, 42), b0(600, 43), b0(500, 42), b1(501, 42), b1(601, 43), b1(501, 42)]);
+    let s = r.finish();
+    assert_eq!(s.lost_events, 4);
+    assert_eq!(lost(&s.warnings), vec![(0, 4)]);
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
 }

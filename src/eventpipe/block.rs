@@ -136,7 +136,7 @@ mod tests {
         let mut b = vec![0xee; 3];
         b.extend((2u32 | 6 << 24).to_le_bytes());
         b.extend([7, 8]);
-        b.extend((0u32 | 9 << 24).to_le_bytes());
+        b.extend((9u32 << 24).to_le_bytes());
         b.extend(0u32.to_le_bytes());
         let x = read_block_v6(&b, 3).unwrap().unwrap();
         assert_eq!((x.kind, x.body, x.body_offset, x.end_offset), (BlockKind::Thread, &[7u8, 8][..], 7, 9));

@@ -151,7 +151,7 @@ fn desc_value<'a>(ty: &'a FieldType, c: &mut Cursor<'a>, ptr: u32, depth: u32) -
             };
             let mut sub = Cursor::new(bytes, c.base() + start as u64);
             let per = elem.fixed_size().unwrap_or(0);
-            let n = if per == 0 { 0 } else { size / per };
+            let n = size.checked_div(per).unwrap_or(0);
             elements(elem, n, &mut sub, ptr, depth)?
         }
     })

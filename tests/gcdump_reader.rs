@@ -824,9 +824,13 @@ fn snapshots_named_in_the_environment() {
     for path in files.split(':').filter(|p| !p.is_empty()) {
         let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         assert!(gcdump::is_gcdump(&bytes), "{path}");
+        let start = std::time::Instant::now();
         let g = gcdump::read(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let read_time = start.elapsed();
         assert_eq!(g.nodes().map(|n| u64::from(g.node_size(n))).sum::<u64>(), g.total_size(), "{path}");
+        let start = std::time::Instant::now();
         let log = transcode(&g);
+        let transcode_time = start.elapsed();
         let model = clrprof::model::load(&log, &Default::default()).unwrap_or_else(|e| panic!("{path}: {e}"));
         let list = clrprof::query::dumps::list(&model);
         assert_eq!(list.len(), 1, "{path}");
@@ -845,5 +849,6 @@ fn snapshots_named_in_the_environment() {
             g.heap_bytes(),
             g.info().creation_tool
         );
+        eprintln!("  read in {read_time:?}, transcoded in {transcode_time:?} ({} bytes of log)", log.len());
     }
 }

@@ -206,12 +206,8 @@ fn transcoded_log_loads_as_one_heap_dump() {
         assert_eq!(Some(o.address.0), g.node_address(n));
         assert_eq!(o.type_id.0 as u32, g.node_type(n).0 + 1);
         assert_eq!(o.size, g.node_size(n));
-        let refs: Vec<u64> = g
-            .children(n)
-            .iter()
-            .filter(|&&c| g.node_kind(c) == NodeKind::Object)
-            .map(|&c| g.node_address(c).unwrap())
-            .collect();
+        let refs: Vec<u64> =
+            g.children(n).iter().filter(|&&c| g.node_kind(c) == NodeKind::Object).map(|&c| g.node_address(c).unwrap()).collect();
         assert_eq!(dumps.references(d, k), refs, "object {k}");
     }
     // The root's two children are the roots (of kind other).
@@ -389,11 +385,7 @@ mod synth {
                         } else if c < 0x800 {
                             self.b.extend_from_slice(&[0xC0 | (c >> 6) as u8, 0x80 | (c & 0x3F) as u8]);
                         } else {
-                            self.b.extend_from_slice(&[
-                                0xE0 | (c >> 12) as u8,
-                                0x80 | ((c >> 6) & 0x3F) as u8,
-                                0x80 | (c & 0x3F) as u8,
-                            ]);
+                            self.b.extend_from_slice(&[0xE0 | (c >> 12) as u8, 0x80 | ((c >> 6) & 0x3F) as u8, 0x80 | (c & 0x3F) as u8]);
                         }
                     }
                 }

@@ -40,9 +40,7 @@ impl Sampling {
     /// True when the snapshot holds a sample: figures from it are estimates.
     pub fn is_sampled(&self) -> bool {
         let off = |m: f32| m.is_finite() && m != 0.0 && m != 1.0;
-        off(self.average_count_multiplier)
-            || off(self.average_size_multiplier)
-            || self.count_multipliers_by_type.iter().any(|&m| off(m))
+        off(self.average_count_multiplier) || off(self.average_size_multiplier) || self.count_multipliers_by_type.iter().any(|&m| off(m))
     }
 }
 

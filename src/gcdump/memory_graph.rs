@@ -80,14 +80,7 @@ pub(crate) fn read_memory_graph(de: &mut Deserializer<'_>, ty: &TypeRef, g: &mut
 }
 
 /// Decodes every node's type, size and children from the blob.
-fn decode_nodes(
-    g: &mut HeapGraph,
-    labels: &[u8],
-    labels_at: usize,
-    blob: &[u8],
-    blob_at: usize,
-    types: usize,
-) -> Result<(), Error> {
+fn decode_nodes(g: &mut HeapGraph, labels: &[u8], labels_at: usize, blob: &[u8], blob_at: usize, types: usize) -> Result<(), Error> {
     let nodes = labels.len() / 4;
     g.node_types.reserve_exact(nodes);
     g.node_sizes.reserve_exact(nodes);
@@ -115,11 +108,7 @@ fn decode_nodes(
             return Err(Error::invalid(blob_at + label, "a node type index below the type count", i64::from(t)));
         }
         let size_at = blob_at + pos;
-        let size = if type_and_size & 1 != 0 {
-            next("a node's size", &mut pos)?
-        } else {
-            g.type_sizes[t as usize]
-        };
+        let size = if type_and_size & 1 != 0 { next("a node's size", &mut pos)? } else { g.type_sizes[t as usize] };
         let size = u32::try_from(size).map_err(|_| Error::invalid(size_at, "a node size of 0 or more", i64::from(size)))?;
         let count_at = blob_at + pos;
         let count = next("a node's child count", &mut pos)?;

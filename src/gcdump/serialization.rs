@@ -71,7 +71,11 @@ impl<'a> Deserializer<'a> {
         let n = SIGNATURE.len().min(data.len());
         if data[..n] != SIGNATURE[..n] {
             let at = data.iter().zip(SIGNATURE).take_while(|(a, b)| a == b).count();
-            return Err(Error::invalid(at, "the FastSerialization header \"!FastSerialization.1\"", i64::from(data.get(at).copied().unwrap_or(0))));
+            return Err(Error::invalid(
+                at,
+                "the FastSerialization header \"!FastSerialization.1\"",
+                i64::from(data.get(at).copied().unwrap_or(0)),
+            ));
         }
         cur.bytes(SIGNATURE.len(), "the FastSerialization header \"!FastSerialization.1\"")?;
         Ok(Deserializer { cur, types: Vec::new(), forward: None, depth: 0 })
@@ -252,11 +256,8 @@ impl<'a> Deserializer<'a> {
             (0..n).map(|_| c.u32("").ok()).collect()
         };
         // The double indirection first, then the table at the last label.
-        label_at(last)
-            .filter(|&t| t < len.saturating_sub(4))
-            .and_then(read_table)
-            .or_else(|| read_table(last))
-            .ok_or(Error::invalid(len.saturating_sub(4), "the offset of the forward-reference table", last as i64))
+        let table = label_at(last).filter(|&t| t < len.saturating_sub(4)).and_then(read_table).or_else(|| read_table(last));
+        table.ok_or(Error::invalid(len.saturating_sub(4), "the offset of the forward-reference table", last as i64))
     }
 
     /// Reads a tagged field if the next tag is `want`: `false` (nothing

@@ -219,7 +219,17 @@ fn describe(graph: &HeapGraph, roots: usize) -> Vec<u8> {
         ));
     }
     // Latin-1 text without control bytes.
-    s.chars().map(|c| if (c as u32) < 0x20 { b' ' } else if (c as u32) < 0x100 { c as u32 as u8 } else { b'?' }).collect()
+    s.chars()
+        .map(|c| {
+            if (c as u32) < 0x20 {
+                b' '
+            } else if (c as u32) < 0x100 {
+                c as u32 as u8
+            } else {
+                b'?'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -77,7 +77,6 @@ enum Format {
     V6,
 }
 
-
 /// The events of one EventBlock or MetadataBlock, decoded one at a time.
 #[derive(Debug, Clone)]
 pub struct EventBlobs<'a> {

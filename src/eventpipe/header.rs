@@ -224,9 +224,7 @@ fn read_trace_block(bytes: &[u8], offset: u64, minor_version: u32) -> Result<Tra
         let value = utf8_to_string(c.utf8("a value of the TraceBlock")?);
         key_values.push((key, value));
     }
-    let number = |name: &str| {
-        key_values.iter().rev().find(|(k, _)| k == name).and_then(|(_, v)| v.trim().parse::<u32>().ok()).unwrap_or(0)
-    };
+    let number = |name: &str| key_values.iter().rev().find(|(k, _)| k == name).and_then(|(_, v)| v.trim().parse::<u32>().ok()).unwrap_or(0);
     let header = TraceHeader {
         version: 6,
         sync_time_utc,

@@ -358,10 +358,7 @@ fn fields_v6(c: &mut Cursor<'_>, depth: u32) -> Result<Result<Vec<FieldDesc>, Er
             return Err(Error::invalid(at, "a field description that fits the row", size as u64));
         }
         let mut f = Cursor::new(c.bytes(size, "a field description")?, at + 2);
-        let parsed = f
-            .utf8("a field name")
-            .map(utf8_to_string)
-            .and_then(|name| type_v6(&mut f, depth).map(|ty| FieldDesc { name, ty }));
+        let parsed = f.utf8("a field name").map(utf8_to_string).and_then(|name| type_v6(&mut f, depth).map(|ty| FieldDesc { name, ty }));
         match parsed {
             Ok(d) => v.push(d),
             Err(e) => bad = bad.or(Some(e)),

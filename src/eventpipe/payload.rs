@@ -199,12 +199,7 @@ fn one<'a>(f: &SField, c: &mut Cursor<'a>, ptr: u32, depth: u32) -> Result<Value
     }
 }
 
-pub(crate) fn decode_schema<'a>(
-    fields: &'static [SField],
-    c: &mut Cursor<'a>,
-    ptr: u32,
-    depth: u32,
-) -> Result<Vec<Field<'a>>, Error> {
+pub(crate) fn decode_schema<'a>(fields: &'static [SField], c: &mut Cursor<'a>, ptr: u32, depth: u32) -> Result<Vec<Field<'a>>, Error> {
     if depth > MAX_DEPTH {
         return Err(Error::invalid(c.offset(), "a payload nested at most 8 deep", u64::from(depth)));
     }

@@ -33,9 +33,9 @@ impl EventKind {
         let schema = provider.and_then(|p| lookup(p, metadata.event_id, metadata.version));
         let name = match (schema, provider) {
             (Some((s, _)), _) => s.name.to_string(),
-            (None, Some(p)) => name_of(p, metadata.event_id)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("EventID({})", metadata.event_id)),
+            (None, Some(p)) => {
+                name_of(p, metadata.event_id).map(str::to_string).unwrap_or_else(|| format!("EventID({})", metadata.event_id))
+            }
             (None, None) => event_source_name(&metadata),
         };
         EventKind { metadata, name, schema, provider }
@@ -275,11 +275,7 @@ impl<'a> NetTraceReader<'a> {
                     self.done = true;
                     if let ErrorKind::UnexpectedEnd { .. } = error.kind {
                         let unread = (self.bytes.len() as u64).saturating_sub(self.next_block);
-                        self.warnings.push(Warning::Truncated {
-                            complete_until: self.next_block,
-                            unread_bytes: unread,
-                            error,
-                        });
+                        self.warnings.push(Warning::Truncated { complete_until: self.next_block, unread_bytes: unread, error });
                         return Ok(None);
                     }
                     return Err(error);
@@ -358,9 +354,7 @@ impl<'a> NetTraceReader<'a> {
                 }
             }
             BlockKind::LabelList => self.labels.add_block(b.body, b.body_offset)?,
-            BlockKind::Trace | BlockKind::Unknown => {
-                self.warnings.push(Warning::UnknownBlock { offset: b.offset })
-            }
+            BlockKind::Trace | BlockKind::Unknown => self.warnings.push(Warning::UnknownBlock { offset: b.offset }),
         }
         Ok(())
     }
@@ -388,8 +382,7 @@ impl<'a> NetTraceReader<'a> {
             }
             header.thread = self.threads.thread_id(header.thread_index);
             header.capture_thread = self.threads.thread_id(header.capture_thread_index);
-            header.process_id =
-                thread_info.and_then(|t| t.os_process_id).unwrap_or(u64::from(self.header.process_id));
+            header.process_id = thread_info.and_then(|t| t.os_process_id).unwrap_or(u64::from(self.header.process_id));
             if header.label_list != 0 {
                 labels = self.labels.get(header.label_list);
                 if labels.is_none() {
@@ -408,23 +401,11 @@ impl<'a> NetTraceReader<'a> {
             self.warnings.push(Warning::UndefinedMetadata { offset, id: header.metadata_id.0 });
         }
         let stack = match self.stacks.get(header.stack) {
-            Some((s, n)) if header.stack.0 != 0 => {
-                Stack::new(self.bytes.get(s..s + n).unwrap_or(&[]), self.header.pointer_size)
-            }
+            Some((s, n)) if header.stack.0 != 0 => Stack::new(self.bytes.get(s..s + n).unwrap_or(&[]), self.header.pointer_size),
             _ => Stack::empty(),
         };
         let payload_offset = payload.as_ptr() as u64 - self.bytes.as_ptr() as u64;
-        Event {
-            offset,
-            header,
-            payload,
-            kind,
-            stack,
-            labels,
-            thread_info,
-            pointer_size: self.header.pointer_size,
-            payload_offset,
-        }
+        Event { offset, header, payload, kind, stack, labels, thread_info, pointer_size: self.header.pointer_size, payload_offset }
     }
 
     /// Calls `f` with every event, then returns what was found besides.

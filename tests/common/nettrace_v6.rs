@@ -421,10 +421,7 @@ fn compressed_event(b: &mut Vec<u8>, prev: &Ev, e: &Ev) {
         flags |= 1;
         varuint(&mut rest, u64::from(e.metadata));
     }
-    if e.capture_thread != prev.capture_thread
-        || e.processor != prev.processor
-        || e.seq != prev.seq.wrapping_add(1)
-    {
+    if e.capture_thread != prev.capture_thread || e.processor != prev.processor || e.seq != prev.seq.wrapping_add(1) {
         flags |= 2;
         varuint(&mut rest, u64::from(e.seq.wrapping_sub(prev.seq).wrapping_sub(1)));
         varuint(&mut rest, e.capture_thread);

@@ -32,7 +32,9 @@
 //! (`tests/eventpipe_reader.rs`). No trace written by a runtime or tool in
 //! V6 was available: V6 is tested only against traces built from the
 //! format's description (PerfView's `NetTraceFormat.md`) by an independent
-//! writer in the tests (`tests/eventpipe_v6.rs`), with TraceEvent's reader
+//! writer in the tests (`tests/eventpipe_v6.rs`: hand-made traces, and the
+//! V5 corpus traces re-encoded as V6, which must read back event for event
+//! as they read in V5), with TraceEvent's reader
 //! consulted where the description is silent (the high bit of an
 //! uncompressed metadata id means "not sorted"), and with the block
 //! pattern of one V6 writer whose source was read (microsoft/one-collect's
@@ -41,7 +43,9 @@
 //! test writer. Differences from TraceEvent: a V6 trace
 //! that names an undefined thread index or label list, or whose metadata
 //! row cannot be read, is read on with a [`Warning`] where TraceEvent
-//! stops; an uncompressed V6 event ends where its size says.
+//! stops; an uncompressed V6 event ends where its size says; a label
+//! list's opcode does not rename the event (TraceEvent's name follows it),
+//! though its version does choose the runtime schema.
 //!
 //! ```no_run
 //! use clrprof::eventpipe::NetTraceReader;

@@ -4,8 +4,17 @@
 //! the end mark. Two passes: the events alone (headers, metadata, stacks,
 //! sequence points) and the events with every payload decoded into fields.
 //! Compare with `benches/parse.rs` (the CLRProfiler log parser, bytes/s).
+//!
+//! A second group reads a trace the generator writes (`clrprof_gen::nettrace`,
+//! the `small` preset's program, 60,000 objects, a `GC/AllocationTick` with
+//! its stack for every object: about 6 MB): the events alone, and the
+//! events with every tick's fields decoded. The whole-file figures (a
+//! trace over 1 GiB against a log of the same size, peak RSS) come from
+//! `scripts/bench-nettrace.sh`.
 
 use clrprof::eventpipe::{read_block, read_header, NetTraceReader};
+use clrprof_gen::nettrace::{generate_nettrace, NetTraceOptions};
+use clrprof_gen::{GenOptions, Preset};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::path::PathBuf;
 
@@ -95,5 +104,51 @@ fn nettrace(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, nettrace);
+fn generated(c: &mut Criterion) {
+    let opts = GenOptions { objects: 60_000, ..Preset::Small.options() };
+    let nt = NetTraceOptions { tick_bytes: 0, ..NetTraceOptions::default() };
+    let (trace, report) = generate_nettrace(&opts, &nt, Vec::new()).expect("a generated trace");
+    eprintln!("nettrace_generated: {} bytes, {} events", trace.len(), report.writer.events);
+    let mut g = c.benchmark_group("nettrace_generated");
+    g.sample_size(20);
+    g.throughput(Throughput::Bytes(trace.len() as u64));
+    g.bench_function("events_bytes", |b| {
+        b.iter(|| {
+            let mut r = NetTraceReader::new(&trace).expect("header");
+            let mut n = 0u64;
+            while let Some(e) = r.next_event().expect("events") {
+                n += e.stack.len() as u64;
+            }
+            n
+        })
+    });
+    g.bench_function("ticks_decoded_bytes", |b| {
+        b.iter(|| {
+            let mut r = NetTraceReader::new(&trace).expect("header");
+            let mut n = 0usize;
+            while let Some(e) = r.next_event().expect("events") {
+                if e.name() == "GC/AllocationTick" {
+                    n += e.fields().expect("fields").map_or(0, |f| f.len());
+                }
+            }
+            assert_eq!(n as u64, report.counts.allocation_ticks * 9);
+            n
+        })
+    });
+    g.throughput(Throughput::Elements(report.writer.events));
+    g.bench_function("events_count", |b| {
+        b.iter(|| {
+            let mut r = NetTraceReader::new(&trace).expect("header");
+            let mut n = 0u64;
+            while r.next_event().expect("events").is_some() {
+                n += 1;
+            }
+            assert_eq!(n, report.writer.events);
+            n
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, nettrace, generated);
 criterion_main!(benches);

@@ -5,7 +5,8 @@
 #   - Node and npm (Debian nodejs, npm), then the `speedscope` package (its
 #     published file-format schema) and Ajv from the committed
 #     package-lock.json (npm ci) in crates/export/tests/speedscope,
-#   - DuckDB for Python (PyPI duckdb) in a virtual environment.
+#   - DuckDB for Python (PyPI duckdb) in a virtual environment, and
+#     junitparser (PyPI) there too, which reads `clrprof check --junit`.
 # The venv lives in target/export-venv (git-ignored) unless
 # CLRPROF_EXPORT_VENV names another place; the tests look there. Under
 # CI=true a test whose consumer is missing fails; elsewhere it says SKIPPED.
@@ -36,6 +37,10 @@ fi
 if ! "$venv/bin/python" -c 'import duckdb' >/dev/null 2>&1; then
     quiet "$venv/bin/pip" install -q --disable-pip-version-check duckdb==2.0.0
 fi
+if ! "$venv/bin/python" -c 'import junitparser' >/dev/null 2>&1; then
+    quiet "$venv/bin/pip" install -q --disable-pip-version-check junitparser==5.0.3
+fi
 echo "go: $(go version)"
 echo "node: $(node --version), speedscope $(node -p "require('$checker/node_modules/speedscope/package.json').version")"
 echo "duckdb: $("$venv/bin/python" -c 'import duckdb; print(duckdb.__version__)') in $venv"
+echo "junitparser: $("$venv/bin/python" -c 'import junitparser; print(junitparser.version)') in $venv"

@@ -48,6 +48,9 @@
 //!   allocations.
 //! - [`eventpipe`]: [`eventpipe::NetTraceReader`] streams the events of a
 //!   `.nettrace` (EventPipe) trace from bytes in memory.
+//! - [`gcdump`]: [`gcdump::read`] reads a `.gcdump` heap snapshot
+//!   (PerfView's `GCHeapDump`) into a [`gcdump::HeapGraph`];
+//!   [`gcdump::write_log`] transcodes it into a CLRProfiler heap dump.
 //!
 //! # Features
 //!
@@ -84,6 +87,7 @@
 
 pub mod eventpipe;
 pub mod format;
+pub mod gcdump;
 pub mod import;
 #[cfg(feature = "model")]
 pub mod model;

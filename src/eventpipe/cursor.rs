@@ -81,6 +81,28 @@ impl<'a> Cursor<'a> {
     pub(crate) fn varu64(&mut self, what: &'static str) -> Result<u64, Error> {
         self.varint(10, what)
     }
+    /// A zigzag-encoded signed varint (V6 `varint64`).
+    pub(crate) fn vari64(&mut self, what: &'static str) -> Result<i64, Error> {
+        let v = self.varint(10, what)?;
+        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+    /// A V6 string: a `varuint32` byte count and that many UTF-8 bytes.
+    pub(crate) fn utf8(&mut self, what: &'static str) -> Result<&'a [u8], Error> {
+        let at = self.offset();
+        let n = self.varu32(what)? as usize;
+        if n > self.remaining() {
+            return Err(Error::end(at, what));
+        }
+        self.bytes(n, what)
+    }
+    /// The bytes this cursor reads, from its first.
+    pub(crate) fn data(&self) -> &'a [u8] {
+        self.data
+    }
+    /// The trace offset of the first byte of [`Self::data`].
+    pub(crate) fn base(&self) -> u64 {
+        self.base
+    }
     /// A UTF-16LE string ended by a 0 code unit; returns the code units'
     /// bytes without the terminator.
     pub(crate) fn utf16z(&mut self, what: &'static str) -> Result<&'a [u8], Error> {
@@ -109,6 +131,11 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// UTF-8 bytes to a `String`, invalid sequences replaced.
+pub(crate) fn utf8_to_string(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 /// UTF-16LE bytes to a `String`, unpaired surrogates replaced.
 pub(crate) fn utf16_to_string(bytes: &[u8]) -> String {
     char::decode_utf16(bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])))
@@ -129,6 +156,16 @@ mod tests {
         assert_eq!(e.offset, 104);
         let mut c = Cursor::new(&[0xff; 11], 0);
         assert!(matches!(c.varu64("v").unwrap_err().kind, super::super::ErrorKind::Invalid { .. }));
+    }
+
+    #[test]
+    fn zigzag_and_utf8() {
+        let mut c = Cursor::new(&[0x03, 0x04, 0x02, b'h', b'i', 0x05, b'x'], 0);
+        assert_eq!(c.vari64("v").unwrap(), -2);
+        assert_eq!(c.vari64("v").unwrap(), 2);
+        assert_eq!(c.utf8("s").unwrap(), b"hi");
+        let e = c.utf8("a string").unwrap_err();
+        assert_eq!(e.offset, 5);
     }
 
     #[test]

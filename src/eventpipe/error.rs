@@ -106,6 +106,22 @@ pub enum Warning {
         /// The id it names.
         id: u32,
     },
+    /// V6: an event names a thread index that no ThreadBlock defined (or
+    /// that was removed): its thread is reported as the index.
+    UndefinedThread {
+        /// The event's offset.
+        offset: u64,
+        /// The index it names.
+        index: u64,
+    },
+    /// V6: an event names a label list that is not defined in its
+    /// sequence-point region: it is reported without labels.
+    UndefinedLabelList {
+        /// The event's offset.
+        offset: u64,
+        /// The id it names.
+        id: u32,
+    },
     /// A metadata record that could not be read: events of that kind are
     /// reported with their provider and id when known, without fields.
     BadMetadata {
@@ -128,6 +144,12 @@ impl fmt::Display for Warning {
             Warning::UnknownBlock { offset } => write!(f, "byte {offset}: an object of unknown type was skipped"),
             Warning::UndefinedMetadata { offset, id } => {
                 write!(f, "byte {offset}: event names metadata id {id}, which was never defined")
+            }
+            Warning::UndefinedThread { offset, index } => {
+                write!(f, "byte {offset}: event names thread index {index}, which no thread block defines")
+            }
+            Warning::UndefinedLabelList { offset, id } => {
+                write!(f, "byte {offset}: event names label list {id}, which is not defined since the last sequence point")
             }
             Warning::BadMetadata { error } => write!(f, "unreadable metadata record: {error}"),
         }

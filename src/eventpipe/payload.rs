@@ -63,7 +63,7 @@ pub enum Value<'a> {
     Float(f64),
     /// A string.
     Str(Utf16<'a>),
-    /// A byte string (ANSI).
+    /// A byte string (ANSI; V6 arrays of UTF-8 code units).
     Bytes(&'a [u8]),
     /// A GUID's 16 bytes as stored.
     Guid([u8; 16]),
@@ -132,13 +132,46 @@ fn desc_value<'a>(ty: &'a FieldType, c: &mut Cursor<'a>, ptr: u32, depth: u32) -
         FieldType::Struct(fields) => Value::Struct(decode_metadata_fields(fields, c, ptr, depth + 1)?),
         FieldType::Array(elem) => {
             let n = c.u16("an array's element count")? as usize;
-            let mut v = Vec::with_capacity(n.min(c.remaining()));
-            for _ in 0..n {
-                v.push(desc_value(elem, c, ptr, depth + 1)?);
-            }
-            Value::Array(v)
+            elements(elem, n, c, ptr, depth)?
+        }
+        FieldType::VarInt => Value::Signed(c.vari64("a varint")?, 8),
+        FieldType::VarUInt => Value::Unsigned(c.varu64("a varint")?, 8),
+        FieldType::FixedArray(elem, n) => elements(elem, usize::from(*n), c, ptr, depth)?,
+        FieldType::Utf8CodeUnit => Value::Unsigned(u64::from(c.u8("a UTF-8 code unit")?), 1),
+        FieldType::Bool8 => Value::Bool(c.u8("a boolean")? != 0),
+        FieldType::RelLoc(elem) | FieldType::DataLoc(elem) => {
+            let at = c.offset();
+            let loc = c.u32("a data location")?;
+            let (size, pos) = ((loc >> 16) as usize, (loc & 0xffff) as usize);
+            // RelLoc counts from the end of the field, DataLoc from the payload's start.
+            let start = if matches!(ty, FieldType::RelLoc(_)) { c.pos() + pos } else { pos };
+            let data = c.data();
+            let Some(bytes) = data.get(start..start.saturating_add(size)) else {
+                return Err(Error::invalid(at, "a data location inside the payload", u64::from(loc)));
+            };
+            let mut sub = Cursor::new(bytes, c.base() + start as u64);
+            let per = elem.fixed_size().unwrap_or(0);
+            let n = size.checked_div(per).unwrap_or(0);
+            elements(elem, n, &mut sub, ptr, depth)?
         }
     })
+}
+
+/// `n` elements of type `elem`: an array, or a byte string for UTF-8 code units.
+fn elements<'a>(elem: &'a FieldType, n: usize, c: &mut Cursor<'a>, ptr: u32, depth: u32) -> Result<Value<'a>, Error> {
+    if *elem == FieldType::Utf8CodeUnit {
+        return Ok(Value::Bytes(c.bytes(n, "UTF-8 code units")?));
+    }
+    let mut v = Vec::with_capacity(n.min(c.remaining()));
+    for _ in 0..n {
+        let before = c.pos();
+        v.push(desc_value(elem, c, ptr, depth + 1)?);
+        // Elements of no bytes (an empty structure): the rest are the same.
+        if c.pos() == before {
+            break;
+        }
+    }
+    Ok(Value::Array(v))
 }
 
 fn prim<'a>(t: In, c: &mut Cursor<'a>, ptr: u32) -> Result<Value<'a>, Error> {
@@ -166,12 +199,7 @@ fn one<'a>(f: &SField, c: &mut Cursor<'a>, ptr: u32, depth: u32) -> Result<Value
     }
 }
 
-pub(crate) fn decode_schema<'a>(
-    fields: &'static [SField],
-    c: &mut Cursor<'a>,
-    ptr: u32,
-    depth: u32,
-) -> Result<Vec<Field<'a>>, Error> {
+pub(crate) fn decode_schema<'a>(fields: &'static [SField], c: &mut Cursor<'a>, ptr: u32, depth: u32) -> Result<Vec<Field<'a>>, Error> {
     if depth > MAX_DEPTH {
         return Err(Error::invalid(c.offset(), "a payload nested at most 8 deep", u64::from(depth)));
     }

@@ -1,17 +1,19 @@
 //! The streaming reader: blocks in file order, metadata and stacks kept
 //! for the events that refer to them, events handed out one at a time.
 
-use super::block::{read_block, BlockKind};
+use super::block::{read_block, read_block_v6, Block, BlockKind};
 use super::cursor::Cursor;
 use super::error::{Error, ErrorKind, Warning};
 use super::event_header::{EventBlobs, EventHeader};
-use super::header::{read_header, TraceHeader};
-use super::ids::MetadataId;
-use super::metadata::{parse_metadata, EventMetadata};
+use super::header::{read_trace_info, TraceHeader, TraceInfo};
+use super::ids::{MetadataId, ThreadId};
+use super::labels::{LabelCache, LabelList};
+use super::metadata::{parse_metadata, parse_metadata_v6, EventMetadata};
 use super::payload::{decode_metadata_fields, decode_schema, Field};
 use super::runtime_schemas::{lookup, name_of, RuntimeEvent, RuntimeProvider};
 use super::sequence_points::{SequencePoint, SequenceTracker};
 use super::stacks::{Stack, StackCache};
+use super::threads::{parse_remove_thread_block, parse_thread_block, ThreadInfo, ThreadTable};
 use std::collections::HashMap;
 
 /// An event kind: its metadata and how its payload is decoded.
@@ -22,6 +24,7 @@ pub struct EventKind {
     /// The name TraceEvent gives the kind ("GC/Start", "TestEvent1").
     pub name: String,
     schema: Option<(&'static RuntimeEvent, bool)>,
+    provider: Option<RuntimeProvider>,
 }
 
 impl EventKind {
@@ -30,12 +33,12 @@ impl EventKind {
         let schema = provider.and_then(|p| lookup(p, metadata.event_id, metadata.version));
         let name = match (schema, provider) {
             (Some((s, _)), _) => s.name.to_string(),
-            (None, Some(p)) => name_of(p, metadata.event_id)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("EventID({})", metadata.event_id)),
+            (None, Some(p)) => {
+                name_of(p, metadata.event_id).map(str::to_string).unwrap_or_else(|| format!("EventID({})", metadata.event_id))
+            }
             (None, None) => event_source_name(&metadata),
         };
-        EventKind { metadata, name, schema }
+        EventKind { metadata, name, schema, provider }
     }
     /// Whether the payload's fields can be decoded: the runtime's events
     /// with a built-in schema, EventSource events whose metadata describes
@@ -86,6 +89,11 @@ pub struct Event<'a> {
     pub kind: Option<&'a EventKind>,
     /// The event's stack (empty when it has none).
     pub stack: Stack<'a>,
+    /// V6: the event's labels (`None` when it has none, and before V6).
+    pub labels: Option<&'a LabelList>,
+    /// V6: the thread the event is about, from the thread table (`None`
+    /// before V6 or when the index was not defined).
+    pub thread_info: Option<&'a ThreadInfo>,
     pointer_size: u32,
     payload_offset: u64,
 }
@@ -105,13 +113,26 @@ impl<'a> Event<'a> {
     pub fn fields(&self) -> Result<Option<Vec<Field<'a>>>, Error> {
         let Some(kind) = self.kind else { return Ok(None) };
         let mut c = Cursor::new(self.payload, self.payload_offset);
-        if let Some((s, _)) = kind.schema {
+        if let Some(s) = self.schema(kind) {
             return decode_schema(s.fields, &mut c, self.pointer_size, 0).map(Some);
         }
         match &kind.metadata.fields {
             Some(f) => decode_metadata_fields(f, &mut c, self.pointer_size, 0).map(Some),
             None => Ok(None),
         }
+    }
+}
+
+impl Event<'_> {
+    /// The runtime schema: the kind's, or the one of the version a V6
+    /// label overrides it with.
+    fn schema(&self, kind: &EventKind) -> Option<&'static RuntimeEvent> {
+        if let (Some(v), Some(p)) = (self.labels.and_then(|l| l.version), kind.provider) {
+            if u32::from(v) != kind.metadata.version {
+                return lookup(p, kind.metadata.event_id, u32::from(v)).map(|s| s.0);
+            }
+        }
+        kind.schema.map(|s| s.0)
     }
 }
 
@@ -137,6 +158,10 @@ pub struct ReadSummary {
 pub struct NetTraceReader<'a> {
     bytes: &'a [u8],
     header: TraceHeader,
+    info: TraceInfo,
+    v6: bool,
+    threads: ThreadTable,
+    labels: LabelCache,
     next_block: u64,
     blobs: Option<(EventBlobs<'a>, bool)>,
     kinds: HashMap<MetadataId, EventKind>,
@@ -151,15 +176,21 @@ pub struct NetTraceReader<'a> {
 impl<'a> NetTraceReader<'a> {
     /// Reads the trace's header; events follow with [`Self::next_event`].
     pub fn new(bytes: &'a [u8]) -> Result<Self, Error> {
-        let header = read_header(bytes)?;
+        let info = read_trace_info(bytes)?;
+        let header = info.header;
+        let v6 = header.version >= 6;
         Ok(NetTraceReader {
             bytes,
             header,
+            info,
+            v6,
+            threads: ThreadTable::default(),
+            labels: LabelCache::default(),
             next_block: header.end_offset,
             blobs: None,
             kinds: HashMap::new(),
             stacks: StackCache::default(),
-            sequence: SequenceTracker::default(),
+            sequence: if v6 { SequenceTracker::v6() } else { SequenceTracker::default() },
             warnings: Vec::new(),
             events: 0,
             done: false,
@@ -170,6 +201,17 @@ impl<'a> NetTraceReader<'a> {
     /// The Trace object.
     pub fn header(&self) -> &TraceHeader {
         &self.header
+    }
+
+    /// The whole start of the trace: the header and, for V6, the minor
+    /// version and the TraceBlock's key-value pairs.
+    pub fn trace_info(&self) -> &TraceInfo {
+        &self.info
+    }
+
+    /// V6: the thread with this index, while it is defined.
+    pub fn thread(&self, index: u64) -> Option<&ThreadInfo> {
+        self.threads.get(index)
     }
 
     /// The event kinds defined so far.
@@ -218,39 +260,22 @@ impl<'a> NetTraceReader<'a> {
             if self.done {
                 return Ok(None);
             }
-            match read_block(self.bytes, self.next_block) {
+            let next = if self.v6 { read_block_v6(self.bytes, self.next_block) } else { read_block(self.bytes, self.next_block) };
+            match next {
                 Ok(None) => {
                     self.done = true;
                     self.complete = true;
                 }
                 Ok(Some(b)) => {
                     self.next_block = b.end_offset;
-                    match b.kind {
-                        BlockKind::Event | BlockKind::Metadata => {
-                            let blobs = EventBlobs::new(b.body, b.body_offset).inspect_err(|_| self.done = true)?;
-                            self.blobs = Some((blobs, b.kind == BlockKind::Metadata));
-                        }
-                        BlockKind::Stack => {
-                            let start = (b.body_offset) as usize;
-                            self.stacks.add_block(b.body, start, b.body_offset).inspect_err(|_| self.done = true)?;
-                        }
-                        BlockKind::SequencePoint => {
-                            let sp = SequencePoint::parse(b.body, b.body_offset).inspect_err(|_| self.done = true)?;
-                            self.sequence.sequence_point(&sp, &mut self.warnings);
-                            self.stacks.clear();
-                        }
-                        BlockKind::Unknown => self.warnings.push(Warning::UnknownBlock { offset: b.offset }),
-                    }
+                    let r = if self.v6 { self.block_v6(&b) } else { self.block(&b) };
+                    r.inspect_err(|_| self.done = true)?;
                 }
                 Err(error) => {
                     self.done = true;
                     if let ErrorKind::UnexpectedEnd { .. } = error.kind {
                         let unread = (self.bytes.len() as u64).saturating_sub(self.next_block);
-                        self.warnings.push(Warning::Truncated {
-                            complete_until: self.next_block,
-                            unread_bytes: unread,
-                            error,
-                        });
+                        self.warnings.push(Warning::Truncated { complete_until: self.next_block, unread_bytes: unread, error });
                         return Ok(None);
                     }
                     return Err(error);
@@ -259,21 +284,128 @@ impl<'a> NetTraceReader<'a> {
         }
     }
 
-    fn event(&mut self, offset: u64, header: EventHeader, payload: &'a [u8]) -> Event<'_> {
+    /// A block of a V4 or V5 trace.
+    fn block(&mut self, b: &Block<'a>) -> Result<(), Error> {
+        match b.kind {
+            BlockKind::Event | BlockKind::Metadata => {
+                let blobs = EventBlobs::new(b.body, b.body_offset)?;
+                self.blobs = Some((blobs, b.kind == BlockKind::Metadata));
+            }
+            BlockKind::Stack => self.stacks.add_block(b.body, b.body_offset as usize, b.body_offset)?,
+            BlockKind::SequencePoint => {
+                let sp = SequencePoint::parse(b.body, b.body_offset)?;
+                self.sequence.sequence_point(&sp, &mut self.warnings);
+                self.stacks.clear();
+            }
+            _ => self.warnings.push(Warning::UnknownBlock { offset: b.offset }),
+        }
+        Ok(())
+    }
+
+    /// A block of a V6 trace.
+    fn block_v6(&mut self, b: &Block<'a>) -> Result<(), Error> {
+        match b.kind {
+            BlockKind::Event => self.blobs = Some((EventBlobs::new_v6(b.body, b.body_offset)?, false)),
+            BlockKind::Metadata => {
+                let mut c = Cursor::new(b.body, b.body_offset);
+                let header_size = c.u16("a metadata block's header size")? as usize;
+                c.skip(header_size, "a metadata block's header")?;
+                while !c.is_empty() {
+                    let at = c.offset();
+                    let (m, used) = parse_metadata_v6(&c.data()[c.pos()..], at)?;
+                    c.skip(used, "a metadata row")?;
+                    match m {
+                        Ok(m) => {
+                            self.kinds.insert(m.id, EventKind::new(m));
+                        }
+                        Err(error) => self.warnings.push(Warning::BadMetadata { error }),
+                    }
+                }
+            }
+            BlockKind::Stack => self.stacks.add_block(b.body, b.body_offset as usize, b.body_offset)?,
+            BlockKind::SequencePoint => {
+                let sp = SequencePoint::parse_v6(b.body, b.body_offset)?;
+                let n = self.warnings.len();
+                self.sequence.sequence_point(&sp, &mut self.warnings);
+                self.name_lost_threads(n);
+                self.stacks.clear();
+                self.labels.clear();
+                if sp.flushes_threads() {
+                    self.threads.clear();
+                    self.sequence.clear();
+                }
+                if sp.flushes_metadata() {
+                    self.kinds.clear();
+                }
+            }
+            BlockKind::Thread => {
+                for t in parse_thread_block(b.body, b.body_offset)? {
+                    self.sequence.introduce(ThreadId(t.index));
+                    self.threads.insert(t);
+                }
+            }
+            BlockKind::RemoveThread => {
+                for (index, seq) in parse_remove_thread_block(b.body, b.body_offset)? {
+                    let n = self.warnings.len();
+                    self.sequence.checkpoint(ThreadId(index), seq, b.body_offset, &mut self.warnings);
+                    self.name_lost_threads(n);
+                    self.sequence.remove(ThreadId(index));
+                    self.threads.remove(index);
+                }
+            }
+            BlockKind::LabelList => self.labels.add_block(b.body, b.body_offset)?,
+            BlockKind::Trace | BlockKind::Unknown => self.warnings.push(Warning::UnknownBlock { offset: b.offset }),
+        }
+        Ok(())
+    }
+
+    /// V6: the lost-event warnings from `n` on name thread indexes; name
+    /// the OS threads instead, when the table knows them.
+    fn name_lost_threads(&mut self, n: usize) {
+        for w in self.warnings.iter_mut().skip(n) {
+            if let Warning::LostEvents { thread, .. } = w {
+                *thread = self.threads.thread_id(thread.0);
+            }
+        }
+    }
+
+    fn event(&mut self, offset: u64, mut header: EventHeader, payload: &'a [u8]) -> Event<'_> {
         self.events += 1;
-        self.sequence.event(header.capture_thread, header.sequence_number, offset, &mut self.warnings);
+        let n = self.warnings.len();
+        self.sequence.event(ThreadId(header.capture_thread_index), header.sequence_number, offset, &mut self.warnings);
+        let (mut labels, mut thread_info) = (None, None);
+        if self.v6 {
+            self.name_lost_threads(n);
+            thread_info = self.threads.get(header.thread_index);
+            if thread_info.is_none() {
+                self.warnings.push(Warning::UndefinedThread { offset, index: header.thread_index });
+            }
+            header.thread = self.threads.thread_id(header.thread_index);
+            header.capture_thread = self.threads.thread_id(header.capture_thread_index);
+            header.process_id = thread_info.and_then(|t| t.os_process_id).unwrap_or(u64::from(self.header.process_id));
+            if header.label_list != 0 {
+                labels = self.labels.get(header.label_list);
+                if labels.is_none() {
+                    self.warnings.push(Warning::UndefinedLabelList { offset, id: header.label_list });
+                }
+            }
+            if let Some(l) = labels {
+                header.activity_id = l.activity_id.unwrap_or_default();
+                header.related_activity_id = l.related_activity_id.unwrap_or_default();
+            }
+        } else {
+            header.process_id = u64::from(self.header.process_id);
+        }
         let kind = self.kinds.get(&header.metadata_id);
         if kind.is_none() {
             self.warnings.push(Warning::UndefinedMetadata { offset, id: header.metadata_id.0 });
         }
         let stack = match self.stacks.get(header.stack) {
-            Some((s, n)) if header.stack.0 != 0 => {
-                Stack::new(self.bytes.get(s..s + n).unwrap_or(&[]), self.header.pointer_size)
-            }
+            Some((s, n)) if header.stack.0 != 0 => Stack::new(self.bytes.get(s..s + n).unwrap_or(&[]), self.header.pointer_size),
             _ => Stack::empty(),
         };
         let payload_offset = payload.as_ptr() as u64 - self.bytes.as_ptr() as u64;
-        Event { offset, header, payload, kind, stack, pointer_size: self.header.pointer_size, payload_offset }
+        Event { offset, header, payload, kind, stack, labels, thread_info, pointer_size: self.header.pointer_size, payload_offset }
     }
 
     /// Calls `f` with every event, then returns what was found besides.

@@ -1,6 +1,7 @@
 //! `clrprof gen`: writes a synthetic, heap-consistent log and its truth.
 
 use anyhow::{bail, Context, Result};
+use clrprof_gen::nettrace::{generate_nettrace, NetTraceOptions};
 use clrprof_gen::{generate, GenOptions, PointerBits, Preset};
 use std::io::{self, Write};
 use std::sync::mpsc;
@@ -70,9 +71,27 @@ pub struct Args {
     /// Functions in the synthetic call tree.
     #[arg(long)]
     pub functions: Option<u32>,
+    /// Output format: a CLRProfiler log, or the same simulation as a
+    /// NetTrace (EventPipe `.nettrace`: GC/AllocationTick with stacks,
+    /// GC/Start, GC/Stop, GC/HeapStats, Method/LoadVerbose; no truth file).
+    #[arg(long, value_enum, default_value = "log")]
+    pub format: GenFormat,
+    /// With --format nettrace: an allocation tick every this many bytes
+    /// per thread (the runtime's 100000); 0 for one per object.
+    #[arg(long, default_value_t = 100_000)]
+    pub tick_bytes: u64,
     /// No report on standard error.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// What `clrprof gen` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GenFormat {
+    /// A CLRProfiler log and its truth JSON.
+    Log,
+    /// A NetTrace (EventPipe) trace.
+    Nettrace,
 }
 
 impl Args {
@@ -127,8 +146,43 @@ fn default_truth_path(log: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// `--format nettrace`: the trace, streamed to the file (or standard output).
+fn run_nettrace(args: &Args, opts: &GenOptions) -> Result<()> {
+    let nt = NetTraceOptions { tick_bytes: args.tick_bytes, ..NetTraceOptions::default() };
+    let started = Instant::now();
+    let report = if args.output.as_os_str() == "-" {
+        let out = io::BufWriter::with_capacity(1 << 20, io::stdout());
+        generate_nettrace(opts, &nt, out).context("generating the trace")?.1
+    } else {
+        let file = clrprof_files::replace(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
+        let out = io::BufWriter::with_capacity(1 << 20, file);
+        generate_nettrace(opts, &nt, out).with_context(|| format!("writing {}", args.output.display()))?.1
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    if !args.quiet {
+        let bytes = report.writer.bytes;
+        eprintln!(
+            "clrprof gen: {}: {} bytes ({:.1} MB), {} events ({} allocation ticks, {} GCs, {} methods), {} objects in {:.3} s: {:.0} MB/s",
+            args.output.display(),
+            bytes,
+            bytes as f64 / 1e6,
+            report.writer.events,
+            report.counts.allocation_ticks,
+            report.counts.gc_starts,
+            report.counts.method_loads,
+            report.counts.objects,
+            seconds,
+            bytes as f64 / 1e6 / seconds.max(1e-9),
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> Result<()> {
     let opts = args.options()?;
+    if args.format == GenFormat::Nettrace {
+        return run_nettrace(&args, &opts);
+    }
     let to_stdout = args.output.as_os_str() == "-";
     let started = Instant::now();
     let truth = if to_stdout {

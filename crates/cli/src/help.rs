@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 /// The groups of `clrprof --help`, in order, with their commands.
 pub const GROUPS: &[(&str, &[&str])] = &[
-    ("Load and inspect", &["summary", "stats", "types", "threads", "timeline", "diff", "footprint", "ui"]),
+    ("Load and inspect", &["summary", "stats", "types", "threads", "timeline", "diff", "check", "footprint", "ui"]),
     ("Allocation", &["functions", "modules", "classes", "who", "graph", "flame", "calls"]),
     ("Lifetime", &["lifetime", "ages", "survivors", "handles"]),
     ("Heap dumps", &["dumps", "dump", "dump-diff"]),

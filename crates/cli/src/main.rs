@@ -4,6 +4,7 @@
 mod cmd_ages;
 mod cmd_cache;
 mod cmd_calls;
+mod cmd_check;
 mod cmd_collect;
 mod cmd_ctl;
 mod cmd_dump;
@@ -93,6 +94,9 @@ enum Command {
     DumpDiff(cmd_dump_diff::Args),
     /// Allocation and final-heap differences between two logs.
     Diff(cmd_diff::Args),
+    /// A memory regression gate: a candidate log against a baseline under
+    /// rules (exit 0 pass, 1 fail, 2 undecided); JSON and JUnit reports.
+    Check(cmd_check::Args),
     /// Write the log as a pprof profile, a speedscope file or Parquet tables.
     Export(cmd_export::Args),
     /// Record counts, definitions and warnings of a log (no heap simulation).
@@ -166,6 +170,7 @@ fn main() -> ExitCode {
         Command::Graph(a) => cmd_graph::run(a),
         Command::Flame(a) => cmd_flame::run(a),
         Command::Diff(a) => cmd_diff::run(a),
+        Command::Check(a) => return cmd_check::main(a),
         Command::Export(a) => cmd_export::run(a),
         Command::Collect(a) => cmd_collect::run(a),
         Command::Sessions(a) => cmd_sessions::run(a),

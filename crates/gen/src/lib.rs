@@ -24,6 +24,8 @@
 //!   (`tiny`, `small`, `medium`, `seed`).
 //! - [`generate`] writes a log to any `Write` and returns the [`Truth`].
 //! - [`Truth::to_json`] is the `FILE.truth.json` beside a log.
+//! - [`nettrace::generate_nettrace`] writes the same simulation as a
+//!   NetTrace (EventPipe) trace.
 //!
 //! ```
 //! use clrprof_gen::{generate, GenOptions, Preset};
@@ -56,6 +58,7 @@
 //! | `pipeline.rs`, `emit.rs` | events and records between the stages |
 //! | `profiler.rs`, `stacks.rs`, `idmap.rs`, `loader.rs` | the profiler stage: stacks (`n`), definitions (`t`/`f`/`m`/`y`) |
 //! | `truth.rs` | the ground truth |
+//! | `nettrace/` | the same simulation written as a `.nettrace` trace (EventPipe) |
 #![deny(missing_docs)]
 // Input reaches most paths: no unwrap, expect or panic outside tests
 // (`cargo clippy --lib` checks it).
@@ -74,6 +77,7 @@ mod ids;
 mod lifetime;
 mod loader;
 mod names;
+pub mod nettrace;
 mod options;
 mod pipeline;
 mod process;

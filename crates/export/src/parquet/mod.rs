@@ -27,12 +27,17 @@
 //! | `dump_roots` | root of a dump | `dump`, `address`, `kind`, `kind_name`, `flags`, `description`, `root_id` |
 //!
 //! Only `objects` is narrowed by the filter; the other tables are whole.
+//!
+//! Many logs go into one Hive-partitioned dataset with [`dataset::append`]:
+//! each table a folder, each log a partition `log=NAME` of it, and a
+//! `logs` table with each log's name, host and start time.
 //! Every figure agrees with the queries: `sum(size)` over `objects` is the
 //! Summary's allocated bytes, over `fate = 'alive'` its final heap bytes;
 //! grouped by `types.name`, the allocated and final-heap histograms; by
 //! `fate` and `generation`, the lifetime table.
 
 mod context;
+pub mod dataset;
 mod definitions;
 mod dumps;
 mod events;

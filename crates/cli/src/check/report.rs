@@ -1,0 +1,192 @@
+//! The check's results as a table, as one line per rule, and as JSON.
+
+use super::rule::{Limit, Unit};
+use super::verdict::{Status, Verdict};
+use crate::common::thousands;
+use serde_json::{json, Value};
+
+/// A figure with thousands separators (negative ones too).
+pub fn figure(v: i64) -> String {
+    if v < 0 {
+        format!("-{}", thousands(v.unsigned_abs()))
+    } else {
+        thousands(v as u64)
+    }
+}
+
+/// A change with its sign: `+240,000`, `-3`, `0`.
+pub fn signed(v: i64) -> String {
+    if v > 0 {
+        format!("+{}", figure(v))
+    } else {
+        figure(v)
+    }
+}
+
+/// A percentage with its sign, one decimal: `+1,000.0%`.
+pub fn percent(p: f64) -> String {
+    let sign = if p > 0.0 {
+        "+"
+    } else if p < 0.0 {
+        "-"
+    } else {
+        ""
+    };
+    let text = format!("{:.1}", p.abs());
+    let (whole, tenth) = text.split_once('.').unwrap_or((&text, "0"));
+    let whole = whole.parse::<u64>().map_or_else(|_| whole.to_string(), thousands);
+    format!("{sign}{whole}.{tenth}%")
+}
+
+/// The change as the table shows it: `+240,000 (+1,000.0%)`, `+5 (new)`.
+pub fn change_text(v: &Verdict) -> String {
+    match (v.change, v.change_percent) {
+        (Some(c), Some(p)) => format!("{} ({})", signed(c), percent(p)),
+        (Some(c), None) if c != 0 => format!("{} (new)", signed(c)),
+        (Some(c), None) => signed(c),
+        _ => "-".into(),
+    }
+}
+
+/// `bytes` or `objects`/`collections`... for a sentence.
+fn unit_word(v: &Verdict) -> &'static str {
+    match v.rule.unit() {
+        Unit::Bytes => "bytes",
+        Unit::Count if v.rule.metric.ends_with("objects") || v.rule.metric.starts_with("objects") => "objects",
+        Unit::Count => "",
+    }
+}
+
+/// One sentence about a rule's result, with both figures:
+/// `type:Leak.Node surviving_bytes: 24,000 -> 264,000 bytes (+240,000,
+/// +1,000.0%); the limit +10% allows at most 26,400`.
+pub fn sentence(v: &Verdict) -> String {
+    let rule = format!("{} {}", v.rule.subject.text(), v.rule.metric);
+    let unit = unit_word(v);
+    let unit = if unit.is_empty() { String::new() } else { format!(" {unit}") };
+    match (v.baseline, v.candidate) {
+        (Some(b), Some(c)) => {
+            let change = match (v.change, v.change_percent) {
+                (Some(d), Some(p)) => format!("{}, {}", signed(d), percent(p)),
+                (Some(d), None) => signed(d),
+                _ => String::new(),
+            };
+            let allowed = v.allowed.map(figure).unwrap_or_default();
+            let verb = match v.status {
+                Status::Fail => "exceeds",
+                _ => "within",
+            };
+            format!(
+                "{rule}: baseline {} -> candidate {}{unit} ({change}); {verb} the limit {} (at most {allowed})",
+                figure(b),
+                figure(c),
+                v.rule.limit_text
+            )
+        }
+        _ => format!(
+            "{rule}: baseline {} -> candidate {}; cannot be decided: {}",
+            v.baseline.map_or_else(|| "unknown".into(), figure),
+            v.candidate.map_or_else(|| "unknown".into(), figure),
+            v.reason.as_deref().unwrap_or("a figure is unknown")
+        ),
+    }
+}
+
+/// The table of every rule: rule, both figures, change, limit, result.
+pub fn table(verdicts: &[Verdict]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let header = vec!["rule", "baseline", "candidate", "change", "limit", "result"];
+    let rows = verdicts
+        .iter()
+        .map(|v| {
+            vec![
+                format!("{} {}", v.rule.subject.text(), v.rule.metric),
+                v.baseline.map_or_else(|| "unknown".into(), figure),
+                v.candidate.map_or_else(|| "unknown".into(), figure),
+                change_text(v),
+                v.rule.limit_text.clone(),
+                match v.status {
+                    Status::Pass => "pass".into(),
+                    Status::Fail => "FAIL".into(),
+                    Status::Unknown => "UNKNOWN".into(),
+                },
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Counts of passed, failed and unknown rules.
+pub fn counts(verdicts: &[Verdict]) -> (usize, usize, usize) {
+    let n = |s: Status| verdicts.iter().filter(|v| v.status == s).count();
+    (n(Status::Pass), n(Status::Fail), n(Status::Unknown))
+}
+
+/// The overall result: `fail` if a rule failed, else `unknown` if one
+/// could not be decided, else `pass`.
+pub fn overall(verdicts: &[Verdict]) -> Status {
+    let (_, failed, unknown) = counts(verdicts);
+    if failed > 0 {
+        Status::Fail
+    } else if unknown > 0 {
+        Status::Unknown
+    } else {
+        Status::Pass
+    }
+}
+
+/// The JSON of one rule's result.
+fn verdict_json(v: &Verdict) -> Value {
+    let limit = match v.rule.limit {
+        Limit::Relative(p) => json!({ "kind": "relative", "percent": p, "text": v.rule.limit_text }),
+        Limit::Absolute(a) => json!({ "kind": "absolute", "amount": a, "text": v.rule.limit_text }),
+    };
+    json!({
+        "rule": v.rule.text(),
+        "origin": v.rule.origin,
+        "subject": v.rule.subject.kind(),
+        "name": v.rule.subject.name(),
+        "metric": v.rule.metric,
+        "unit": v.rule.unit().name(),
+        "limit": limit,
+        "baseline": v.baseline,
+        "candidate": v.candidate,
+        "change": v.change,
+        "change_percent": v.change_percent,
+        "allowed": v.allowed,
+        "status": v.status.name(),
+        "reason": v.reason,
+        "message": sentence(v),
+    })
+}
+
+/// The whole check as JSON.
+pub fn json(baseline: &str, candidate: &str, dumps: [Option<u32>; 2], verdicts: &[Verdict]) -> Value {
+    let (passed, failed, unknown) = counts(verdicts);
+    json!({
+        "baseline": baseline,
+        "candidate": candidate,
+        "baseline_dump": dumps[0],
+        "candidate_dump": dumps[1],
+        "result": overall(verdicts).name(),
+        "rules": verdicts.iter().map(verdict_json).collect::<Vec<_>>(),
+        "passed": passed,
+        "failed": failed,
+        "unknown": unknown,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(signed(240_000), "+240,000");
+        assert_eq!(signed(-3), "-3");
+        assert_eq!(signed(0), "0");
+        assert_eq!(percent(1000.0), "+1,000.0%");
+        assert_eq!(percent(-12.34), "-12.3%");
+        assert_eq!(percent(9.96), "+10.0%");
+        assert_eq!(percent(0.0), "0.0%");
+    }
+}

@@ -30,6 +30,9 @@ pub enum Content {
     /// A NetTrace (EventPipe) trace (`Nettrace`): the model opens it through
     /// [`crate::import`]; a record stream does not.
     NetTrace,
+    /// A `.gcdump` heap snapshot ([`crate::gcdump::is_gcdump`]): the model
+    /// opens it; a record stream does not.
+    GcDump,
 }
 
 /// How many leading bytes [`sniff`] looks at for NUL bytes.
@@ -63,6 +66,9 @@ pub fn sniff(head: &[u8]) -> Content {
     if let Some((_, c)) = MAGIC.iter().find(|(m, _)| head.starts_with(m)) {
         return *c;
     }
+    if crate::gcdump::is_gcdump(head) {
+        return Content::GcDump;
+    }
     let look = &head[..head.len().min(SNIFF_BYTES)];
     if let Some(k) = memchr::memchr(0, look) {
         return Content::Binary { offset: k as u64 };
@@ -91,6 +97,7 @@ impl Content {
             }
             Content::Empty => "empty: it has no records".into(),
             Content::NetTrace => "a NetTrace (EventPipe) trace, which this command reads only as a whole file".into(),
+            Content::GcDump => "a .gcdump heap snapshot, which this command reads only as a whole file".into(),
         }
     }
 }

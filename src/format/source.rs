@@ -33,7 +33,7 @@ impl LogSource {
         let mut file = std::fs::File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         let head = read_head(&mut file).map_err(io)?;
-        if !matches!(sniff(&head), Content::Text | Content::NetTrace) {
+        if !matches!(sniff(&head), Content::Text | Content::NetTrace | Content::GcDump) {
             return Self::from_reader(path, head, file);
         }
         if meta.is_file() && meta.len() > 0 {
@@ -59,7 +59,7 @@ impl LogSource {
     fn from_reader(path: &Path, head: Vec<u8>, mut r: impl Read + Send) -> Result<LogSource> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
         match sniff(&head) {
-            Content::Text | Content::NetTrace => {
+            Content::Text | Content::NetTrace | Content::GcDump => {
                 let mut v = head;
                 r.read_to_end(&mut v).map_err(io)?;
                 Ok(LogSource::Owned(v))

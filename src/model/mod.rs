@@ -93,7 +93,7 @@ pub use ids::{FrameNode, GcIndex, NameId, ObjectId, SampleId, StackRef, ThreadRe
 pub use modules::{AssemblyLoad, Module, ModuleTable};
 pub use names::NameTable;
 pub use open::{load_path, load_path_with_progress, load_source_with_progress, OpenError};
-pub use sampled::{load_trace, TraceError};
+pub use sampled::{load_foreign, load_gcdump, load_trace, TraceError};
 pub use samples::{GrainIndex, PackedSamples, Sample, SampleTable, GROUP as SAMPLE_GROUP};
 pub use stacks::StackTable;
 pub use threads::ThreadTable;

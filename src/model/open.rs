@@ -35,7 +35,8 @@ pub enum OpenError {
 }
 
 /// Loads the log at `path` (`-`: standard input). A NetTrace (EventPipe)
-/// trace, recognised by its first bytes, is imported ([`super::load_trace`]).
+/// trace or a `.gcdump`, recognised by their first bytes, is imported
+/// ([`super::load_foreign`]).
 ///
 /// ```no_run
 /// let model = clrprof::model::load_path("app.log.gz".as_ref(), &Default::default())?;
@@ -54,9 +55,9 @@ pub fn load_path_with_progress(
     progress: impl FnMut(u64),
 ) -> Result<Model, OpenError> {
     let source = LogSource::open(path)?;
-    if crate::eventpipe::is_nettrace(source.bytes()) {
-        return super::load_trace(source.bytes(), options, progress)
-            .map_err(|source| OpenError::Trace { path: display_path(path), source });
+    let mut progress = progress;
+    if let Some(loaded) = super::load_foreign(source.bytes(), options, &mut progress) {
+        return loaded.map_err(|source| OpenError::Trace { path: display_path(path), source });
     }
     load_source_with_progress(&source, options, progress)
         .map_err(|source| OpenError::Model { path: display_path(path), source })

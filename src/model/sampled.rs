@@ -16,6 +16,45 @@ pub fn load_trace(bytes: &[u8], options: &LoadOptions, progress: impl FnMut(u64)
     from_imported(imported, options, progress).map_err(TraceError::Model)
 }
 
+/// Loads a file another tool wrote, recognised by its first bytes: a
+/// NetTrace trace ([`load_trace`]) or a `.gcdump` heap snapshot
+/// ([`load_gcdump`]); `None` for anything else (a log).
+pub fn load_foreign(bytes: &[u8], options: &LoadOptions, progress: impl FnMut(u64)) -> Option<Result<Model, TraceError>> {
+    if crate::eventpipe::is_nettrace(bytes) {
+        Some(load_trace(bytes, options, progress))
+    } else if crate::gcdump::is_gcdump(bytes) {
+        Some(load_gcdump(bytes, options, progress))
+    } else {
+        None
+    }
+}
+
+/// Loads a `.gcdump` heap snapshot (`dotnet-gcdump`, PerfView) as a log
+/// with one heap dump ([`crate::gcdump::write_log`]).
+pub fn load_gcdump(bytes: &[u8], options: &LoadOptions, progress: impl FnMut(u64)) -> Result<Model, TraceError> {
+    let graph = crate::gcdump::read(bytes).map_err(TraceError::GcDump)?;
+    let mut log = Vec::new();
+    crate::gcdump::write_log(&graph, &mut log);
+    let info = graph.info();
+    let mut warnings = Vec::new();
+    let sampling = graph.sampling();
+    if sampling.is_sampled() {
+        warnings.push(format!(
+            "the snapshot holds a sample of the heap (the tool kept about 1 object in {:.1}); the dump shows the objects kept, not the whole heap",
+            sampling.average_count_multiplier
+        ));
+    }
+    let facts = crate::import::TraceFacts {
+        format: format!("gcdump (GCHeapDump version {})", info.version),
+        process_id: u32::try_from(info.process_id).ok().filter(|&p| p > 0),
+        heap_snapshots: 1,
+        warnings,
+        ..Default::default()
+    };
+    let imported = Imported { log, sampling: None, facts };
+    from_imported(imported, options, progress).map_err(TraceError::Model)
+}
+
 /// Why a trace could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -23,9 +62,12 @@ pub enum TraceError {
     /// The trace's start could not be read.
     #[error(transparent)]
     Read(crate::eventpipe::Error),
+    /// The `.gcdump` could not be read.
+    #[error(transparent)]
+    GcDump(crate::gcdump::Error),
     /// The records made from it did not load (a bug in the import: the
     /// error names the made log's record).
-    #[error("the records made from the trace did not load: {0}")]
+    #[error("the records made from the file did not load: {0}")]
     Model(Error),
 }
 

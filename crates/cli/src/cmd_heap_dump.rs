@@ -45,6 +45,12 @@ pub struct Args {
     /// How long to wait for the dump, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     timeout: u64,
+    /// Take the dump over EventPipe, without the agent (the heap walk
+    /// `dotnet-gcdump` asks the runtime for), into a `.nettrace` every dump
+    /// view opens: no profiler is loaded into the process. Objects have no
+    /// allocation stacks; events the runtime dropped are said.
+    #[arg(long, conflicts_with_all = ["agent", "label"])]
+    eventpipe: bool,
     /// Print the dump's figures as JSON.
     /// An error is printed as `{"error": MESSAGE}` on standard output (exit status 1).
     #[arg(long)]
@@ -105,6 +111,9 @@ fn free_default_name(path: &Path) -> Result<PathBuf> {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if args.eventpipe {
+        return crate::cmd_heap_dump_eventpipe::run(args.pid, args.output.as_deref(), args.force, args.timeout, args.json);
+    }
     let pid = args.pid;
     let output = args.output.as_deref().map(crate::cmd_record::absolute).transpose()?;
     let (mut client, attached) = match crate::live::existing_agent(pid)? {

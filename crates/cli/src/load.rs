@@ -115,7 +115,7 @@ fn strict_check(args: &LoadArgs, model: &Model) -> Result<()> {
 pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<Loaded> {
     let data = source.bytes();
     let path = args.shown();
-    if clrprof::eventpipe::is_nettrace(data) {
+    if clrprof::eventpipe::is_nettrace(data) || clrprof::gcdump::is_gcdump(data) {
         return load_trace(args, data, quiet);
     }
     if let Err(e) = some_record(data) {
@@ -141,7 +141,7 @@ pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<L
     Ok(Loaded { model, seconds, memory })
 }
 
-/// Loads a NetTrace (EventPipe) trace: imported into CLRProfiler records,
+/// Loads a NetTrace (EventPipe) trace or a `.gcdump`: imported into CLRProfiler records,
 /// then loaded as a log; what the import could not do is said on standard
 /// error (unless `quiet`).
 fn load_trace(args: &LoadArgs, data: &[u8], quiet: bool) -> Result<Loaded> {
@@ -150,9 +150,10 @@ fn load_trace(args: &LoadArgs, data: &[u8], quiet: bool) -> Result<Loaded> {
     let options = LoadOptions { chunks: ChunkOptions { threads: args.threads.map(usize::from), ..defaults.chunks } };
     let mut memory = MemoryProbe::default();
     let start = Instant::now();
-    let model = match model::load_trace(data, &options, |_| memory.sample()) {
-        Ok(m) => m,
-        Err(e) => bail!("{}: {e}", path.display()),
+    let model = match model::load_foreign(data, &options, |_| memory.sample()) {
+        Some(Ok(m)) => m,
+        Some(Err(e)) => bail!("{}: {e}", path.display()),
+        None => bail!("{}: neither a NetTrace trace nor a .gcdump", path.display()),
     };
     let seconds = start.elapsed().as_secs_f64();
     memory.sample();

@@ -12,6 +12,7 @@ mod cmd_dump_diff;
 mod cmd_dumps;
 mod cmd_export;
 mod cmd_heap_dump;
+mod cmd_heap_dump_eventpipe;
 mod cmd_lifetime;
 mod cmd_record;
 mod cmd_record_attached;

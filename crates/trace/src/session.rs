@@ -116,7 +116,10 @@ impl Session {
         let mut watch = Watch::new();
         let mut written = Written::default();
         let mut buf = vec![0u8; 1 << 20];
-        let mut stop_sent = false;
+        // StopTracing is sent from a thread of its own: the runtime answers
+        // it only after writing the rundown into the stream, which this
+        // loop must keep reading meanwhile.
+        let mut stopping: Option<std::thread::JoinHandle<Result<bool, Error>>> = None;
         loop {
             match self.stream.read(&mut buf) {
                 Ok(0) => break,
@@ -134,10 +137,21 @@ impl Session {
             let due = stop.flag.load(Ordering::SeqCst)
                 || stop.after.is_some_and(|d| self.started.elapsed() >= d)
                 || (stop.after_heap_walk && watch.heap_walk_done());
-            if due && !stop_sent {
-                stop_sent = true;
-                written.stopped = self.stop()?;
+            if due && stopping.is_none() {
+                let (pid, id, socket) = (self.pid, self.id, self.socket.clone());
+                if socket.is_none() {
+                    // A session the runtime connected for: closing our
+                    // side of the stream is all there is.
+                    let _ = self.stream.shutdown(std::net::Shutdown::Write);
+                }
+                stopping = Some(std::thread::spawn(move || send_stop(pid, id, socket)));
             }
+        }
+        if let Some(t) = stopping {
+            written.stopped = match t.join() {
+                Ok(r) => r?,
+                Err(_) => false,
+            };
         }
         out.flush().map_err(|e| Error::io("cannot write the trace of process", format!("{pid}"), e))?;
         written.gcs = watch.gc_stops;
@@ -146,24 +160,19 @@ impl Session {
         Ok(written)
     }
 
-    /// Sends `StopTracing` on a connection of its own; false when the
-    /// process is gone already (its stream ends by itself).
-    fn stop(&mut self) -> Result<bool, Error> {
-        let pid = self.pid;
-        let Some((socket, owner)) = self.socket.clone() else {
-            // A session the runtime connected for: closing our side of
-            // the stream is all there is (the runtime then ends it).
-            let _ = self.stream.shutdown(std::net::Shutdown::Write);
-            return Ok(true);
-        };
-        let mut s = match connect(&socket, pid, owner) {
-            Ok(s) => s,
-            Err(_) => return Ok(false),
-        };
-        match exchange(&mut s, &protocol::stop_request(self.id), pid, "StopTracing")? {
-            Ok(_) => Ok(true),
-            Err(hr) => Err(Error::Refused { pid, command: "StopTracing", hresult: hr, message: protocol::describe(hr).into() }),
-        }
+}
+
+/// Sends `StopTracing` for session `id` on a connection of its own; false
+/// when the process is gone already (its stream ends by itself).
+fn send_stop(pid: u32, id: u64, socket: Option<(PathBuf, u32)>) -> Result<bool, Error> {
+    let Some((socket, owner)) = socket else { return Ok(true) };
+    let mut s = match connect(&socket, pid, owner) {
+        Ok(s) => s,
+        Err(_) => return Ok(false),
+    };
+    match exchange(&mut s, &protocol::stop_request(id), pid, "StopTracing")? {
+        Ok(_) => Ok(true),
+        Err(hr) => Err(Error::Refused { pid, command: "StopTracing", hresult: hr, message: protocol::describe(hr).into() }),
     }
 }
 

@@ -1,0 +1,67 @@
+//! `clrprof heap-dump PID --eventpipe`: a heap dump without the agent. An
+//! EventPipe session asks the runtime for a GC with a walk of the heap
+//! (the keywords `dotnet-gcdump` uses); the trace is written as a
+//! `.nettrace` until that GC ends, then the session is stopped. Every dump
+//! view opens the file; events the runtime dropped (its sequence numbers
+//! say so) are reported as an incomplete dump, never passed over.
+
+use anyhow::{bail, Result};
+use clrprof_trace::{presets, Session, Stop};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Runs the command.
+pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, json: bool) -> Result<()> {
+    let output = match output {
+        Some(o) => crate::cmd_record::absolute(o)?,
+        None => crate::cmd_record::absolute(&PathBuf::from(format!("heapdump_{pid}_{}.nettrace", crate::cmd_record::local_timestamp())))?,
+    };
+    if output.is_dir() {
+        bail!("cannot write {}: it is a directory", output.display());
+    }
+    // An explicit name is replaced only with --force; the default name
+    // takes `_2`, `_3`, ... when something (perhaps a planted link) is
+    // there. Never through a link.
+    let (file, output) = if force || output.symlink_metadata().is_err() {
+        (clrprof_files::create(&output, force).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", output.display()))?, output)
+    } else if std::env::args().any(|a| a == "-o" || a == "--output" || a.starts_with("--output=")) {
+        bail!("{} exists; clrprof heap-dump never replaces a file (--force replaces it, or pick another --output)", output.display());
+    } else {
+        clrprof_files::create_numbered(&output).map_err(|e| anyhow::anyhow!("cannot create a file beside {}: {e}", output.display()))?
+    };
+    let session = Session::start(pid, &presets::heap_snapshot()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let stop = Stop { after: Some(Duration::from_secs(timeout.max(1))), after_heap_walk: true, ..Stop::default() };
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let written = session.write_to(&mut out, &stop, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
+    drop(out);
+    if !written.heap_walk_done {
+        bail!(
+            "process {pid} did not finish a heap walk within {timeout} s ({} bytes of trace written to {}): the runtime may not support heap snapshots over EventPipe",
+            written.bytes,
+            output.display()
+        );
+    }
+    let model = clrprof::model::load_path(&output, &Default::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let dumps = model.heap_dumps();
+    let Some(dump) = dumps.dumps().last() else { bail!("the trace in {} holds no heap dump", output.display()) };
+    let (objects, bytes) = dumps.objects(dump).fold((0u64, 0u64), |(n, b), o| (n + 1, b + u64::from(o.size)));
+    let roots = dumps.roots(dump).len();
+    let lost = model.imported().map_or(0, |f| f.lost_events);
+    if json {
+        let v = serde_json::json!({
+            "pid": pid, "eventpipe": true,
+            "dump": { "log": output, "index": dumps.dumps().len() - 1, "objects": objects, "bytes": bytes, "roots": roots,
+                      "millis": (written.seconds * 1000.0).round() as u64, "lost_events": lost, "complete": lost == 0 },
+        });
+        println!("{}", serde_json::to_string(&v)?);
+    } else {
+        println!(
+            "heap dump of process {pid} over EventPipe (no agent): {objects} objects, {bytes} bytes, {roots} roots, {} ms; written to {}{}",
+            (written.seconds * 1000.0).round(),
+            output.display(),
+            if lost > 0 { format!("; INCOMPLETE: the runtime dropped {lost} events") } else { String::new() }
+        );
+        println!("try `clrprof dump {} 0 --retained`", output.display());
+    }
+    Ok(())
+}

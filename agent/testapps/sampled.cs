@@ -22,6 +22,18 @@ static class P
     static void Main(string[] args)
     {
         int scale = args.Length > 0 ? int.Parse(args[0]) : 1;
+        // "pause": say so and wait for a line before allocating (a test
+        // starts a session here) and again before ending (it stops the
+        // session); the GC counts are then the ones in between.
+        bool pause = args.Length > 1 && args[1] == "pause";
+        int[] gcBefore = { GC.CollectionCount(0), GC.CollectionCount(1), GC.CollectionCount(2) };
+        if (pause)
+        {
+            Console.WriteLine("{\"ready\":true,\"pid\":" + System.Diagnostics.Process.GetCurrentProcess().Id + "}");
+            Console.Out.Flush();
+            Console.ReadLine();
+            gcBefore = new[] { GC.CollectionCount(0), GC.CollectionCount(1), GC.CollectionCount(2) };
+        }
         var truth = new StringBuilder();
         truth.Append("{\"markers\":{");
         Kept.Capacity = 100000;
@@ -54,7 +66,9 @@ static class P
         GC.Collect();
         GC.Collect(0);
         truth.Append("\"kept\":" + Kept.Count + ",");
-        truth.Append("\"gc\":[" + GC.CollectionCount(0) + "," + GC.CollectionCount(1) + "," + GC.CollectionCount(2) + "]}");
+        truth.Append("\"gc\":[" + (GC.CollectionCount(0) - gcBefore[0]) + "," + (GC.CollectionCount(1) - gcBefore[1]) + "," + (GC.CollectionCount(2) - gcBefore[2]) + "]}");
         Console.WriteLine(truth.ToString());
+        Console.Out.Flush();
+        if (pause) Console.ReadLine();
     }
 }

@@ -57,7 +57,9 @@ pub fn heap_snapshot() -> Vec<Provider> {
     vec![Provider {
         name: RUNTIME.into(),
         keywords: GC | TYPE | GC_HEAP_DUMP | GC_HEAP_COLLECT | GC_HEAP_AND_TYPE_NAMES,
-        level: 5,
+        // Informational: the walk's events, without the allocation ticks
+        // that Verbose adds.
+        level: 4,
         filter: None,
     }]
 }
@@ -65,5 +67,6 @@ pub fn heap_snapshot() -> Vec<Provider> {
 /// The rundown provider at its end-of-session keywords.
 fn rundown() -> Provider {
     use keywords::*;
-    Provider { name: RUNDOWN.into(), keywords: LOADER | JIT | END_RUNDOWN, level: 5, filter: None }
+    // NGen (0x20): ReadyToRun methods in the rundown too.
+    Provider { name: RUNDOWN.into(), keywords: LOADER | JIT | 0x20 | END_RUNDOWN, level: 5, filter: None }
 }

@@ -90,7 +90,7 @@ fn second_pass(bytes: &[u8], methods: &MethodMap) -> Result<Imported, Error> {
         log: LogText::new(),
         methods,
         gc: GcState::default(),
-        snapshot: Snapshot::default(),
+        snapshot: Snapshot::aligned(u64::from(header.pointer_size.max(4))),
         allocation_type_names: HashMap::new(),
         weights: Vec::new(),
         method: None,

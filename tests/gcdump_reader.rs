@@ -106,6 +106,11 @@ fn recognised_by_its_first_bytes() {
     assert!(gcdump::is_gcdump(&bytes));
     assert!(gcdump::is_gcdump(&bytes[..gcdump::SNIFF_BYTES]));
     assert!(!gcdump::is_gcdump(&bytes[..gcdump::SNIFF_BYTES - 1]));
+    // The type may be a private object (tag 5), which reads the same.
+    let mut private = bytes.clone();
+    private[24 + 1] = 5;
+    assert!(gcdump::is_gcdump(&private));
+    assert_eq!(gcdump::read(&private).unwrap().node_count(), 6482);
     // A NetTrace is FastSerialization too, but not a GCHeapDump.
     if let Some(trace) = corpus("eventpipe-dotnetcore6.0-win-x64-executioncheckpoints.nettrace") {
         assert!(!gcdump::is_gcdump(&trace));

@@ -56,12 +56,7 @@ struct Expected {
 }
 
 fn top(model: &Model, kind: HistogramKind) -> Vec<(String, u64, u64)> {
-    by_bytes(by_type(model, kind))
-        .into_iter()
-        .filter(|t| t.count > 0)
-        .take(TOP)
-        .map(|t| (t.name, t.bytes as u64, t.count))
-        .collect()
+    by_bytes(by_type(model, kind)).into_iter().filter(|t| t.count > 0).take(TOP).map(|t| (t.name, t.bytes as u64, t.count)).collect()
 }
 
 fn expected(model: &Model) -> Expected {

@@ -88,42 +88,64 @@ fn types(rows: Option<&Vec<Value>>) -> Vec<(String, u64, u64)> {
         .unwrap_or_default()
 }
 
-/// Reads the dataset with DuckDB and compares every log with `want`.
-fn compare(python: &Path, dir: &Path, want: &BTreeMap<String, (LogInfo, Expected)>) {
-    let text = run(Command::new(python).arg(crate_dir().join("tests/duckdb/dataset.py")).arg(dir).arg(TOP.to_string()));
-    let got: Value = serde_json::from_str(text.trim()).expect("dataset.py JSON");
-    let logs = per_log(&got, "logs");
-    let sums = per_log(&got, "summary");
-    let (alloc, fin) = (per_log(&got, "top_allocated"), per_log(&got, "top_final"));
-    assert_eq!(logs.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "the logs DuckDB sees");
-    assert_eq!(sums.len(), want.len());
-    for (name, (info, e)) in want {
-        let l = &logs[name][0];
-        assert_eq!(l["name"], info.name.as_str(), "{name}");
-        assert_eq!(l["host"], info.host.as_str(), "{name}");
-        assert_eq!(l["start_ms"].as_i64(), Some(info.start_ms), "{name}");
-        let s = &sums[name][0];
-        assert_eq!(int(&s["allocated_bytes"]), e.allocated, "{name}: allocated bytes");
-        assert_eq!(int(&s["final_heap_bytes"]), e.final_heap, "{name}: final heap bytes");
-        assert_eq!(int(&s["objects"]), e.objects, "{name}: objects");
-        assert_eq!(types(alloc.get(name)), e.top_allocated, "{name}: top types by allocated bytes");
-        assert_eq!(types(fin.get(name)), e.top_final, "{name}: top types by final-heap bytes");
-    }
+/// Runs a reader's script (`tests/duckdb/dataset.py` or
+/// `tests/spark/dataset.py`) over the dataset: its JSON (the last line of
+/// its standard output).
+fn read(python: &Path, script: &str, dir: &Path) -> Value {
+    let text = run(Command::new(python).arg(crate_dir().join(script)).arg(dir).arg(TOP.to_string()));
+    let line = text.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("{script}: no JSON line: {text}"));
+    serde_json::from_str(line).expect("the reader's JSON")
 }
 
-#[test]
-fn duckdb_reads_twenty_logs_from_one_dataset() {
-    let Some(python) = duckdb_python() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let dataset = dir.path().join("dataset");
+/// Every difference between what a reader found and what clrprof's
+/// queries say of each log (empty: they agree).
+fn differences(got: &Value, want: &BTreeMap<String, (LogInfo, Expected)>) -> Vec<String> {
+    let logs = per_log(got, "logs");
+    let sums = per_log(got, "summary");
+    let (alloc, fin) = (per_log(got, "top_allocated"), per_log(got, "top_final"));
+    let mut out = Vec::new();
+    let mut differ = |what: String, a: String, b: String| {
+        if a != b {
+            out.push(format!("{what}: read {a}, clrprof {b}"));
+        }
+    };
+    differ("logs".into(), format!("{:?}", logs.keys().collect::<Vec<_>>()), format!("{:?}", want.keys().collect::<Vec<_>>()));
+    differ("logs summed".into(), sums.len().to_string(), want.len().to_string());
+    for (name, (info, e)) in want {
+        let (Some(l), Some(s)) = (logs.get(name).and_then(|v| v.first()), sums.get(name).and_then(|v| v.first())) else {
+            differ(name.clone(), "nothing".into(), "a log".into());
+            continue;
+        };
+        let mut differ = |what: &str, a: String, b: String| differ(format!("{name}: {what}"), a, b);
+        differ("name", l["name"].to_string(), format!("{:?}", info.name));
+        differ("host", l["host"].to_string(), format!("{:?}", info.host));
+        differ("start", l["start_ms"].to_string(), info.start_ms.to_string());
+        differ("allocated bytes", int(&s["allocated_bytes"]).to_string(), e.allocated.to_string());
+        differ("final heap bytes", int(&s["final_heap_bytes"]).to_string(), e.final_heap.to_string());
+        differ("objects", int(&s["objects"]).to_string(), e.objects.to_string());
+        differ("top types by allocated bytes", format!("{:?}", types(alloc.get(name))), format!("{:?}", e.top_allocated));
+        differ("top types by final-heap bytes", format!("{:?}", types(fin.get(name))), format!("{:?}", e.top_final));
+    }
+    out
+}
+
+/// Reads the dataset with a reader and fails on any difference.
+fn compare(python: &Path, script: &str, dir: &Path, want: &BTreeMap<String, (LogInfo, Expected)>) {
+    let d = differences(&read(python, script, dir), want);
+    assert!(d.is_empty(), "{script} over {}:\n{}", dir.display(), d.join("\n"));
+}
+
+/// A dataset of 20 generated logs, `gen-00` to `gen-19`, and what
+/// clrprof's queries say of each.
+fn twenty_logs(dataset: &Path) -> BTreeMap<String, (LogInfo, Expected)> {
     let mut want: BTreeMap<String, (LogInfo, Expected)> = BTreeMap::new();
     for k in 0..20 {
         let model = generated(k);
         let i = info(k);
-        let reports = append(&model, &ExportOptions::default(), &dataset, &i).expect("append");
+        let reports = append(&model, &ExportOptions::default(), dataset, &i).expect("append");
         assert_eq!(reports.len(), TABLES.len() + 1, "every table and the logs row");
         for t in std::iter::once(LOGS_TABLE).chain(TABLES) {
-            assert!(partition(&dataset, t, &i.name).join("part-0.parquet").is_file(), "{t} of {}", i.name);
+            assert!(partition(dataset, t, &i.name).join("part-0.parquet").is_file(), "{t} of {}", i.name);
         }
         let e = expected(&model);
         assert!(e.top_allocated.len() == TOP && !e.top_final.is_empty() && e.final_heap > 0, "{}: a log with figures", i.name);
@@ -133,7 +155,16 @@ fn duckdb_reads_twenty_logs_from_one_dataset() {
     let allocated: std::collections::BTreeSet<u64> = want.values().map(|(_, e)| e.allocated).collect();
     assert_eq!(allocated.len(), 20, "20 different allocated-bytes figures");
     assert!(!dataset.join(".staging").exists(), "the staging folder is removed");
-    compare(&python, &dataset, &want);
+    want
+}
+
+#[test]
+fn duckdb_reads_twenty_logs_from_one_dataset() {
+    let Some(python) = duckdb_python() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dataset = dir.path().join("dataset");
+    let mut want = twenty_logs(&dataset);
+    compare(&python, "tests/duckdb/dataset.py", &dataset, &want);
 
     // Appending a log under a name the dataset has: refused, and the
     // partition it would have replaced is unchanged.
@@ -153,5 +184,35 @@ fn duckdb_reads_twenty_logs_from_one_dataset() {
     let late = LogInfo { name: "late-run".into(), ..info(99) };
     append(&other, &ExportOptions::default(), &dataset, &late).expect("append a 21st log");
     want.insert(late.name.clone(), (late, expected(&other)));
-    compare(&python, &dataset, &want);
+    compare(&python, "tests/duckdb/dataset.py", &dataset, &want);
+}
+
+/// PySpark (`$CLRPROF_EXPORT_VENV`'s Python with `pyspark`, and Java);
+/// `None` (a failure under `CI=true`) when missing.
+fn spark_python() -> Option<std::path::PathBuf> {
+    let python = duckdb_python()?;
+    let ok = Command::new(&python).args(["-c", "import pyspark"]).output().is_ok_and(|o| o.status.success())
+        && Command::new("java").arg("-version").output().is_ok_and(|o| o.status.success());
+    common::required(&format!("pyspark and java ({})", python.display()), ok.then_some(python))
+}
+
+/// Spark in local mode over the dataset of 20 logs: the same figures as
+/// DuckDB and clrprof. Then a dataset with one wrong partition (gen-05's
+/// `objects` replaced by gen-06's) is read again and the comparison must
+/// name gen-05's figures, and only its: the check can fail.
+#[test]
+fn spark_reads_twenty_logs_from_one_dataset() {
+    let Some(python) = spark_python() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dataset = dir.path().join("dataset");
+    let want = twenty_logs(&dataset);
+    let started = std::time::Instant::now();
+    compare(&python, "tests/spark/dataset.py", &dataset, &want);
+    eprintln!("spark over 20 logs: {:.1} s", started.elapsed().as_secs_f64());
+    let wrong = partition(&dataset, "objects", "gen-05").join("part-0.parquet");
+    std::fs::copy(partition(&dataset, "objects", "gen-06").join("part-0.parquet"), &wrong).expect("replace a partition");
+    let d = differences(&read(&python, "tests/spark/dataset.py", &dataset), &want);
+    assert!(!d.is_empty(), "a wrong partition went unnoticed");
+    assert!(d.iter().all(|m| m.starts_with("gen-05: ")), "{d:?}");
+    assert!(d.iter().any(|m| m.starts_with("gen-05: allocated bytes")), "{d:?}");
 }

@@ -769,11 +769,17 @@ const SYNTH_VERSION_AT: usize = 24 + 3;
 fn a_graph_without_roots_is_still_one_dump() {
     let mut d = synth::dotnet(10, true);
     d.nodes[0].children.clear();
+    // A type name with a `<` left open (the log reader reads through line
+    // ends inside `<...>`).
+    d.types[11].name = "Foo<T";
     let (g, model, _) = synthetic(&d);
     let t = model.heap_dumps();
     assert_eq!(t.dumps().len(), 1);
     assert_eq!(t.roots(&t.dumps()[0]).len(), 0);
     assert_eq!(t.object_count(&t.dumps()[0]), g.object_count());
+    let by_type = clrprof::query::dumps::by_type(&model, clrprof::query::dumps::DumpIndex(0)).unwrap();
+    let foo = by_type.types.iter().find(|r| r.name == "Foo<T").unwrap();
+    assert_eq!((foo.objects, foo.bytes), (2, 48));
 }
 
 #[test]

@@ -66,7 +66,7 @@ pub fn write_log(graph: &HeapGraph, out: &mut Vec<u8>) {
         if name.is_empty() {
             name.push_str("(unnamed type)");
         }
-        let escaped = balanced(escape_name(&name, None));
+        let escaped = log_safe_name(escape_name(&name, None));
         let id = TypeId(t.0 as i32 + 1);
         write_record(out, &Record::Type(TypeDef { id, finalizable: Some(false), name: &escaped }), style);
     }
@@ -102,8 +102,12 @@ pub fn write_log(graph: &HeapGraph, out: &mut Vec<u8>) {
 /// A `t` name as the log's reader scans it: inside `<...>` line ends are
 /// read through, so a name with a `<` left open would swallow the next
 /// lines. Such a name has its angle brackets escaped (`\<`, `\>`), which
-/// the reader decodes back to the same name.
-fn balanced(name: Vec<u8>) -> Vec<u8> {
+/// the reader decodes back to the same name; so is a leading space.
+fn log_safe_name(mut name: Vec<u8>) -> Vec<u8> {
+    // Blanks before a name are skipped by the reader: keep a leading one.
+    if name.first() == Some(&b' ') {
+        name.insert(0, b'\\');
+    }
     let mut depth = 0u32;
     for &c in &name {
         match c {
@@ -263,13 +267,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn open_angle_brackets_are_escaped() {
-        assert_eq!(balanced(b"List<Int32>".to_vec()), b"List<Int32>");
-        assert_eq!(balanced(b"a>b".to_vec()), b"a>b");
-        assert_eq!(balanced(b"Sys<em.Object[]".to_vec()), b"Sys\\<em.Object[]");
-        assert_eq!(balanced(b"<<a>".to_vec()), b"\\<\\<a\\>");
+    fn names_are_made_safe_for_the_log() {
+        assert_eq!(log_safe_name(b"List<Int32>".to_vec()), b"List<Int32>");
+        assert_eq!(log_safe_name(b"a>b".to_vec()), b"a>b");
+        assert_eq!(log_safe_name(b"Sys<em.Object[]".to_vec()), b"Sys\\<em.Object[]");
+        assert_eq!(log_safe_name(b"<<a>".to_vec()), b"\\<\\<a\\>");
+        assert_eq!(log_safe_name(b" x".to_vec()), b"\\ x");
         // Read back as the same name, on its own line.
-        let log = b"t 1 0 Sys\\<em.Object[]\nt 2 0 B\n";
+        let log = b"t 1 0 Sys\\<em.Object[]\nt 2 0 \\ B\n";
         let (records, _) = crate::format::read_all(log);
         let names: Vec<String> = records
             .iter()
@@ -278,7 +283,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(names, ["Sys<em.Object[]", "B"]);
+        assert_eq!(names, ["Sys<em.Object[]", " B"]);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 #     published file-format schema) and Ajv from the committed
 #     package-lock.json (npm ci) in crates/export/tests/speedscope,
 #   - DuckDB for Python (PyPI duckdb) in a virtual environment, and
-#     junitparser (PyPI) there too, which reads `clrprof check --junit`.
+#     junitparser (PyPI) there too, which reads `clrprof check --junit`,
+#   - PySpark (PyPI pyspark) there too, with Java (Debian
+#     default-jre-headless) to run it in local mode over a dataset.
 # The venv lives in target/export-venv (git-ignored) unless
 # CLRPROF_EXPORT_VENV names another place; the tests look there. Under
 # CI=true a test whose consumer is missing fails; elsewhere it says SKIPPED.
@@ -20,6 +22,7 @@ command -v go >/dev/null 2>&1 || missing+=(golang-go)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     quiet apt-get update -q
@@ -40,7 +43,11 @@ fi
 if ! "$venv/bin/python" -c 'import junitparser' >/dev/null 2>&1; then
     quiet "$venv/bin/pip" install -q --disable-pip-version-check junitparser==5.0.3
 fi
+if ! "$venv/bin/python" -c 'import pyspark' >/dev/null 2>&1; then
+    quiet "$venv/bin/pip" install -q --disable-pip-version-check pyspark==4.3.0
+fi
 echo "go: $(go version)"
 echo "node: $(node --version), speedscope $(node -p "require('$checker/node_modules/speedscope/package.json').version")"
 echo "duckdb: $("$venv/bin/python" -c 'import duckdb; print(duckdb.__version__)') in $venv"
 echo "junitparser: $("$venv/bin/python" -c 'import junitparser; print(junitparser.version)') in $venv"
+echo "pyspark: $("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)') in $venv, java: $(java -version 2>&1 | head -1)"

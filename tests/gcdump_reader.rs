@@ -106,6 +106,11 @@ fn recognised_by_its_first_bytes() {
     assert!(gcdump::is_gcdump(&bytes));
     assert!(gcdump::is_gcdump(&bytes[..gcdump::SNIFF_BYTES]));
     assert!(!gcdump::is_gcdump(&bytes[..gcdump::SNIFF_BYTES - 1]));
+    // The type may be a private object (tag 5), which reads the same.
+    let mut private = bytes.clone();
+    private[24 + 1] = 5;
+    assert!(gcdump::is_gcdump(&private));
+    assert_eq!(gcdump::read(&private).unwrap().node_count(), 6482);
     // A NetTrace is FastSerialization too, but not a GCHeapDump.
     if let Some(trace) = corpus("eventpipe-dotnetcore6.0-win-x64-executioncheckpoints.nettrace") {
         assert!(!gcdump::is_gcdump(&trace));
@@ -764,11 +769,17 @@ const SYNTH_VERSION_AT: usize = 24 + 3;
 fn a_graph_without_roots_is_still_one_dump() {
     let mut d = synth::dotnet(10, true);
     d.nodes[0].children.clear();
+    // A type name with a `<` left open (the log reader reads through line
+    // ends inside `<...>`).
+    d.types[11].name = "Foo<T";
     let (g, model, _) = synthetic(&d);
     let t = model.heap_dumps();
     assert_eq!(t.dumps().len(), 1);
     assert_eq!(t.roots(&t.dumps()[0]).len(), 0);
     assert_eq!(t.object_count(&t.dumps()[0]), g.object_count());
+    let by_type = clrprof::query::dumps::by_type(&model, clrprof::query::dumps::DumpIndex(0)).unwrap();
+    let foo = by_type.types.iter().find(|r| r.name == "Foo<T").unwrap();
+    assert_eq!((foo.objects, foo.bytes), (2, 48));
 }
 
 #[test]

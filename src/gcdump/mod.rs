@@ -64,6 +64,8 @@ pub const SNIFF_BYTES: usize = serialization::SIGNATURE.len() + 3 + 8 + 4 + heap
 /// starts as a `.gcdump` does: the FastSerialization header
 /// (`i32 20, "!FastSerialization.1"`), then the entry object with its type
 /// defined in place (`04 04 01`, two 32-bit versions) named `GCHeapDump`.
+/// [`read`] also takes files that start otherwise (a blob before the
+/// entry object, private-object tags); no known writer makes them.
 pub fn is_gcdump(head: &[u8]) -> bool {
     use serialization::{tag, SIGNATURE};
     if head.len() < SNIFF_BYTES || !head.starts_with(SIGNATURE) {
@@ -71,8 +73,9 @@ pub fn is_gcdump(head: &[u8]) -> bool {
     }
     let rest = &head[SIGNATURE.len()..];
     let name = heap_dump::GC_HEAP_DUMP.as_bytes();
-    rest[0] == tag::BEGIN_OBJECT
-        && rest[1] == tag::BEGIN_OBJECT
+    let begin = |t: u8| t == tag::BEGIN_OBJECT || t == tag::BEGIN_PRIVATE_OBJECT;
+    begin(rest[0])
+        && begin(rest[1])
         && rest[2] == tag::NULL_REFERENCE
         && rest[11..15] == (name.len() as u32).to_le_bytes()
         && &rest[15..15 + name.len()] == name

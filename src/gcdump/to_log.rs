@@ -66,7 +66,7 @@ pub fn write_log(graph: &HeapGraph, out: &mut Vec<u8>) {
         if name.is_empty() {
             name.push_str("(unnamed type)");
         }
-        let escaped = escape_name(&name, None);
+        let escaped = log_safe_name(escape_name(&name, None));
         let id = TypeId(t.0 as i32 + 1);
         write_record(out, &Record::Type(TypeDef { id, finalizable: Some(false), name: &escaped }), style);
     }
@@ -97,6 +97,36 @@ pub fn write_log(graph: &HeapGraph, out: &mut Vec<u8>) {
         };
         write_record(out, &Record::HeapObject(object), style);
     }
+}
+
+/// A `t` name as the log's reader scans it: inside `<...>` line ends are
+/// read through, so a name with a `<` left open would swallow the next
+/// lines. Such a name has its angle brackets escaped (`\<`, `\>`), which
+/// the reader decodes back to the same name; so is a leading space.
+fn log_safe_name(mut name: Vec<u8>) -> Vec<u8> {
+    // Blanks before a name are skipped by the reader: keep a leading one.
+    if name.first() == Some(&b' ') {
+        name.insert(0, b'\\');
+    }
+    let mut depth = 0u32;
+    for &c in &name {
+        match c {
+            b'<' => depth += 1,
+            b'>' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if depth == 0 {
+        return name;
+    }
+    let mut out = Vec::with_capacity(name.len() + 8);
+    for c in name {
+        if c == b'<' || c == b'>' {
+            out.push(b'\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Each object node's address in the log (0 for nodes that are not
@@ -235,6 +265,26 @@ fn describe(graph: &HeapGraph, roots: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_made_safe_for_the_log() {
+        assert_eq!(log_safe_name(b"List<Int32>".to_vec()), b"List<Int32>");
+        assert_eq!(log_safe_name(b"a>b".to_vec()), b"a>b");
+        assert_eq!(log_safe_name(b"Sys<em.Object[]".to_vec()), b"Sys\\<em.Object[]");
+        assert_eq!(log_safe_name(b"<<a>".to_vec()), b"\\<\\<a\\>");
+        assert_eq!(log_safe_name(b" x".to_vec()), b"\\ x");
+        // Read back as the same name, on its own line.
+        let log = b"t 1 0 Sys\\<em.Object[]\nt 2 0 \\ B\n";
+        let (records, _) = crate::format::read_all(log);
+        let names: Vec<String> = records
+            .iter()
+            .filter_map(|p| match p.record {
+                Record::Type(t) => Some(crate::format::scan::decode_name(t.name)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(names, ["Sys<em.Object[]", " B"]);
+    }
 
     #[test]
     fn group_names_give_root_kinds() {

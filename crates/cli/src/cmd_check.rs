@@ -12,7 +12,7 @@
 #[path = "check/mod.rs"]
 mod check;
 
-use crate::common::{create_output, print_json, print_table, LoadArgs};
+use crate::common::{create_output, print_table, LoadArgs};
 use crate::load::load;
 use anyhow::{bail, Context, Result};
 use check::figures::{DumpChoice, Figures};
@@ -163,7 +163,7 @@ fn run(args: Args) -> Result<ExitCode> {
         f.write_all(xml.as_bytes()).and_then(|()| f.flush()).with_context(|| format!("writing {}", path.display()))?;
     }
     if args.json {
-        print_json(&report::json(&names[0], &names[1], dumps, &verdicts))?;
+        println!("{}", report::json(&names[0], &names[1], dumps, &verdicts)?);
     } else {
         print_text(&names, dumps, &verdicts);
     }

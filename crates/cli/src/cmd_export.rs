@@ -251,7 +251,8 @@ fn run_dataset(args: &Args, dataset: &Path) -> Result<()> {
         };
         let info = LogInfo { name: name.clone(), host: host.clone(), start_ms, start_source, source: load.shown().display().to_string() };
         let began = Instant::now();
-        let reports = append(model, &options, dataset, &info).with_context(|| format!("{}: appending to the dataset", load.shown().display()))?;
+        let reports =
+            append(model, &options, dataset, &info).with_context(|| format!("{}: appending to the dataset", load.shown().display()))?;
         let tables: Vec<Table> =
             reports.into_iter().map(|r| Table { name: r.name, rows: r.rows, row_groups: r.row_groups, bytes: r.bytes }).collect();
         let a = Appended {

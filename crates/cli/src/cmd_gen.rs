@@ -249,6 +249,32 @@ pub fn run(args: Args) -> Result<()> {
 mod tests {
     use super::*;
 
+    #[derive(clap::Parser)]
+    struct Gen {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn format_nettrace_writes_a_trace_the_reader_reads() {
+        use clap::Parser;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.nettrace");
+        let p = path.to_str().unwrap();
+        let cmd = ["gen", "--preset", "tiny", "--objects", "500", "--gcs", "2", "--format", "nettrace", "--tick-bytes", "0", "-q", "-o", p];
+        run(Gen::try_parse_from(cmd).unwrap().args).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let mut ticks = 0;
+        let summary = clrprof::eventpipe::NetTraceReader::new(&bytes)
+            .unwrap()
+            .for_each(|e| ticks += u32::from(e.name() == "GC/AllocationTick"))
+            .unwrap();
+        assert_eq!(ticks, 500);
+        assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+        // No truth file beside a trace.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
     #[test]
     fn truth_path_sits_beside_the_log() {
         assert_eq!(default_truth_path(Path::new("/tmp/a.log")), PathBuf::from("/tmp/a.truth.json"));

@@ -3,7 +3,7 @@
 use super::rule::{Limit, Unit};
 use super::verdict::{Status, Verdict};
 use crate::common::thousands;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 /// A figure with thousands separators (negative ones too).
 pub fn figure(v: i64) -> String {
@@ -134,44 +134,89 @@ pub fn overall(verdicts: &[Verdict]) -> Status {
     }
 }
 
-/// The JSON of one rule's result.
-fn verdict_json(v: &Verdict) -> Value {
+/// A rule's limit in the JSON.
+#[derive(Serialize)]
+struct LimitJson<'a> {
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    percent: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    amount: Option<i64>,
+    text: &'a str,
+}
+
+/// One rule's result in the JSON (a struct, so that the keys keep this
+/// order: the rule, then its figures, then the verdict).
+#[derive(Serialize)]
+struct VerdictJson<'a> {
+    rule: String,
+    origin: &'a str,
+    subject: &'static str,
+    name: Option<&'a str>,
+    metric: &'a str,
+    unit: &'static str,
+    limit: LimitJson<'a>,
+    baseline: Option<i64>,
+    candidate: Option<i64>,
+    change: Option<i64>,
+    change_percent: Option<f64>,
+    allowed: Option<i64>,
+    status: &'static str,
+    reason: Option<&'a str>,
+    message: String,
+}
+
+fn verdict_json(v: &Verdict) -> VerdictJson<'_> {
     let limit = match v.rule.limit {
-        Limit::Relative(p) => json!({ "kind": "relative", "percent": p, "text": v.rule.limit_text }),
-        Limit::Absolute(a) => json!({ "kind": "absolute", "amount": a, "text": v.rule.limit_text }),
+        Limit::Relative(p) => LimitJson { kind: "relative", percent: Some(p), amount: None, text: &v.rule.limit_text },
+        Limit::Absolute(a) => LimitJson { kind: "absolute", percent: None, amount: Some(a), text: &v.rule.limit_text },
     };
-    json!({
-        "rule": v.rule.text(),
-        "origin": v.rule.origin,
-        "subject": v.rule.subject.kind(),
-        "name": v.rule.subject.name(),
-        "metric": v.rule.metric,
-        "unit": v.rule.unit().name(),
-        "limit": limit,
-        "baseline": v.baseline,
-        "candidate": v.candidate,
-        "change": v.change,
-        "change_percent": v.change_percent,
-        "allowed": v.allowed,
-        "status": v.status.name(),
-        "reason": v.reason,
-        "message": sentence(v),
-    })
+    VerdictJson {
+        rule: v.rule.text(),
+        origin: &v.rule.origin,
+        subject: v.rule.subject.kind(),
+        name: v.rule.subject.name(),
+        metric: &v.rule.metric,
+        unit: v.rule.unit().name(),
+        limit,
+        baseline: v.baseline,
+        candidate: v.candidate,
+        change: v.change,
+        change_percent: v.change_percent,
+        allowed: v.allowed,
+        status: v.status.name(),
+        reason: v.reason.as_deref(),
+        message: sentence(v),
+    }
+}
+
+/// The whole check in the JSON.
+#[derive(Serialize)]
+struct CheckJson<'a> {
+    result: &'static str,
+    baseline: &'a str,
+    candidate: &'a str,
+    baseline_dump: Option<u32>,
+    candidate_dump: Option<u32>,
+    passed: usize,
+    failed: usize,
+    unknown: usize,
+    rules: Vec<VerdictJson<'a>>,
 }
 
 /// The whole check as JSON.
-pub fn json(baseline: &str, candidate: &str, dumps: [Option<u32>; 2], verdicts: &[Verdict]) -> Value {
+pub fn json(baseline: &str, candidate: &str, dumps: [Option<u32>; 2], verdicts: &[Verdict]) -> serde_json::Result<String> {
     let (passed, failed, unknown) = counts(verdicts);
-    json!({
-        "baseline": baseline,
-        "candidate": candidate,
-        "baseline_dump": dumps[0],
-        "candidate_dump": dumps[1],
-        "result": overall(verdicts).name(),
-        "rules": verdicts.iter().map(verdict_json).collect::<Vec<_>>(),
-        "passed": passed,
-        "failed": failed,
-        "unknown": unknown,
+    serde_json::to_string_pretty(&CheckJson {
+        result: overall(verdicts).name(),
+        baseline,
+        candidate,
+        baseline_dump: dumps[0],
+        candidate_dump: dumps[1],
+        passed,
+        failed,
+        unknown,
+        rules: verdicts.iter().map(verdict_json).collect(),
     })
 }
 

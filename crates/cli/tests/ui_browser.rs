@@ -32,8 +32,11 @@ fn every_view_matches_the_cli_in_headless_chromium() {
     if !browser_dir.join("node_modules/playwright-core").is_dir() {
         return missing("crates/ui/browser/node_modules (run scripts/setup-ui-tests.sh: npm ci)");
     }
-    let logs: Vec<PathBuf> =
+    let mut logs: Vec<PathBuf> =
         ["gen-small.log", "real-CLRProfilerTestBedMk1.log"].iter().map(|n| reference.join(n)).collect();
+    // A real .NET Core 3.0 trace, served last: its views must say their
+    // figures are estimates.
+    logs.push(reference.join("../eventpipe/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace"));
     for l in &logs {
         assert!(l.is_file(), "{} is missing from the reference corpus", l.display());
     }
@@ -66,13 +69,14 @@ fn every_view_matches_the_cli_in_headless_chromium() {
         .env("CLRPROF_UI_URL", &url)
         .env("CLRPROF_CLI", exe)
         .env("CLRPROF_UI_LOGS", logs_json)
+        .env("CLRPROF_UI_TRACE", (logs.len() - 1).to_string())
         .env("CLRPROF_SCREENSHOTS", &shots)
         .env("CLRPROF_CHROMIUM", chromium())
         .status()
         .expect("run node");
     drop(server);
     assert!(status.success(), "the browser tests failed (screenshots in {})", shots.display());
-    for view in ["gen-small-summary", "gen-small-timeline", "gen-small-flame", "gen-small-dump-types", "gen-small-handles", "real-timeline", "real-handles"] {
+    for view in ["trace-summary", "trace-types", "gen-small-summary", "gen-small-timeline", "gen-small-flame", "gen-small-dump-types", "gen-small-handles", "real-timeline", "real-handles"] {
         assert!(shots.join(format!("{view}.png")).is_file(), "no screenshot of {view}");
     }
 }

@@ -65,6 +65,11 @@ async function render() {
   // A session's views say which load of its log they were drawn from.
   const box = CP.el('div', { 'data-view': view, 'data-route': location.hash, 'data-generation': log && log.session ? log.session.generation : undefined });
   root.replaceChildren(box);
+  // A sampled trace: every view says its figures are estimates, and how.
+  if (needsLog && log && log.estimates) {
+    box.append(CP.el('p', { class: 'estimates', 'data-estimates': log.estimates.method },
+      CP.el('strong', {}, 'Estimates. '), `${log.format || 'A trace'}: ${log.estimates.note}.`));
+  }
   try {
     await fn(box, CP.state.route.params, () => gen === CP.state.generation);
   } catch (e) {

@@ -16,6 +16,8 @@ import { launch, rows as tableRows } from './common.mjs';
 const URL_ = process.env.CLRPROF_UI_URL;
 const CLI = process.env.CLRPROF_CLI;
 const LOGS = JSON.parse(process.env.CLRPROF_UI_LOGS || '[]');
+// A sampled trace among the logs (its id), checked on its own.
+const TRACE = process.env.CLRPROF_UI_TRACE === undefined ? null : Number(process.env.CLRPROF_UI_TRACE);
 const SHOTS = process.env.CLRPROF_SCREENSHOTS || 'ui-screenshots';
 if (!URL_ || !CLI || LOGS.length === 0) throw new Error('CLRPROF_UI_URL, CLRPROF_CLI and CLRPROF_UI_LOGS must be set');
 const page0 = new URL(URL_);
@@ -33,7 +35,8 @@ function cli(id, args) {
     let v = JSON.parse(out.toString());
     // A command whose answer is one list gives {"<list>": [...],
     // "<list>_left_out": n}: the list is what the page shows.
-    const keys = v && typeof v === 'object' && !Array.isArray(v) ? Object.keys(v) : [];
+    // (`estimates`, which a sampled trace's answers carry, aside.)
+    const keys = v && typeof v === 'object' && !Array.isArray(v) ? Object.keys(v).filter((k) => k !== 'estimates') : [];
     if (keys.length === 2 && keys.includes(keys[0] + '_left_out')) v = v[keys[0]];
     else if (keys.length === 2 && keys.includes(keys[1] + '_left_out')) v = v[keys[1]];
     cache.set(key, v);
@@ -77,6 +80,7 @@ const SUMMARY_KEYS = ['allocated_bytes', 'relocated_bytes', 'final_heap_bytes', 
   'gen2_heap_bytes', 'loh_bytes', 'handles_created', 'handles_destroyed', 'handles_surviving', 'heap_dumps', 'comments'];
 
 for (let id = 0; id < LOGS.length; id++) {
+  if (id === TRACE) continue;
   const tag = LOG_NAMES[id] || `log${id}`;
 
   test(`${tag}: Summary shows the CLI's figures, each linking to its view`, async () => {
@@ -321,6 +325,25 @@ for (let id = 0; id < LOGS.length; id++) {
     }
   });
 }
+
+test('a sampled trace: every view says its figures are estimates, and shows the CLI\'s estimates', async (t) => {
+  if (TRACE === null) return t.skip('no trace served');
+  await open(`summary?log=${TRACE}`, 'trace-summary');
+  const banner = await page.$eval(`[data-route="#summary?log=${TRACE}"] .estimates`, (e) => e.textContent);
+  assert.match(banner, /Estimates/);
+  assert.match(banner, /GC\/AllocationTick/);
+  const shown = Object.fromEntries((await rows('summary')).map((r) => [r.name, r.value]));
+  const summary = cli(TRACE, ['summary']);
+  same(shown, Object.fromEntries(SUMMARY_KEYS.map((k) => [k, summary[k]])), 'the trace\'s summary figures');
+  await open(`types?log=${TRACE}&kind=allocated`, 'trace-types');
+  assert.ok(await page.$(`[data-route="#types?log=${TRACE}&kind=allocated"] .estimates`), 'the types view says estimates');
+  const types = (await rows('types')).map((r) => [r.name, r.bytes, r.count]);
+  const want = cli(TRACE, ['types', '--kind', 'allocated', '--buckets']);
+  same(types, want.types.slice(0, 500).map((t) => [t.type, t.bytes, t.count]), 'the trace\'s types');
+  // A log of every allocation says nothing of estimates.
+  await open('summary?log=0');
+  assert.equal(await page.$('[data-route="#summary?log=0"] .estimates'), null);
+});
 
 test('two logs compared match clrprof diff', async () => {
   const [a, b] = [0, Math.min(1, LOGS.length - 1)];

@@ -197,6 +197,14 @@ pub struct LogStatus {
     pub error: Option<String>,
     /// Heap dumps in the log, once ready.
     pub dumps: Option<usize>,
+    /// For a sampled trace (`.nettrace`), once ready: which figures are
+    /// estimates and how they were made (every view says so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimates: Option<clrprof::query::Estimates>,
+    /// The file's format when it is not a CLRProfiler log ("NetTrace
+    /// (Trace object version 4)", "gcdump ..."), once ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
     /// The collector's session this log is, if it is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionStatus>,
@@ -326,6 +334,8 @@ impl LogSet {
                     from_cache: false,
                     error: None,
                     dumps: None,
+                    estimates: None,
+                    format: None,
                     session: s.session.as_ref().map(|name| SessionStatus {
                         name: name.clone(),
                         live: s.live.load(Ordering::Relaxed),
@@ -344,6 +354,8 @@ impl LogSet {
                             st.seconds = Some(l.seconds);
                             st.from_cache = l.from_cache;
                             st.dumps = Some(l.model.heap_dumps().dumps().len());
+                            st.estimates = clrprof::query::estimates(&l.model);
+                            st.format = l.model.imported().map(|f| f.format.clone());
                         }
                         State::Failed(e) => {
                             st.state = "failed";
@@ -473,6 +485,11 @@ fn load_one(
         let data = source.bytes();
         let total = data.len() as u64;
         slot.total.store(total, Ordering::Relaxed);
+        // A trace or a .gcdump is imported first (its progress is the
+        // made log's, shown once at the end).
+        if let Some(loaded) = model::load_foreign(data, options, |_| {}) {
+            return loaded.map_err(|e| e.to_string());
+        }
         model::load_with_progress(data, options, |done| {
             slot.done.store(done, Ordering::Relaxed);
             progress(done, total);

@@ -131,6 +131,20 @@ fn weigh(model: &mut Model, s: &Sampling) {
 }
 
 impl Model {
+    /// The objects an allocated object stands for: 1 in a log of every
+    /// allocation; for a sampled trace, what the sample stands for.
+    pub fn object_weight(&self, obj: ObjectId) -> f64 {
+        self.sampling.as_ref().and_then(|s| s.weights.get(obj.0 as usize)).map_or(1.0, |&w| f64::from(w))
+    }
+
+    /// [`Model::estimate_rows`] for one row's count.
+    pub fn estimate_count(&self, row: super::StackRef, count: u64) -> u64 {
+        match self.row_weights.get(row.index()) {
+            Some(&w) if count > 0 => ((count as f64) * f64::from(w)).round().max(1.0) as u64,
+            _ => count,
+        }
+    }
+
     /// Counts of sampled objects per stack row (a filtered view's) turned
     /// into the objects they stand for: each row's count times the row's
     /// average weight, rounded (at least 1 where there was a sample). For

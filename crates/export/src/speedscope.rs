@@ -244,7 +244,9 @@ pub fn file(model: &Model, options: &ExportOptions, name: &str) -> File {
     let mut profiles = vec![b.profile("all threads".to_string(), all.iter())];
     let mut by_thread: BTreeMap<u32, Vec<(StackRef, u64)>> = BTreeMap::new();
     for ((t, r), n) in per_thread(model, options) {
-        by_thread.entry(t).or_default().push((StackRef(r), n));
+        // A sampled trace: each sample counts as what it stands for, as in
+        // "all threads".
+        by_thread.entry(t).or_default().push((StackRef(r), model.estimate_count(StackRef(r), n)));
     }
     for (t, mut rows) in by_thread {
         rows.sort_unstable();

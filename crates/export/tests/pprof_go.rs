@@ -210,6 +210,19 @@ fn go_pprof_reads_the_figures_of_clrprof() {
     assert!(at_mattered, "no log has other live objects in its middle than at its end");
 }
 
+/// A trace's sampled allocations, weighted, reach pprof (what
+/// `dotnet-trace convert` leaves out): every figure `go tool pprof` reads
+/// is clrprof's.
+#[test]
+fn go_pprof_reads_a_traces_allocations() {
+    let Some(()) = go() else { return };
+    let Some(trace) = common::trace_log() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    check(&trace, dir.path());
+    let model = common::load(&trace);
+    assert!(summary(&model).allocated_bytes > 4_000_000_000, "the trace's estimated bytes");
+}
+
 /// pprof's `File:` line names the program (here the log) the caller gives,
 /// not the first module, which is often a framework DLL.
 #[test]

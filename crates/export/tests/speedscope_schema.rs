@@ -22,7 +22,10 @@ fn validate(script: &Path, file: &Path) -> Value {
 #[test]
 fn speedscope_schema_accepts_the_export_and_weights_add_up() {
     let Some(script) = speedscope_validator() else { return };
-    let Some(logs) = logs() else { return };
+    let Some(mut logs) = logs() else { return };
+    // A trace: the allocations `dotnet-trace convert` drops are there.
+    let Some(trace) = common::trace_log() else { return };
+    logs.push(trace);
     for log in &logs {
         let model = load(log);
         let dir = tempfile::tempdir().expect("tempdir");
@@ -41,7 +44,10 @@ fn speedscope_schema_accepts_the_export_and_weights_add_up() {
         assert_eq!(sum(&profiles[0]), summary(&model).allocated_bytes, "{}: all threads", log.name);
         let threads: u64 = profiles[1..].iter().map(sum).sum();
         assert_eq!(threads, summary(&model).allocated_bytes, "{}: the threads' profiles", log.name);
-        assert!(profiles.len() > 2, "{}: several threads", log.name);
+        assert!(profiles.len() > 2 || model.sampling().is_some(), "{}: several threads", log.name);
+        if model.sampling().is_some() {
+            assert!(sum(&profiles[0]) > 4_000_000_000, "{}: the trace's estimated bytes", log.name);
+        }
         for p in &profiles[1..] {
             let name = p["name"].as_str().expect("name");
             let Some(id) = name.strip_prefix("thread ").and_then(|t| t.parse::<i32>().ok()) else { continue };

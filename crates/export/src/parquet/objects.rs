@@ -35,6 +35,7 @@ fn spec() -> TableSpec {
             Field::new("death_gc", DataType::Int32, true),
             Field::new("death_ms", DataType::Float64, true),
             Field::new("gcs_survived", DataType::Int32, true),
+            Field::new("weight", DataType::Float64, false),
         ])),
         delta_columns: &["id", "address", "alloc_tick"],
     }
@@ -68,6 +69,7 @@ pub(crate) fn write(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
         let mut death_gc = Int32Builder::with_capacity(n);
         let mut death_ms = Float64Builder::with_capacity(n);
         let mut survived = Int32Builder::with_capacity(n);
+        let mut weight = Float64Builder::with_capacity(n);
         let mut addresses = table.addresses_in(ObjectId(a)..ObjectId(b));
         // GCs that ended before the object was allocated (as the
         // allocation table counts them).
@@ -109,6 +111,7 @@ pub(crate) fn write(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
             let died = model.death_tick_of(fate);
             death_ms.append_option(died.map(|t| cx.ms(t)));
             survived.append_option(lived.map(|s| s as i32));
+            weight.append_value(model.object_weight(row.id));
         });
         let fate = DictionaryArray::<Int8Type>::try_new(Int8Array::from(fate_code), Arc::new(StringArray::from(FATES.to_vec())))
             .map_err(|e| crate::Error::Parquet { table: "objects", message: e.to_string() })?;
@@ -126,6 +129,7 @@ pub(crate) fn write(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
             Arc::new(death_gc.finish()),
             Arc::new(death_ms.finish()),
             Arc::new(survived.finish()),
+            Arc::new(weight.finish()),
         ];
         batch(&spec, columns)
     })

@@ -73,9 +73,23 @@ pub fn dumps_log() -> Vec<u8> {
     data
 }
 
-/// Loads a log.
+/// Loads a log (or a trace: its sampled allocations, weighted).
 pub fn load(log: &Log) -> clrprof::model::Model {
+    if let Some(m) = clrprof::model::load_foreign(&log.data, &Default::default(), |_| {}) {
+        return m.unwrap_or_else(|e| panic!("{}: {e}", log.name));
+    }
     clrprof::model::load(&log.data, &Default::default()).unwrap_or_else(|e| panic!("{}: {e}", log.name))
+}
+
+/// A real .NET Core 3.0 EventPipe trace from the corpus
+/// (`../shared/corpus/eventpipe`): the exports must carry its sampled
+/// allocations. `None` when the corpus is missing outside CI.
+pub fn trace_log() -> Option<Log> {
+    let dir = reference_dir().map(|d| d.join("../eventpipe"));
+    let path = required("the EventPipe corpus (../shared/corpus/eventpipe)", dir.filter(|d| d.is_dir()))?
+        .join("eventpipe-dotnetcore3.0-win-x64-objver4.nettrace");
+    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Some(Log { name: "a .NET Core 3.0 trace".to_string(), data })
 }
 
 /// Whether a command runs and exits 0.

@@ -29,7 +29,7 @@ pub struct Summary {
     pub allocations_known: bool,
     /// Whether the byte figures and the finalized counts are estimates
     /// made from sampled allocations (a trace; see
-    /// [`crate::query::estimates`]). Not part of the JSON.
+    /// [`crate::query::estimates()`]). Not part of the JSON.
     pub estimated: bool,
     /// Whether the relocated and final-heap figures are known: false for a
     /// trace whose GCs did not report their survivors. Not part of the

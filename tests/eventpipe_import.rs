@@ -124,3 +124,81 @@ fn gcdump_becomes_one_heap_dump_of_perfviews_graph() {
     assert!(m.sampling().is_none());
     assert_eq!(m.imported().map(|f| f.heap_snapshots), Some(1));
 }
+
+/// `AllocationSampled` (.NET 10; no runtime here writes it, so the trace is
+/// made with the generator's NetTrace writer, the payload laid out as the
+/// runtime's manifest has it): each sample stands for `1 / (1 - q^size)`
+/// objects, and when a trace has both, the ticks are left out (a session
+/// may ask for both; counting both would count the bytes twice).
+#[test]
+fn allocation_sampled_is_weighted_by_its_chance_and_preferred_to_ticks() {
+    use clrprof::eventpipe::{ThreadId, Timestamp};
+    use clrprof_gen::nettrace::{utf16z, EventOut, KindDef, NetTraceWriter, TraceInfo, WriterOptions};
+    let info = TraceInfo {
+        sync_time_utc: [2026, 11, 5, 27, 7, 0, 0, 0],
+        sync_time_qpc: Timestamp(1_000),
+        qpc_frequency: 1_000_000_000,
+        pointer_size: 8,
+        process_id: 42,
+        processors: 2,
+        expected_cpu_sampling_rate: 1000,
+    };
+    let mut w = NetTraceWriter::new(Vec::new(), &info, WriterOptions::default()).expect("writer");
+    let runtime = "Microsoft-Windows-DotNETRuntime";
+    let kind = |event_id, version, level| KindDef { provider: runtime, event_id, name: "", keywords: 1, version, level, opcode: None };
+    let sampled = w.define(&kind(303, 0, 4));
+    let tick = w.define(&kind(10, 4, 5));
+    // (type handle, name, object size, samples)
+    let types: [(u64, &str, u64, u64); 2] = [(0x100, "Small", 24, 40), (0x200, "Big", 200_000, 5)];
+    let mut payload = Vec::new();
+    let mut ts = 2_000;
+    for &(handle, name, size, samples) in &types {
+        for k in 0..samples {
+            payload.clear();
+            payload.extend_from_slice(&0u32.to_le_bytes()); // AllocationKind
+            payload.extend_from_slice(&9u16.to_le_bytes()); // ClrInstanceID
+            payload.extend_from_slice(&handle.to_le_bytes()); // TypeID
+            utf16z(&mut payload, name);
+            payload.extend_from_slice(&(0x10_0000 + handle * 0x1000 + k * 0x100).to_le_bytes()); // Address
+            payload.extend_from_slice(&size.to_le_bytes()); // ObjectSize
+            payload.extend_from_slice(&(size / 2).to_le_bytes()); // SampledByteOffset
+            ts += 10;
+            w.event(&EventOut { kind: sampled, thread: ThreadId(7), processor: 0, timestamp: Timestamp(ts), stack: &[], payload: &payload })
+                .expect("event");
+        }
+    }
+    // A tick as well, which must not be counted.
+    let mut p = Vec::new();
+    clrprof_gen::nettrace::events::AllocationTick {
+        amount: 100_000,
+        large: false,
+        type_id: 0x300,
+        type_name: "Ticked",
+        address: 0x90_0000,
+        size: 24,
+    }
+    .encode(&mut clrprof_gen::nettrace::events::Payload::new(&mut p, 8));
+    w.event(&EventOut { kind: tick, thread: ThreadId(7), processor: 0, timestamp: Timestamp(ts + 10), stack: &[], payload: &p })
+        .expect("tick");
+    let (bytes, _) = w.finish().expect("finish");
+
+    let m = clrprof::model::load_trace(&bytes, &Default::default(), |_| {}).expect("load");
+    let e = estimates(&m).expect("estimates");
+    assert_eq!(e.method, "AllocationSampled");
+    assert_eq!(e.samples, 45, "the tick is left out");
+    let rows = clrprof::query::by_type(&m, clrprof::query::HistogramKind::Allocated);
+    assert!(rows.iter().all(|r| r.name != "Ticked"), "{rows:?}");
+    for &(_, name, size, samples) in &types {
+        let weight = clrprof::import::nettrace::allocation_sampled_weight(size);
+        let want = (samples as f64 * weight).round() as u64;
+        let row = rows.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("no {name}: {rows:?}"));
+        assert_eq!(row.count, want, "{name}: objects");
+        assert_eq!(row.bytes as u64, want * size, "{name}: bytes");
+    }
+    // The weight itself: a 24-byte object is sampled with probability
+    // about 24/102400; an object far larger than 100 KB almost surely.
+    let small = clrprof::import::nettrace::allocation_sampled_weight(24);
+    assert!((small - 102_400.0 / 24.0).abs() / small < 0.001, "{small}");
+    let big = clrprof::import::nettrace::allocation_sampled_weight(10_000_000);
+    assert!((big - 1.0).abs() < 1e-9, "{big}");
+}

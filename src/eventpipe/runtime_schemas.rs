@@ -208,6 +208,16 @@ static EXTRA: &[RuntimeEvent] = &[
         m("GlobalMechanisms", U32, &GC_GLOBAL_MECHANISMS),
         f("ClrInstanceID", U16),
     ]),
+    // .NET 10: randomized allocation sampling (keyword 0x80000000000).
+    ev(Runtime, 303, 0, "AllocationSampled", &[
+        m("AllocationKind", U32, &ALLOCATION_KIND),
+        f("ClrInstanceID", U16),
+        f("TypeID", Ptr),
+        f("TypeName", Utf16Z),
+        f("Address", Ptr),
+        f("ObjectSize", U64),
+        f("SampledByteOffset", U64),
+    ]),
     ev(Rundown, 300, 0, "ExecutionCheckpointRundown/ExecutionCheckpointDCEnd", &[
         f("ClrInstanceID", U16),
         f("Name", Utf16Z),

@@ -33,10 +33,11 @@ pub fn estimates(model: &Model) -> Option<Estimates> {
     let survival_known = facts.is_some_and(|f| f.survival_known);
     let samples = s.weights.len() as u64;
     let estimated_objects = s.estimated_objects().round() as u64;
-    let mut note = format!(
-        "allocated objects and bytes are estimates from {samples} {} samples (each stands for the bytes allocated since the previous one)",
-        s.method.event()
-    );
+    let how = match s.method {
+        crate::import::SamplingMethod::AllocationTick => "each stands for the bytes allocated since the previous one",
+        crate::import::SamplingMethod::AllocationSampled => "each stands for the inverse of its chance of being sampled",
+    };
+    let mut note = format!("allocated objects and bytes are estimates from {samples} {} samples ({how})", s.method.event());
     if s.sizes_unknown {
         note.push_str("; the runtime did not report object sizes, so object counts are counts of samples");
     }

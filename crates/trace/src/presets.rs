@@ -30,6 +30,9 @@ pub mod keywords {
     pub const GC_HEAP_AND_TYPE_NAMES: u64 = 0x100_0000;
     /// ReadyToRun methods' entry points (`Method/R2RGetEntryPoint`, .NET 5+).
     pub const COMPILATION_DIAGNOSTIC: u64 = 0x20_0000_0000;
+    /// Randomized allocation sampling (`AllocationSampled`, .NET 10; older
+    /// runtimes ignore the keyword).
+    pub const ALLOCATION_SAMPLING: u64 = 0x800_0000_0000;
 }
 
 /// Sampled allocations (`GC/AllocationTick` with stacks), every GC with
@@ -39,7 +42,7 @@ pub fn sampled_allocations(with_rundown_provider: bool) -> Vec<Provider> {
     use keywords::*;
     let mut v = vec![Provider {
         name: RUNTIME.into(),
-        keywords: GC | LOADER | JIT | GC_HEAP_SURVIVAL_AND_MOVEMENT | COMPILATION_DIAGNOSTIC,
+        keywords: GC | LOADER | JIT | GC_HEAP_SURVIVAL_AND_MOVEMENT | COMPILATION_DIAGNOSTIC | ALLOCATION_SAMPLING,
         level: 5,
         filter: None,
     }];

@@ -47,19 +47,40 @@ use std::collections::HashMap;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn to_log(bytes: &[u8]) -> Result<Imported, Error> {
-    let methods = first_pass(bytes)?;
-    second_pass(bytes, &methods)
+    let (methods, sampled) = first_pass(bytes)?;
+    second_pass(bytes, &methods, sampled)
 }
 
-/// Methods and modules, from every event that names them.
-fn first_pass(bytes: &[u8]) -> Result<MethodMap, Error> {
+/// Methods and modules, from every event that names them; and whether
+/// the trace has `AllocationSampled` events (then they, not the ticks,
+/// are the sampled allocations: a .NET 10 session may ask for both).
+fn first_pass(bytes: &[u8]) -> Result<(MethodMap, bool), Error> {
     let mut methods = MethodMap::default();
+    let mut sampled = false;
     let mut reader = NetTraceReader::new(bytes)?;
     while let Some(e) = next(&mut reader) {
         methods.observe(&e);
+        sampled |= e.name() == "AllocationSampled";
     }
     methods.seal();
-    Ok(methods)
+    Ok((methods, sampled))
+}
+
+/// The probability that an allocated byte is sampled by `AllocationSampled`.
+const BYTE_PROBABILITY: f64 = 1.0 / 102_400.0;
+
+/// The objects an `AllocationSampled` sample of an object of `size` bytes
+/// stands for: the inverse of the probability that such an object is
+/// sampled, `1 / (1 - (1 - p)^size)` (the runtime's design,
+/// `RandomizedAllocationSampling.md`, "weighted samples": unbiased).
+pub fn allocation_sampled_weight(size: u64) -> f64 {
+    let size = size.max(1) as f64;
+    let sampled = -f64::exp_m1(size * f64::ln_1p(-BYTE_PROBABILITY));
+    if sampled > 0.0 {
+        1.0 / sampled
+    } else {
+        1.0
+    }
 }
 
 /// The next event; a read error ends the events (the reader has recorded
@@ -81,9 +102,11 @@ struct Writer<'m> {
     sizes_unknown: bool,
     undecodable: HashMap<String, u64>,
     snapshots: u64,
+    /// `AllocationSampled` events are the samples (the ticks are not).
+    use_sampled: bool,
 }
 
-fn second_pass(bytes: &[u8], methods: &MethodMap) -> Result<Imported, Error> {
+fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<Imported, Error> {
     let mut reader = NetTraceReader::new(bytes)?;
     let header = *reader.header();
     let mut w = Writer {
@@ -97,6 +120,7 @@ fn second_pass(bytes: &[u8], methods: &MethodMap) -> Result<Imported, Error> {
         sizes_unknown: false,
         undecodable: HashMap::new(),
         snapshots: 0,
+        use_sampled,
     };
     let [year, month, _, day, hour, minute, second, _] = header.sync_time_utc;
     w.log.comment(&format!(
@@ -167,6 +191,7 @@ impl Writer<'_> {
         let wanted = matches!(
             name,
             "GC/AllocationTick"
+                | "AllocationSampled"
                 | "GC/Start"
                 | "GC/Stop"
                 | "GC/GenerationRange"
@@ -187,7 +212,8 @@ impl Writer<'_> {
         };
         self.log.tick(ms);
         match name {
-            "GC/AllocationTick" => self.allocation_tick(e, &f),
+            "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, &f),
+            "AllocationSampled" if self.use_sampled => self.allocation_sampled(e, &f),
             "GC/Start" => {
                 self.gc.start(&mut self.log, f.u64("Depth").unwrap_or(0), f.u64("Reason").unwrap_or(0));
             }
@@ -231,6 +257,22 @@ impl Writer<'_> {
             "GC/BulkRootStaticVar" => self.snapshot.static_roots(&f),
             _ => {}
         }
+    }
+
+    /// `AllocationSampled` (.NET 10): one sampled object standing for the
+    /// inverse of its probability of being sampled.
+    fn allocation_sampled(&mut self, e: &Event<'_>, f: &Fields<'_>) {
+        let handle = f.u64("TypeID").unwrap_or(0);
+        let size = f.u64("ObjectSize").unwrap_or(0).clamp(1, i32::MAX as u64);
+        let name = f.string("TypeName");
+        if !name.is_empty() {
+            self.allocation_type_names.entry(handle).or_insert_with(|| name.clone());
+        }
+        let type_id = self.log.type_id(handle, || name);
+        let stack = self.log.alloc_stack(type_id, size as i32, e.stack.frames(), self.methods);
+        self.log.alloc(e.header.thread.0, f.u64("Address").unwrap_or(0), stack);
+        self.weights.push(allocation_sampled_weight(size) as f32);
+        self.method = Some(SamplingMethod::AllocationSampled);
     }
 
     /// `GC/AllocationTick`: one sampled allocation standing for the bytes

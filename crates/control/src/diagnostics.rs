@@ -16,8 +16,10 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
-const MAGIC: &[u8; 14] = b"DOTNET_IPC_V1\0";
-const HEADER: usize = 20;
+/// The magic every message of the diagnostics IPC starts with.
+pub const MAGIC: &[u8; 14] = b"DOTNET_IPC_V1\0";
+/// Bytes of a message's header.
+pub const HEADER: usize = 20;
 const SET_PROFILER: u8 = 0x03;
 const ID_ATTACH: u8 = 0x01;
 const SET_SERVER: u8 = 0xFF;
@@ -43,15 +45,22 @@ pub fn attach_request(timeout_ms: u32, clsid: Clsid, profiler: &Path, client_dat
     }
     p.extend_from_slice(&(client_data.len() as u32).to_le_bytes());
     p.extend_from_slice(client_data);
-    let size = HEADER + p.len();
-    let size = u16::try_from(size).map_err(|_| format!("the AttachProfiler request is {size} bytes; the protocol allows 65535"))?;
+    message(SET_PROFILER, ID_ATTACH, &p).map_err(|e| format!("the AttachProfiler {e}"))
+}
+
+/// A message of the diagnostics IPC: the header (magic, whole size,
+/// command set and id) and `payload`; an error when it would pass the
+/// protocol's 64 KB.
+pub fn message(set: u8, id: u8, payload: &[u8]) -> Result<Vec<u8>, String> {
+    let size = HEADER + payload.len();
+    let size = u16::try_from(size).map_err(|_| format!("request is {size} bytes; the protocol allows 65535"))?;
     let mut msg = Vec::with_capacity(size as usize);
     msg.extend_from_slice(MAGIC);
     msg.extend_from_slice(&size.to_le_bytes());
-    msg.push(SET_PROFILER);
-    msg.push(ID_ATTACH);
+    msg.push(set);
+    msg.push(id);
     msg.extend_from_slice(&0u16.to_le_bytes());
-    msg.extend_from_slice(&p);
+    msg.extend_from_slice(payload);
     Ok(msg)
 }
 

@@ -15,10 +15,8 @@
 //!
 //! All numbers little-endian.
 
-/// The message magic.
-pub const MAGIC: &[u8; 14] = b"DOTNET_IPC_V1\0";
-/// Header bytes.
-pub const HEADER: usize = 20;
+use clrprof_control::diagnostics::message;
+pub use clrprof_control::diagnostics::{HEADER, MAGIC};
 /// The reverse-connection greeting's magic.
 pub const ADVERTISE_MAGIC: &[u8; 8] = b"ADVR_V1\0";
 /// The greeting's length.
@@ -62,18 +60,6 @@ pub enum Collect {
     },
 }
 
-fn message(set: u8, id: u8, payload: &[u8]) -> Result<Vec<u8>, String> {
-    let size = HEADER + payload.len();
-    let size = u16::try_from(size).map_err(|_| format!("the request is {size} bytes; the protocol allows 65535"))?;
-    let mut m = Vec::with_capacity(size as usize);
-    m.extend_from_slice(MAGIC);
-    m.extend_from_slice(&size.to_le_bytes());
-    m.push(set);
-    m.push(id);
-    m.extend_from_slice(&0u16.to_le_bytes());
-    m.extend_from_slice(payload);
-    Ok(m)
-}
 
 fn string(out: &mut Vec<u8>, s: Option<&str>) {
     match s {

@@ -177,6 +177,17 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
     Ok(Imported { log: w.log.out, sampling, facts })
 }
 
+/// The (old, new, length) ranges of a bulk moved or surviving ranges event.
+fn ranges(f: &Fields<'_>, old: &str, new: &str) -> Vec<(u64, u64, u64)> {
+    f.structs("Values")
+        .iter()
+        .map(|v| {
+            let g = |n| fields::member_u64(v, n).unwrap_or(0);
+            (g(old), g(new), g("RangeLength"))
+        })
+        .collect()
+}
+
 /// One line for a reader warning.
 fn describe(w: &Warning) -> String {
     w.to_string()
@@ -224,26 +235,11 @@ impl Writer<'_> {
                 reserved: f.u64("RangeReservedLength").unwrap_or(0),
             }),
             "GC/BulkMovedObjectRanges" => {
-                let ranges: Vec<(u64, u64, u64)> = f
-                    .structs("Values")
-                    .iter()
-                    .map(|v| {
-                        let g = |n| fields::member_u64(v, n).unwrap_or(0);
-                        (g("OldRangeBase"), g("NewRangeBase"), g("RangeLength"))
-                    })
-                    .collect();
-                self.gc.survivors(&mut self.log, ranges.into_iter());
+                self.gc.survivors(&mut self.log, ranges(&f, "OldRangeBase", "NewRangeBase").into_iter());
             }
+            // A survivor is a range moved onto itself.
             "GC/BulkSurvivingObjectRanges" => {
-                let ranges: Vec<(u64, u64, u64)> = f
-                    .structs("Values")
-                    .iter()
-                    .map(|v| {
-                        let g = |n| fields::member_u64(v, n).unwrap_or(0);
-                        (g("RangeBase"), g("RangeBase"), g("RangeLength"))
-                    })
-                    .collect();
-                self.gc.survivors(&mut self.log, ranges.into_iter());
+                self.gc.survivors(&mut self.log, ranges(&f, "RangeBase", "RangeBase").into_iter());
             }
             "GC/Stop" => {
                 let dump = self.snapshot.take(&mut self.log, &self.allocation_type_names);

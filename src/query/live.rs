@@ -99,7 +99,9 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
             )
     };
     // The estimate reads other tables: both at once.
-    let (per_stack, estimate) = rayon::join(count_objects, || estimated_live_at(model, tick));
+    let (mut per_stack, estimate) = rayon::join(count_objects, || estimated_live_at(model, tick));
+    // A sampled trace: each live sample as the objects it stands for.
+    model.estimate_rows(&mut per_stack);
     let mut by_name: BTreeMap<String, LiveType> = BTreeMap::new();
     for (i, &count) in per_stack.iter().enumerate() {
         if count == 0 {

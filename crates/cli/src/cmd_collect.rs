@@ -25,6 +25,43 @@ pub struct Args {
     /// Seconds a client may take to send its handshake.
     #[arg(long, value_name = "S", default_value_t = 10.0)]
     handshake_timeout: f64,
+    /// Append each session that ends whole to this Parquet dataset (one
+    /// partition per session, named after it; see `clrprof export
+    /// --dataset`), as `clrprof export --format parquet --dataset DIR LOG`
+    /// would.
+    #[arg(long, value_name = "DIR")]
+    dataset: Option<PathBuf>,
+}
+
+/// The callback that appends an ended session's log to `dataset`.
+fn to_dataset(dataset: PathBuf) -> clrprof_collect::OnEnded {
+    clrprof_collect::OnEnded(std::sync::Arc::new(move |log: &std::path::Path, rec: &clrprof_collect::SessionRecord| {
+        use clrprof_export::parquet::dataset::{append, LogInfo};
+        let model = match clrprof::model::load_path(log, &Default::default()) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("clrprof collect: session {} not added to the dataset: {e}", rec.session);
+                return;
+            }
+        };
+        let (start_ms, start_source) = match chrono::DateTime::parse_from_rfc3339(&rec.start) {
+            Ok(t) => (t.timestamp_millis(), "the collector's session start".to_string()),
+            Err(e) => (0, format!("unknown: the session record's start {:?} did not read ({e})", rec.start)),
+        };
+        // The agent's machine: the host part of its address.
+        let host = rec.peer.rsplit_once(':').map_or(rec.peer.as_str(), |(h, _)| h).trim_matches(['[', ']']).to_string();
+        let info = LogInfo {
+            name: rec.session.clone(),
+            host,
+            start_ms,
+            start_source,
+            source: log.display().to_string(),
+        };
+        match append(&model, &Default::default(), &dataset, &info) {
+            Ok(_) => eprintln!("clrprof collect: session {} added to the dataset {}", rec.session, dataset.display()),
+            Err(e) => eprintln!("clrprof collect: session {} not added to the dataset {}: {e}", rec.session, dataset.display()),
+        }
+    }))
 }
 
 /// Runs the collector until SIGINT or SIGTERM.
@@ -38,6 +75,7 @@ pub fn run(args: Args) -> Result<()> {
         dir: args.dir,
         token_file: args.token_file,
         handshake_timeout: Duration::from_secs_f64(args.handshake_timeout.clamp(0.01, 3600.0)),
+        on_ended: args.dataset.clone().map(to_dataset),
         ..Options::default()
     };
     // A long-running service: the reader of its output going away (a

@@ -68,11 +68,16 @@ struct Collector {
 
 impl Collector {
     fn start(dir: &Path, listen: &str) -> Collector {
+        Collector::start_with(dir, listen, &[])
+    }
+
+    fn start_with(dir: &Path, listen: &str, extra: &[&str]) -> Collector {
         std::fs::create_dir_all(dir).unwrap();
         let stderr = dir.join(format!("collector-{}.err", rand_tag()));
         let mut child = Command::new(clrprof_exe())
             .args(["collect", "--listen", listen, "--dir"])
             .arg(dir)
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
@@ -587,4 +592,48 @@ fn record_checks_the_token_before_starting_the_program() {
     let out = run(&bad, &free);
     assert!(ran.exists(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("warning: cannot reach the collector at {free}")), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `collect --dataset DIR`: a session that ends whole is appended to the
+/// Parquet dataset by the collector itself, one partition named after the
+/// session; DuckDB reads the same objects and bytes the stored log has.
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn ended_sessions_are_appended_to_the_dataset() {
+    let Some((dn, agent)) = setup() else { return };
+    let venv = std::env::var_os("CLRPROF_EXPORT_VENV").map(PathBuf::from).unwrap_or_else(|| dotnet::repo().join("target/export-venv"));
+    let python = venv.join("bin/python");
+    if !Command::new(&python).args(["-c", "import duckdb"]).output().is_ok_and(|o| o.status.success()) {
+        dotnet::skip::<()>(&format!("python with duckdb ({}; scripts/setup-export-tests.sh)", python.display()));
+        return;
+    }
+    let dir = work().join("dataset");
+    let dataset = dir.join("ds");
+    let ds = dataset.to_str().unwrap();
+    let collector = Collector::start_with(&dir, "127.0.0.1:0", &["--dataset", ds]);
+    let token_file = dir.join("collector.token");
+    let markers = Program::start(dn, &agent, "markers", Runtime::Net8, "dataset", &collector.target, &token_file);
+    markers.finish();
+    let session = eventually("the ended session", || {
+        sessions(&dir).into_iter().find(|s| s["state"] == "ended").map(|s| s["session"].as_str().unwrap().to_string())
+    });
+    let part = dataset.join("objects").join(format!("log={session}")).join("part-0.parquet");
+    eventually("the session's partition", || part.is_file().then_some(()));
+    assert!(collector.log().contains(&format!("session {session} added to the dataset")), "{}", collector.log());
+    // What the stored log holds, by the library.
+    let log = dir.join(format!("{session}.log"));
+    let model = clrprof::model::load_path(&log, &Default::default()).expect("load the stored log");
+    let objects = model.allocations().len() as u64;
+    let bytes = clrprof::query::summary(&model).allocated_bytes;
+    assert!(objects > 0);
+    // What DuckDB reads from the dataset.
+    let sql = format!(
+        "import duckdb; r = duckdb.sql(\"select count(*), sum(size) from read_parquet('{ds}/objects/*/*.parquet', hive_partitioning=1) where log = '{session}'\").fetchall()[0]; \
+         h = duckdb.sql(\"select host from read_parquet('{ds}/logs/*/*.parquet', hive_partitioning=1) where log = '{session}'\").fetchall()[0]; print(r[0], r[1], h[0])"
+    );
+    let out = Command::new(&python).args(["-c", &sql]).output().expect("run duckdb");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let got: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(got, [objects.to_string().as_str(), bytes.to_string().as_str(), "127.0.0.1"], "{text}");
 }

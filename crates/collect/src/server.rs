@@ -34,6 +34,21 @@ pub struct Options {
     pub max_line: usize,
     /// How long `clrprof ctl` waits for an agent's reply.
     pub reply_timeout: Duration,
+    /// Called, off the async threads, with each session's log once the
+    /// session has ended whole (not when it is cut: its log may go on from
+    /// the agent's spool).
+    pub on_ended: Option<OnEnded>,
+}
+
+/// What to do with the log of a session that ended whole: its path and
+/// its record.
+#[derive(Clone)]
+pub struct OnEnded(pub std::sync::Arc<dyn Fn(&std::path::Path, &crate::SessionRecord) + Send + Sync>);
+
+impl std::fmt::Debug for OnEnded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnEnded(..)")
+    }
 }
 
 impl Default for Options {
@@ -45,6 +60,7 @@ impl Default for Options {
             handshake_timeout: Duration::from_secs(10),
             max_line: 64 << 20,
             reply_timeout: Duration::from_secs(60),
+            on_ended: None,
         }
     }
 }

@@ -235,6 +235,7 @@ fn said_end(name: &str, rec: &SessionRecord) {
 /// A new streamed session.
 pub(crate) async fn stream(c: Handshaken) {
     let dir = c.ctx.opts.dir.clone();
+    let on_ended = c.ctx.opts.on_ended.clone();
     let (name, mut file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
         Ok(x) => x,
         Err(e) => {
@@ -263,7 +264,20 @@ pub(crate) async fn stream(c: Handshaken) {
         }
     }
     said_end(&name, &rec);
-    save(&dir, &rec);
+    if save(&dir, &rec) {
+        ended(on_ended, &dir, &rec);
+    }
+}
+
+/// Hands a session that ended whole to [`crate::Options::on_ended`].
+fn ended(on_ended: Option<crate::OnEnded>, dir: &std::path::Path, rec: &SessionRecord) {
+    if rec.state != SessionState::Ended {
+        return;
+    }
+    if let Some(f) = on_ended {
+        let (log, rec) = (dir.join(&rec.log), rec.clone());
+        tokio::task::spawn_blocking(move || (f.0)(&log, &rec));
+    }
 }
 
 /// An agent catching up from its spool (`catch_up` in its hello): the
@@ -274,6 +288,7 @@ pub(crate) async fn stream(c: Handshaken) {
 /// stored part followed by the spool is still the log, byte for byte.
 async fn catch_up(c: Handshaken, name: &str, mut file: std::fs::File, mut rec: SessionRecord, from: u64, broke: &str) {
     let dir = c.ctx.opts.dir.clone();
+    let on_ended = c.ctx.opts.on_ended.clone();
     let spool = rec.spool.clone().unwrap_or_default();
     rec.state = SessionState::Live;
     rec.end = None;
@@ -307,7 +322,9 @@ async fn catch_up(c: Handshaken, name: &str, mut file: std::fs::File, mut rec: S
         }
     }
     said_end(name, &rec);
-    save(&dir, &rec);
+    if save(&dir, &rec) {
+        ended(on_ended, &dir, &rec);
+    }
 }
 
 /// An agent whose stream broke: its log goes on in a spool file from

@@ -72,7 +72,7 @@ CP.views.types = async function (root, params) {
     { key: 'max_size', label: 'to', num: true },
     { key: 'bytes', label: 'Bytes', num: true, show: (b) => CP.el('span', {}, CP.num(b.bytes), CP.el('span', { class: 'bar', style: `width:${Math.round(120 * b.bytes / bmax)}px` })) },
     { key: 'count', label: 'Objects', num: true },
-    { key: 'top', label: 'Largest types', value: (b) => b.types.slice(0, 3).map((t) => t.name).join(', ') },
+    { key: 'top', label: 'Largest types', value: (b) => b.types.slice(0, 3).map((t) => t.type).join(', ') },
   ], r.buckets, (b) => String(b.min_size))));
   root.append(cols);
 };
@@ -253,7 +253,7 @@ CP.views.lifetime = async function (root, params) {
         { key: 'max_age_s', label: 'to (s)', num: true, show: (b) => b.max_age_s.toFixed(3) },
         { key: 'objects', label: 'Objects', num: true },
         { key: 'bytes', label: 'Bytes', num: true, show: (b) => CP.el('span', {}, CP.num(b.bytes), CP.el('span', { class: 'bar', style: `width:${Math.round(160 * b.bytes / max)}px` })) },
-        { key: 'top', label: 'Largest types', value: (b) => b.types.slice(0, 3).map((t) => t.name).join(', ') },
+        { key: 'top', label: 'Largest types', value: (b) => b.types.slice(0, 3).map((t) => t.type).join(', ') },
       ], h.bars, (b) => String(b.min_age_s)));
     } else {
       const a = await CP.api(CP.logPath('ages'), w);

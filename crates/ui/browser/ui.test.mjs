@@ -138,6 +138,8 @@ for (let id = 0; id < LOGS.length; id++) {
       const want = cli(id, ['types', '--kind', kind, '--buckets']);
       same((await rows('types')).map((r) => [r.name, r.bytes, r.count]), want.types.slice(0, 500).map((t) => [t.type, t.bytes, t.count]), 'types');
       same((await rows('buckets')).map((r) => [r.min_size, r.max_size, r.bytes, r.count]), want.buckets.map((b) => [b.min_size, b.max_size, b.bytes, b.count]), 'size classes');
+      // Each size class names its largest types (the JSON's `type` key).
+      same((await rows('buckets')).map((r) => (r.top === undefined || r.top === null ? '' : String(r.top))), want.buckets.map((b) => b.types.slice(0, 3).map((t) => t.type).join(', ')), 'size classes\' largest types');
     });
   }
 

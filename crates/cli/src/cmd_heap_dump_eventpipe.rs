@@ -12,6 +12,7 @@ use std::time::Duration;
 
 /// Runs the command.
 pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, json: bool) -> Result<()> {
+    let explicit = output.is_some();
     let output = match output {
         Some(o) => crate::cmd_record::absolute(o)?,
         None => crate::cmd_record::absolute(&PathBuf::from(format!("heapdump_{pid}_{}.nettrace", crate::cmd_record::local_timestamp())))?,
@@ -24,7 +25,7 @@ pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, json: boo
     // there. Never through a link.
     let (file, output) = if force || output.symlink_metadata().is_err() {
         (clrprof_files::create(&output, force).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", output.display()))?, output)
-    } else if std::env::args().any(|a| a == "-o" || a == "--output" || a.starts_with("--output=")) {
+    } else if explicit {
         bail!("{} exists; clrprof heap-dump never replaces a file (--force replaces it, or pick another --output)", output.display());
     } else {
         clrprof_files::create_numbered(&output).map_err(|e| anyhow::anyhow!("cannot create a file beside {}: {e}", output.display()))?

@@ -116,7 +116,7 @@ pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<L
     let data = source.bytes();
     let path = args.shown();
     if clrprof::eventpipe::is_nettrace(data) || clrprof::gcdump::is_gcdump(data) {
-        return load_trace(args, data, quiet);
+        return load_foreign(args, data, quiet);
     }
     if let Err(e) = some_record(data) {
         bail!("{}: {e}", path.display());
@@ -144,7 +144,7 @@ pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<L
 /// Loads a NetTrace (EventPipe) trace or a `.gcdump`: imported into CLRProfiler records,
 /// then loaded as a log; what the import could not do is said on standard
 /// error (unless `quiet`).
-fn load_trace(args: &LoadArgs, data: &[u8], quiet: bool) -> Result<Loaded> {
+fn load_foreign(args: &LoadArgs, data: &[u8], quiet: bool) -> Result<Loaded> {
     let path = args.shown();
     let defaults = LoadOptions::default();
     let options = LoadOptions { chunks: ChunkOptions { threads: args.threads.map(usize::from), ..defaults.chunks } };

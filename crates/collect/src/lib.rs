@@ -58,4 +58,4 @@ pub mod token_file;
 pub use address::ListenAddr;
 pub use error::CollectError;
 pub use record::{SessionRecord, SessionState};
-pub use server::{run, Collector, OnEnded, Options, ADMIN_SOCKET, TOKEN_FILE};
+pub use server::{run, Collector, OnEnded, OnEndedFn, Options, ADMIN_SOCKET, TOKEN_FILE};

@@ -43,7 +43,10 @@ pub struct Options {
 /// What to do with the log of a session that ended whole: its path and
 /// its record.
 #[derive(Clone)]
-pub struct OnEnded(pub std::sync::Arc<dyn Fn(&std::path::Path, &crate::SessionRecord) + Send + Sync>);
+pub struct OnEnded(pub std::sync::Arc<OnEndedFn>);
+
+/// The function an [`OnEnded`] holds.
+pub type OnEndedFn = dyn Fn(&std::path::Path, &crate::SessionRecord) + Send + Sync;
 
 impl std::fmt::Debug for OnEnded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -69,7 +69,11 @@ fn accept(listener: &UnixListener, child: &mut Child, pid: u32) -> Result<UnixSt
                 let _ = s.set_nonblocking(false);
                 let peer = clrprof_control::trust::peer_cred(&s).map_err(|e| Error::io("cannot check the peer of", "the diagnostics port", e))?;
                 if peer.pid != pid {
-                    // Someone else of this user: not the program.
+                    // Someone else of this user: not the program (the
+                    // wait for the program still ends in time).
+                    if start.elapsed() > CONNECT_WAIT {
+                        return Err(Error::Launch(format!("the program did not connect to clrprof within {} s", CONNECT_WAIT.as_secs())));
+                    }
                     continue;
                 }
                 let _ = s.set_read_timeout(Some(Duration::from_secs(10)));

@@ -50,6 +50,12 @@ pub struct StreamConfig {
     /// `CLRPROF_RECONNECT_MS` (default 500): how often a spooling agent
     /// tries the collector, to catch it up from the spool.
     pub reconnect_ms: u64,
+    /// What the stream's bytes are: the agent's log text; a NetTrace when
+    /// `clrprof record --sampled` streams an EventPipe session.
+    pub content: clrprof_wire::Content,
+    /// How its messages on standard error begin (`clrprof agent`, or
+    /// `clrprof record` for a sampled session's stream).
+    pub speaker: &'static str,
 }
 
 /// Settings.
@@ -148,6 +154,8 @@ impl Config {
             buffer_bytes: (number("CLRPROF_STREAM_BUFFER_MB", 64) as usize).saturating_mul(1 << 20),
             linger_ms: number("CLRPROF_STREAM_LINGER_MS", 5000),
             reconnect_ms: number("CLRPROF_RECONNECT_MS", 500),
+            content: clrprof_wire::Content::Log,
+            speaker: "clrprof agent",
         });
         let heap_dump_every = get("CLRPROF_HEAP_DUMP_EVERY")
             .and_then(|s| s.trim().parse::<f64>().ok())

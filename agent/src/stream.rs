@@ -313,6 +313,25 @@ pub struct Streamer {
     lost: u64,
     /// The thread that sends the spool once the collector answers again.
     catch: Option<Arc<CatchUp>>,
+    /// The log offset the spool starts at, once switched.
+    spooled_from: Option<u64>,
+    /// At the end, whether a catch-up stored the whole log.
+    caught_up: bool,
+}
+
+/// How a stream ended, for a client to report ([`Streamer::outcome`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The collector's name for the session, if it accepted one.
+    pub session: Option<String>,
+    /// The spool file the stream went on in, and the log offset it starts
+    /// at; `None` when the collector took everything directly.
+    pub spool: Option<(PathBuf, u64)>,
+    /// With a spool: whether the collector was caught up from it before
+    /// the end (its stored log is whole).
+    pub caught_up: bool,
+    /// Bytes neither stored nor spooled (the spool could not be written).
+    pub lost: u64,
 }
 
 impl Streamer {
@@ -332,6 +351,7 @@ impl Streamer {
             spool_from: None,
             catch_up: false,
             resume_mac: None,
+            content: config.content,
         };
         let target = config.target.clone();
         let token = config.token.clone();
@@ -341,7 +361,7 @@ impl Streamer {
         if let Err(e) = spawned {
             net.fail(format!("cannot start the network thread: {e}"));
         }
-        Streamer { net, config, identity, spool: None, switched: false, lost: 0, catch: None }
+        Streamer { net, config, identity, spool: None, switched: false, lost: 0, catch: None, spooled_from: None, caught_up: false }
     }
 
     /// Takes a buffer of whole lines.
@@ -405,7 +425,7 @@ impl Streamer {
                 let _ = f.flush();
             }
             if let Some(c) = &self.catch {
-                c.finish(Duration::from_millis(self.config.linger_ms));
+                self.caught_up = c.finish(Duration::from_millis(self.config.linger_ms));
             }
             return;
         }
@@ -444,11 +464,21 @@ impl Streamer {
         }
     }
 
+    /// How the stream went (after [`Streamer::finish`]: how it ended).
+    pub fn outcome(&self) -> Outcome {
+        let session = self.net.lock().session.as_ref().map(|x| x.name.clone());
+        let spool = match (&self.spool, self.spooled_from) {
+            (Some((_, p)), Some(from)) => Some((p.clone(), from)),
+            _ => None,
+        };
+        Outcome { session, spool, caught_up: self.caught_up, lost: self.lost }
+    }
+
     fn spool_write(&mut self, bytes: &[u8]) {
         match &mut self.spool {
             Some((f, p)) if self.lost == 0 => {
                 if let Err(e) = f.write_all(bytes) {
-                    eprintln!("clrprof agent: cannot write the spool {}: {e}; the rest of the log is lost", p.display());
+                    eprintln!("{}: cannot write the spool {}: {e}; the rest of the log is lost", self.config.speaker, p.display());
                     self.lost += bytes.len() as u64;
                     if let Some(c) = &self.catch {
                         c.broken();
@@ -489,10 +519,11 @@ impl Streamer {
             c.shutdown();
         }
         let (acked, mut skip) = from;
+        self.spooled_from = Some(acked);
         match create_spool(&self.config.spool) {
             Ok((f, p)) => self.spool = Some((f, p)),
             Err(e) => {
-                eprintln!("clrprof agent: cannot create the spool {}: {e}; the rest of the log is lost", self.config.spool.display());
+                eprintln!("{}: cannot create the spool {}: {e}; the rest of the log is lost", self.config.speaker, self.config.spool.display());
                 crate::status::amend(&format!("spool_failed={e}"));
             }
         }
@@ -502,7 +533,7 @@ impl Streamer {
             self.spool_write(part);
         }
         let path = self.spool.as_ref().map(|(_, p)| p.display().to_string()).unwrap_or_default();
-        eprintln!("clrprof agent: streaming to {} stopped ({why}); the log goes on in {path} from byte {acked}", self.config.target);
+        eprintln!("{}: streaming to {} stopped ({why}); the log goes on in {path} from byte {acked}", self.config.speaker, self.config.target);
         crate::status::amend(&format!("{} because={why}", self.spool_note("")));
         if !catch_up || self.lost > 0 {
             return;
@@ -541,6 +572,7 @@ impl Streamer {
             spool_from: Some(s.acked),
             catch_up: false,
             resume_mac: None,
+            content: self.config.content,
         };
         let key = s.session.as_ref().map(|x| x.key.clone());
         Some((hello, key))

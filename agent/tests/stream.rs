@@ -143,6 +143,8 @@ fn config(target: &str, name: &str, buffer: usize) -> StreamConfig {
         buffer_bytes: buffer,
         linger_ms: 5000,
         reconnect_ms: 60_000,
+        content: Default::default(),
+        speaker: "clrprof agent",
     }
 }
 

@@ -44,6 +44,11 @@ pub fn run(args: Args) -> Result<()> {
     let count = model.heap_dumps().dumps().len();
     let missing = || anyhow!("no heap dump {} (the log has {count}; `clrprof dumps` lists them)", args.index);
     let top = args.out.limit();
+    if !args.out.json {
+        if let Some(line) = crate::common::incomplete_line(model) {
+            println!("{line}");
+        }
+    }
     if let Some(pattern) = &args.path_to {
         let r = paths_to(model, index, pattern, args.max).ok_or_else(missing)?;
         if args.out.json {

@@ -40,6 +40,11 @@ pub fn run(args: Args) -> Result<()> {
     let model = &loaded.model;
     let count = model.heap_dumps().dumps().len();
     let missing = || anyhow!("no heap dumps {} and {} (the log has {count}; `clrprof dumps` lists them)", args.a, args.b);
+    if !args.out.json {
+        if let Some(line) = crate::common::incomplete_line(model) {
+            println!("{line}");
+        }
+    }
     if let Some(by) = args.by {
         let d = diff_by(model, DumpIndex(args.a), DumpIndex(args.b), by.into()).ok_or_else(missing)?;
         if args.out.json {

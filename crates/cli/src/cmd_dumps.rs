@@ -29,6 +29,9 @@ pub fn run(args: Args) -> Result<()> {
         return print_json(&v);
     }
     let left_out = crate::common::keep(&mut rows, q.limit());
+    if let Some(line) = crate::common::incomplete_line(model) {
+        println!("{line}");
+    }
     if rows.is_empty() {
         println!("no heap dumps");
     } else {

@@ -80,6 +80,11 @@ pub struct Args {
     /// per thread (the runtime's 100000); 0 for one per object.
     #[arg(long, default_value_t = 100_000)]
     pub tick_bytes: u64,
+    /// With --format nettrace: drop every Nth event, its sequence number
+    /// left as a gap, as a runtime whose buffers are full does (a trace
+    /// that readers must report as incomplete).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub lose_every: u64,
     /// No report on standard error.
     #[arg(long, short)]
     pub quiet: bool,
@@ -148,7 +153,7 @@ fn default_truth_path(log: &Path) -> PathBuf {
 
 /// `--format nettrace`: the trace, streamed to the file (or standard output).
 fn run_nettrace(args: &Args, opts: &GenOptions) -> Result<()> {
-    let nt = NetTraceOptions { tick_bytes: args.tick_bytes, ..NetTraceOptions::default() };
+    let nt = NetTraceOptions { tick_bytes: args.tick_bytes, lose_every: args.lose_every, ..NetTraceOptions::default() };
     let started = Instant::now();
     let report = if args.output.as_os_str() == "-" {
         let out = io::BufWriter::with_capacity(1 << 20, io::stdout());
@@ -162,7 +167,7 @@ fn run_nettrace(args: &Args, opts: &GenOptions) -> Result<()> {
     if !args.quiet {
         let bytes = report.writer.bytes;
         eprintln!(
-            "clrprof gen: {}: {} bytes ({:.1} MB), {} events ({} allocation ticks, {} GCs, {} methods), {} objects in {:.3} s: {:.0} MB/s",
+            "clrprof gen: {}: {} bytes ({:.1} MB), {} events ({} allocation ticks, {} GCs, {} methods{}), {} objects in {:.3} s: {:.0} MB/s",
             args.output.display(),
             bytes,
             bytes as f64 / 1e6,
@@ -170,6 +175,7 @@ fn run_nettrace(args: &Args, opts: &GenOptions) -> Result<()> {
             report.counts.allocation_ticks,
             report.counts.gc_starts,
             report.counts.method_loads,
+            if report.writer.lost > 0 { format!("; {} dropped, as --lose-every asks", report.writer.lost) } else { String::new() },
             report.counts.objects,
             seconds,
             bytes as f64 / 1e6 / seconds.max(1e-9),

@@ -3,8 +3,11 @@
 //! A process started under the agent (`clrprof record`, or the
 //! `CORECLR_*` variables) is asked through its control socket; the dump
 //! goes into its log, or with `-o` into a file of its own. A process
-//! started without the agent gets it loaded through the runtime's
-//! diagnostics socket first (attach); the dump then goes into a file of
+//! started without the agent is dumped over EventPipe, as `dotnet-gcdump`
+//! does, with no profiler loaded ([`crate::cmd_heap_dump_eventpipe`]),
+//! unless `--attach` (or `--label`, or `--agent`, which only the agent
+//! takes) asks for the agent: it is then loaded through the runtime's
+//! diagnostics socket first (attach), and the dump goes into a file of
 //! its own (`-o`, default `heapdump_PID_yyyyMMdd_HHmmss.log`, or `_2`,
 //! `_3`, ... when that name is taken), which loads alone. A later
 //! `heap-dump` of the same process reuses the agent.
@@ -21,9 +24,12 @@ use std::time::Duration;
 
 /// Arguments of `clrprof heap-dump`.
 #[derive(clap::Args)]
-#[command(after_help = "A process started without the agent gets it loaded now (attach, .NET Core 3.0 or later). \
-An attached agent sees GCs, moves, survivals, handles and heap walks, but never allocations: \
-the runtime allows allocation events only from start-up, so the objects of such a dump have no allocation stacks.")]
+#[command(after_help = "Which way the dump is taken: a process started under the agent is asked through the agent (exact, into its log). \
+A process started without it is dumped over EventPipe, the heap walk `dotnet-gcdump` asks the runtime for: no profiler is loaded, \
+the dump is a `.nettrace` every dump view opens, and events the runtime dropped are said (\"incomplete\"). \
+--attach loads the agent instead (.NET Core 3.0 or later), which then stays for later dumps and `clrprof ctl`; \
+an attached agent sees GCs, moves, survivals, handles and heap walks, but never allocations: \
+the runtime allows allocation events only from start-up, so the objects of either kind of dump have no allocation stacks.")]
 pub struct Args {
     /// The process id.
     pid: u32,
@@ -39,17 +45,23 @@ pub struct Args {
     #[arg(long, value_name = "TEXT")]
     label: Option<String>,
     /// The agent library to attach (default: `$CLRPROF_AGENT`, else
-    /// `libclrprof_agent.so` next to this program).
+    /// `libclrprof_agent.so` next to this program); implies `--attach`.
     #[arg(long, value_name = "PATH")]
     agent: Option<PathBuf>,
+    /// Load the capture agent into a process started without it and take
+    /// the dump through it, instead of over EventPipe. The agent stays
+    /// loaded: later dumps and `clrprof ctl` reuse it.
+    #[arg(long)]
+    attach: bool,
     /// How long to wait for the dump, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     timeout: u64,
-    /// Take the dump over EventPipe, without the agent (the heap walk
-    /// `dotnet-gcdump` asks the runtime for), into a `.nettrace` every dump
-    /// view opens: no profiler is loaded into the process. Objects have no
-    /// allocation stacks; events the runtime dropped are said.
-    #[arg(long, conflicts_with_all = ["agent", "label"])]
+    /// Take the dump over EventPipe even when the agent is loaded (the
+    /// heap walk `dotnet-gcdump` asks the runtime for; the default for a
+    /// process without the agent), into a `.nettrace` every dump view
+    /// opens. Objects have no allocation stacks; events the runtime
+    /// dropped are said.
+    #[arg(long, conflicts_with_all = ["agent", "label", "attach"])]
     eventpipe: bool,
     /// Print the dump's figures as JSON.
     /// An error is printed as `{"error": MESSAGE}` on standard output (exit status 1).
@@ -115,11 +127,16 @@ pub fn run(args: Args) -> Result<()> {
         return crate::cmd_heap_dump_eventpipe::run(args.pid, args.output.as_deref(), args.force, args.timeout, args.json);
     }
     let pid = args.pid;
-    let output = args.output.as_deref().map(crate::cmd_record::absolute).transpose()?;
+    // An agent already in the process is used (it is exact); a planted
+    // control socket is refused here, before anything else is tried.
     let (mut client, attached) = match crate::live::existing_agent(pid)? {
         Some(c) => (c, false),
-        None => (crate::live::attach(pid, args.agent.as_deref(), &[])?, true),
+        None if args.attach || args.agent.is_some() || args.label.is_some() => {
+            (crate::live::attach(pid, args.agent.as_deref(), &[])?, true)
+        }
+        None => return crate::cmd_heap_dump_eventpipe::run(pid, args.output.as_deref(), args.force, args.timeout, args.json),
     };
+    let output = args.output.as_deref().map(crate::cmd_record::absolute).transpose()?;
     let timeout = Duration::from_secs(args.timeout.max(1));
     let own_log = client.request(&Request::Status, timeout)?.status.and_then(|s| s.log);
     let output = match output {
@@ -139,7 +156,7 @@ pub fn run(args: Args) -> Result<()> {
         let dump = serde_json::json!({
             "index": d.index, "log": d.log, "objects": d.objects, "roots": d.roots, "bytes": d.bytes, "millis": d.millis,
         });
-        println!("{}", serde_json::to_string(&serde_json::json!({ "pid": pid, "attached": attached, "dump": dump }))?);
+        println!("{}", serde_json::to_string(&serde_json::json!({ "pid": pid, "attached": attached, "eventpipe": false, "dump": dump }))?);
     } else {
         println!(
             "heap dump {} of process {pid}{}: {} objects, {} bytes, {} roots, {} ms; written to {}",

@@ -1,4 +1,5 @@
-//! `clrprof heap-dump PID --eventpipe`: a heap dump without the agent. An
+//! `clrprof heap-dump PID` of a process without the agent, or with
+//! `--eventpipe`: a heap dump without the agent. An
 //! EventPipe session asks the runtime for a GC with a walk of the heap
 //! (the keywords `dotnet-gcdump` uses); the trace is written as a
 //! `.nettrace` until that GC ends, then the session is stopped. Every dump
@@ -50,7 +51,7 @@ pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, json: boo
     let lost = model.imported().map_or(0, |f| f.lost_events);
     if json {
         let v = serde_json::json!({
-            "pid": pid, "eventpipe": true,
+            "pid": pid, "attached": false, "eventpipe": true,
             "dump": { "log": output, "index": dumps.dumps().len() - 1, "objects": objects, "bytes": bytes, "roots": roots,
                       "millis": (written.seconds * 1000.0).round() as u64, "lost_events": lost, "complete": lost == 0 },
         });

@@ -23,15 +23,23 @@ pub struct Args {
 }
 
 /// Reads pieces of one log and gives their concatenation; every piece but
-/// the last must end at a line end (a collector stores whole lines only).
+/// the last must end at a line end (a collector stores whole lines only),
+/// unless the pieces are a trace (`record --sampled`: the collector stores
+/// its bytes as they come, and the spool starts at the byte after).
 pub fn concatenate(pieces: &[PathBuf]) -> Result<Vec<u8>> {
     let mut all = Vec::new();
     for (i, p) in pieces.iter().enumerate() {
         let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
-        check_piece(p, &bytes, i + 1 == pieces.len())?;
+        let trace = is_trace(if i == 0 { &bytes } else { &all });
+        check_piece(p, &bytes, i + 1 == pieces.len() || trace)?;
         all.extend_from_slice(&bytes);
     }
     Ok(all)
+}
+
+/// Whether the pieces, starting with `first`, are a NetTrace trace.
+fn is_trace(first: &[u8]) -> bool {
+    first.starts_with(b"Nettrace")
 }
 
 fn check_piece(p: &Path, bytes: &[u8], last: bool) -> Result<()> {
@@ -52,7 +60,7 @@ pub fn run(args: Args) -> Result<()> {
                 bail!("{} has {} bytes, fewer than --spool-from {n}: bytes are missing", first.display(), part.len());
             }
             part.truncate(n as usize);
-            check_piece(first, &part, false)?;
+            check_piece(first, &part, is_trace(&part))?;
             part.extend(concatenate(&args.pieces[1..])?);
             part
         }

@@ -73,7 +73,9 @@ pub struct Args {
     /// (about one per 100 KB, with stacks; figures are estimates), GCs and
     /// survivors, no profiler, no restart (.NET 5+ to start a program; any
     /// .NET Core 3.0+ process with -p). Writes a `.nettrace`.
-    #[arg(long, conflicts_with_all = ["calls", "no_stacks", "stacks", "flush_ms", "heap_dump_every", "agent", "target"])]
+    /// With --target, the trace is streamed to the collector as it arrives
+    /// (stored there as `<session>.nettrace`).
+    #[arg(long, conflicts_with_all = ["calls", "no_stacks", "stacks", "flush_ms", "heap_dump_every", "agent"])]
     pub(crate) sampled: bool,
     /// Attach to this running .NET process instead of starting a program
     /// (GC events and heap dumps only: no allocations after attach; with

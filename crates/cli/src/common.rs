@@ -52,14 +52,38 @@ pub fn note_estimates(model: &Model, shown: &std::path::Path, quiet: bool) {
     }
 }
 
+/// What the loaded trace(s) lost, for [`print_json`] to add to every JSON
+/// answer.
+static INCOMPLETE: std::sync::Mutex<Option<serde_json::Value>> = std::sync::Mutex::new(None);
+
+/// The loaded model's line saying it is incomplete (events its trace
+/// lost), for the commands that show heap dumps to print above them.
+pub fn incomplete_line(model: &Model) -> Option<String> {
+    clrprof::query::incomplete(model).map(|i| i.note)
+}
+
+/// Says on standard error (always: it is a warning) that a model of a
+/// trace misses events the runtime dropped, and keeps that for
+/// [`print_json`].
+pub fn note_incomplete(model: &Model, shown: &std::path::Path) {
+    let Some(i) = clrprof::query::incomplete(model) else { return };
+    eprintln!("clrprof: warning: {}: {}", shown.display(), i.note);
+    if let (Ok(mut slot), Ok(v)) = (INCOMPLETE.lock(), serde_json::to_value(&i)) {
+        *slot = Some(v);
+    }
+}
+
 /// Prints JSON, pretty. When a sampled trace was loaded, an object gets
 /// the key `estimates` (see `clrprof::query::Estimates`): its figures are
-/// estimates, and the key says how they were made.
+/// estimates, and the key says how they were made. When a trace lost
+/// events, it gets the key `incomplete` (`clrprof::query::Incomplete`).
 pub fn print_json(v: &serde_json::Value) -> Result<()> {
     let mut v = std::borrow::Cow::Borrowed(v);
-    if let Some(e) = ESTIMATES.lock().ok().and_then(|g| g.clone()) {
-        if let serde_json::Value::Object(map) = v.to_mut() {
-            map.entry("estimates").or_insert(e);
+    for (key, slot) in [("estimates", &ESTIMATES), ("incomplete", &INCOMPLETE)] {
+        if let Some(e) = slot.lock().ok().and_then(|g| g.clone()) {
+            if let serde_json::Value::Object(map) = v.to_mut() {
+                map.entry(key).or_insert(e);
+            }
         }
     }
     let s = serde_json::to_string_pretty(&v)?;

@@ -98,6 +98,7 @@ pub fn load(args: &LoadArgs, quiet: bool) -> Result<Loaded> {
         }
     };
     crate::common::note_estimates(&loaded.model, &args.shown(), quiet);
+    crate::common::note_incomplete(&loaded.model, &args.shown());
     Ok(loaded)
 }
 
@@ -141,6 +142,9 @@ pub fn load_source(args: &LoadArgs, source: &LogSource, quiet: bool) -> Result<L
     Ok(Loaded { model, seconds, memory })
 }
 
+/// How many of a trace's import warnings are printed.
+const SHOWN_WARNINGS: usize = 10;
+
 /// Loads a NetTrace (EventPipe) trace or a `.gcdump`: imported into CLRProfiler records,
 /// then loaded as a log; what the import could not do is said on standard
 /// error (unless `quiet`).
@@ -164,8 +168,14 @@ fn load_foreign(args: &LoadArgs, data: &[u8], quiet: bool) -> Result<Loaded> {
             }
         }
         if !quiet {
-            for w in &facts.warnings {
+            // The first ones; a trace that lost events at every turn would
+            // bury the answer under them (their total is said by the
+            // `incomplete` warning).
+            for w in facts.warnings.iter().take(SHOWN_WARNINGS) {
                 eprintln!("clrprof: warning: {}: {w}", path.display());
+            }
+            if facts.warnings.len() > SHOWN_WARNINGS {
+                eprintln!("clrprof: warning: {}: ... and {} more warnings like these", path.display(), facts.warnings.len() - SHOWN_WARNINGS);
             }
         }
     }

@@ -17,6 +17,7 @@ mod cmd_lifetime;
 mod cmd_record;
 mod cmd_record_attached;
 mod cmd_record_sampled;
+mod sampled_stream;
 mod cmd_footprint;
 mod cmd_gen;
 mod cmd_join;

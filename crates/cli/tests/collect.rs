@@ -466,6 +466,7 @@ fn try_hello_as(target: &str, token: &Token, role: Role, session: Option<&str>) 
         spool_from: session.map(|_| 0),
         catch_up: false,
         resume_mac: None,
+        content: Default::default(),
     };
     (&s).write_all(handshake::hello_line(token, &server, &hello).unwrap().as_bytes()).unwrap();
     let mut answer = String::new();

@@ -143,11 +143,13 @@ fn sampled_attach(rt: Runtime) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn sampled_attach_on_net8() {
     sampled_attach(Runtime::Net8);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn sampled_attach_on_core31() {
     sampled_attach(Runtime::Core31);
 }
@@ -155,6 +157,7 @@ fn sampled_attach_on_core31() {
 /// `record --sampled -- dotnet sampled.dll`: the program starts suspended
 /// and runs once the session does; its GC counts are its whole life's.
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn sampled_launch_on_net8() {
     let Some(dn) = dotnet_env() else { return };
     let rt = Runtime::Net8;
@@ -209,7 +212,12 @@ fn retained_of(retained: &Value, parts: &[&str]) -> u64 {
     row["retained"].as_u64().expect("retained")
 }
 
-/// `heap-dump PID --eventpipe` of the graph program: exact counts, root
+/// Whether the capture agent is mapped into process `pid`.
+fn agent_loaded(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| m.contains("libclrprof_agent"))
+}
+
+/// `heap-dump PID` (EventPipe, the default without the agent) of the graph program: exact counts, root
 /// kinds, paths through the cache, and the cache's retained size equal to
 /// the agent's dump of the same heap taken right after.
 fn eventpipe_dump(rt: Runtime) {
@@ -220,8 +228,12 @@ fn eventpipe_dump(rt: Runtime) {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let p = Program::start(dn, rt, &dir, "heapgraph", &args);
     let pid = p.pid.to_string();
-    let d = ok_json(&dir, &["heap-dump", &pid, "--eventpipe", "-o", "ep.nettrace"]);
-    assert_eq!(d["eventpipe"], true);
+    // A process without the agent is dumped over EventPipe by default, and
+    // no profiler is loaded into it.
+    let d = ok_json(&dir, &["heap-dump", &pid, "-o", "ep.nettrace"]);
+    assert_eq!(d["eventpipe"], true, "{rt:?}: {d}");
+    assert_eq!(d["attached"], false, "{rt:?}: {d}");
+    assert!(!agent_loaded(p.pid), "{rt:?}: the default heap-dump loaded the agent");
     assert_eq!(d["dump"]["complete"], true, "{rt:?}: {d}");
     assert_eq!(d["dump"]["lost_events"], 0, "{rt:?}: {d}");
     let ep = dir.join("ep.nettrace");
@@ -251,7 +263,7 @@ fn eventpipe_dump(rt: Runtime) {
     }
     // The agent's dump of the same heap: the cache retains the same bytes.
     let agent_dump = Command::new(env!("CARGO_BIN_EXE_clrprof"))
-        .args(["heap-dump", &pid, "-o", "agent.log", "--json"])
+        .args(["heap-dump", &pid, "--attach", "-o", "agent.log", "--json"])
         .current_dir(&dir)
         .env("CLRPROF_AGENT", &agent)
         .output()
@@ -261,16 +273,222 @@ fn eventpipe_dump(rt: Runtime) {
     let agents = retained_of(&ok_json(&dir, &["dump", "agent.log", "0", "--retained", "--top", "0"]), &["Dictionary", "Marker"]);
     assert_eq!(ours, agents, "{rt:?}: the cache's retained bytes over EventPipe and from the agent");
     assert!(ours >= N * K * 24, "{rt:?}: {ours}");
+    // With the agent loaded, heap-dump uses it; --eventpipe still goes
+    // around it.
+    assert!(agent_loaded(p.pid), "{rt:?}: --attach loaded the agent");
+    let again = ok_json(&dir, &["heap-dump", &pid, "-o", "agent2.log"]);
+    assert_eq!((again["attached"].as_bool(), again["eventpipe"].as_bool()), (Some(false), Some(false)), "{rt:?}: {again}");
+    let forced = ok_json(&dir, &["heap-dump", &pid, "--eventpipe", "-o", "ep2.nettrace"]);
+    assert_eq!(forced["eventpipe"], true, "{rt:?}: {forced}");
+    assert_eq!(forced["dump"]["complete"], true, "{rt:?}: {forced}");
     drop(p);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn eventpipe_dump_on_net8() {
     eventpipe_dump(Runtime::Net8);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn eventpipe_dump_on_core31() {
     eventpipe_dump(Runtime::Core31);
 }
 
+
+/// A `clrprof collect` in `dir`, SIGKILLed when dropped.
+struct Collector {
+    child: Child,
+    target: String,
+}
+
+impl Collector {
+    fn start(dir: &Path, listen: &str) -> Collector {
+        std::fs::create_dir_all(dir).expect("collector dir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+            .args(["collect", "--listen", listen, "--dir"])
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start clrprof collect");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut target = String::new();
+        for _ in 0..2 {
+            let mut line = String::new();
+            out.read_line(&mut line).expect("the collector's first lines");
+            if let Some(t) = line.trim().strip_prefix("CLRPROF_TARGET=") {
+                target = t.to_string();
+            }
+        }
+        assert!(!target.is_empty(), "the collector printed its address");
+        Collector { child, target }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The sessions of the collector in `dir`.
+fn sessions(dir: &Path) -> Vec<Value> {
+    let out = clrprof(dir, &["sessions", "--json", "--dir", dir.to_str().expect("UTF-8")]);
+    serde_json::from_slice::<Value>(&out.stdout).ok().and_then(|v| v.as_array().cloned()).unwrap_or_default()
+}
+
+/// Waits (up to a minute) until `f` gives something.
+fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// `record --sampled --target -- dotnet sampled.dll`: the trace streams
+/// into a real collector with its token. The collector is killed while
+/// the program allocates (the trace goes on in the spool) and started
+/// again on the same address: the client catches it up from the spool,
+/// and the session ends whole, its stored trace the program's truth with
+/// nothing lost, the spool the trace's tail byte for byte.
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn sampled_session_streams_to_a_collector_killed_and_restarted() {
+    let Some(dn) = dotnet_env() else { return };
+    let rt = Runtime::Net8;
+    let dir = dn.app_dir("sampled", rt, &dn.work.join("streamed-net8"));
+    let cdir = dir.join("collector");
+    let _ = std::fs::remove_dir_all(&cdir);
+    let collector = Collector::start(&cdir, "127.0.0.1:0");
+    let target = collector.target.clone();
+    let token = cdir.join("collector.token");
+    let mut record = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["record", "--sampled", "-o", "streamed.nettrace", "--target", &target, "--token-file"])
+        .arg(&token)
+        .arg("--")
+        .arg(dn.host(rt))
+        .args(["sampled.dll", "1", "pause"])
+        .current_dir(&dir)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start record --sampled --target");
+    let mut stdin = record.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(record.stdout.take().expect("stdout"));
+    let mut stderr = record.stderr.take().expect("stderr");
+    assert_eq!(read_json(&mut stdout)["ready"], true);
+    let live = eventually("the live session", || sessions(&cdir).into_iter().find(|s| s["state"] == "live"));
+    let name = live["session"].as_str().expect("name").to_string();
+    assert!(live["log"].as_str().is_some_and(|l| l.ends_with(".nettrace")), "{live}");
+    // The collector goes away; the program allocates meanwhile.
+    drop(collector);
+    writeln!(stdin, "go").expect("go");
+    stdin.flush().expect("flush");
+    let truth = read_json(&mut stdout);
+    // Back on the same address: the spool is sent to it.
+    let again = Collector::start(&cdir, &target);
+    eventually("the session live again", || sessions(&cdir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] == "live"));
+    writeln!(stdin, "end").expect("end");
+    stdin.flush().expect("flush");
+    let status = record.wait().expect("wait for record");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut err).expect("record's stderr");
+    assert!(status.success(), "{err}");
+    assert!(err.contains("caught up from the spool"), "{err}");
+    assert!(!dir.join("streamed.nettrace").exists(), "streamed, not written here");
+    let rec = eventually("the session ended", || sessions(&cdir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] != "live"));
+    assert_eq!(rec["state"], "ended", "{rec}");
+    assert!(rec["spool"].is_null(), "a whole trace names no spool: {rec}");
+    let stored = cdir.join(rec["log"].as_str().expect("log"));
+    let bytes = std::fs::read(&stored).expect("the stored trace");
+    assert_eq!(rec["bytes"].as_u64(), Some(bytes.len() as u64), "{rec}");
+    // Nothing lost: the trace reads to its end without a warning, and
+    // gives the program's own figures.
+    let out = clrprof(&dir, &["stats", stored.to_str().expect("UTF-8")]);
+    let warnings = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !warnings.contains("warning"), "{warnings}");
+    check_sampled(rt, &dir, &stored, &truth);
+    // The spool is the trace from the break on, byte for byte.
+    let spool = err.split("caught up from the spool ").nth(1).and_then(|r| r.split_whitespace().next()).expect("the spool named");
+    let from: usize = err.split("away from byte ").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()).expect("from");
+    assert_eq!(std::fs::read(spool).expect("the spool"), &bytes[from..], "the spool is the trace's tail");
+    assert!(from > 0 && from < bytes.len(), "the break was in the middle: {from} of {}", bytes.len());
+    drop(again);
+}
+
+/// `clrprof ui --collector DIR` shows a sampled session live: opened while
+/// the program runs, its figures (marked as estimates) follow the trace
+/// as it arrives, and once the session ends they are the CLI's on the
+/// stored trace.
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn sampled_session_live_in_the_ui() {
+    let Some(dn) = dotnet_env() else { return };
+    let rt = Runtime::Net8;
+    let dir = dn.app_dir("sampled", rt, &dn.work.join("ui-live-net8"));
+    let cdir = dir.join("collector");
+    let _ = std::fs::remove_dir_all(&cdir);
+    let collector = Collector::start(&cdir, "127.0.0.1:0");
+    let (_ui, base, token) = common::start_ui(&["--collector", cdir.to_str().expect("UTF-8")]);
+    let mut record = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["record", "--sampled", "-q", "--target", &collector.target, "--token-file"])
+        .arg(cdir.join("collector.token"))
+        .arg("--")
+        .arg(dn.host(rt))
+        .args(["sampled.dll", "1", "pause"])
+        .current_dir(&dir)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start record --sampled --target");
+    let mut stdin = record.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(record.stdout.take().expect("stdout"));
+    assert_eq!(read_json(&mut stdout)["ready"], true);
+    let live = eventually("the live session", || sessions(&cdir).into_iter().find(|s| s["state"] == "live"));
+    let name = live["session"].as_str().expect("name").to_string();
+    let (code, listed) = common::http(&base, &token, "GET", "/api/sessions");
+    assert_eq!(code, 200, "{listed}");
+    assert!(listed["sessions"].as_array().is_some_and(|v| v.iter().any(|s| s["record"]["session"] == name.as_str() || s["session"] == name.as_str())), "{listed}");
+    let (code, opened) = common::http(&base, &token, "POST", &format!("/api/session/{name}/open"));
+    assert_eq!(code, 200, "{opened}");
+    let id = opened["log"].as_u64().expect("the session's log id");
+    writeln!(stdin, "go").expect("go");
+    stdin.flush().expect("flush");
+    let truth = read_json(&mut stdout);
+    // While the program waits (the session still live), the page's model
+    // catches up with the trace: the program's GCs, estimates said.
+    let status = |want_live: bool| {
+        let (_, logs) = common::http(&base, &token, "GET", "/api/logs");
+        logs.as_array().and_then(|v| v.iter().find(|l| l["id"] == id).cloned()).filter(|l| l["state"] == "ready" && l["session"]["live"] == want_live)
+    };
+    let seen = eventually("the live session's GCs in the UI", || {
+        let l = status(true)?;
+        let (_, s) = common::http(&base, &token, "GET", &format!("/api/log/{id}/summary"));
+        (s["gen0_collections"] == truth["gc"][0]).then_some((l, s))
+    });
+    assert_eq!(seen.0["estimates"]["method"], "GC/AllocationTick", "{}", seen.0);
+    assert!(seen.0["name"].as_str().is_some_and(|n| n.ends_with(".nettrace")), "{}", seen.0);
+    writeln!(stdin, "end").expect("end");
+    stdin.flush().expect("flush");
+    assert!(record.wait().expect("wait").success());
+    // Ended: the page's figures are the CLI's on the stored trace.
+    let rec = eventually("the session ended", || sessions(&cdir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] == "ended"));
+    let stored = cdir.join(rec["log"].as_str().expect("log"));
+    eventually("the UI's model of the ended session", || status(false));
+    let cli = ok_json(&dir, &["summary", stored.to_str().expect("UTF-8")]);
+    let (_, ui_summary) = common::http(&base, &token, "GET", &format!("/api/log/{id}/summary"));
+    for key in ["allocated_bytes", "gen0_collections", "gen1_collections", "gen2_collections", "final_heap_bytes"] {
+        assert_eq!(ui_summary[key], cli[key], "{key}: UI {ui_summary} CLI {cli}");
+    }
+    drop(collector);
+}

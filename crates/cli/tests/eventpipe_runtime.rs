@@ -128,11 +128,13 @@ fn check(rt: Runtime) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn net8_trace_tells_the_programs_truth() {
     check(Runtime::Net8);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn core31_trace_tells_the_programs_truth() {
     check(Runtime::Core31);
 }
@@ -142,6 +144,7 @@ fn core31_trace_tells_the_programs_truth() {
 /// allocation in it, none after), warns that the trace is cut short, and
 /// the model loads.
 #[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn net8_trace_cut_anywhere_loads_what_it_has() {
     let Some(dn) = dotnet_env() else { return };
     let (trace, _) = traced(dn, Runtime::Net8, "cut");

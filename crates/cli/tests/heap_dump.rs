@@ -777,7 +777,7 @@ fn clear_errors() {
     let dir = app_dir(dn, "heapgraph", Runtime::Net8, "errors");
     let p = Program::start(dn, Runtime::Net8, &dir, &["2", "2", "2", "2"], &[]);
     let pid = p.pid.to_string();
-    let e = err(&["heap-dump", &pid]);
+    let e = err(&["heap-dump", &pid, "--attach"]);
     assert!(e.contains("the capture agent is not at /nonexistent/libclrprof_agent.so"), "{e}");
     let (_, status) = p.finish();
     assert_eq!(status.code(), Some(3));
@@ -891,7 +891,7 @@ fn planted_sockets_are_refused() {
             .expect("ln -s as the other user");
         assert!(planted.success());
     }
-    let status = heap_dump(&shared, b.pid, &[]);
+    let status = heap_dump(&shared, b.pid, &["--attach"]);
     assert_eq!(status["attached"], true, "{status}");
     let log = PathBuf::from(status["dump"]["log"].as_str().expect("the dump's file"));
     assert!(log.file_name().is_some_and(|n| n.to_string_lossy().ends_with("_2.log")), "{}", log.display());

@@ -32,6 +32,7 @@ fn agent(target: &str, token: &Token, id: u32, megabytes: usize) -> Result<u64, 
         spool_from: None,
         catch_up: false,
         resume_mac: None,
+        content: Default::default(),
     };
     w.write_all(handshake::hello_line(token, &server, &hello).map_err(|e| e.to_string())?.as_bytes()).map_err(|e| e.to_string())?;
     line.clear();

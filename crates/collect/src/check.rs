@@ -64,6 +64,7 @@ pub(crate) fn tool_hello(role: Role) -> Result<(clrprof_wire::Nonce, Hello), Col
         spool_from: None,
         catch_up: false,
         resume_mac: None,
+        content: Default::default(),
     };
     Ok((nonce, hello))
 }

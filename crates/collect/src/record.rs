@@ -14,6 +14,7 @@
 
 use crate::files::{self, Access, OpenError};
 use crate::CollectError;
+use clrprof_wire::Content;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -99,14 +100,32 @@ pub fn record_path(dir: &Path, session: &str) -> PathBuf {
     dir.join(format!("{session}.json"))
 }
 
-/// The log's path for a session.
+/// The log's path for a session of log text (the agent's).
 pub fn log_path(dir: &Path, session: &str) -> PathBuf {
     dir.join(format!("{session}.log"))
 }
 
+/// The path of the file a session's record names (`<session>.log`, or
+/// `<session>.nettrace` for a trace); `None` when the record names
+/// anything but a file of its own session in `dir`.
+pub fn data_path(dir: &Path, rec: &SessionRecord) -> Option<PathBuf> {
+    let ok = [Content::Log, Content::NetTrace].iter().any(|c| rec.log == format!("{}.{}", rec.session, c.extension()));
+    (ok && is_session_name(&rec.session)).then(|| dir.join(&rec.log))
+}
+
+/// What a session's stored file holds, by the name its record gives it.
+pub fn content_of(rec: &SessionRecord) -> Content {
+    if rec.log.ends_with(".nettrace") {
+        Content::NetTrace
+    } else {
+        Content::Log
+    }
+}
+
 /// Creates a new, empty log file for `program`/`pid` at the present time
-/// and gives its session name and the open file.
-pub fn create_log(dir: &Path, program: &str, pid: u32) -> Result<(String, std::fs::File), CollectError> {
+/// and gives its session name and the open file: `<session>.log`, or
+/// `<session>.nettrace` for a trace.
+pub fn create_log(dir: &Path, program: &str, pid: u32, content: Content) -> Result<(String, std::fs::File), CollectError> {
     let stamp = chrono::Utc::now().format("%Y%m%d_%H%M%S");
     let base = format!("{}_{pid}_{stamp}", safe_name(program));
     for n in 1..10_000u32 {
@@ -115,7 +134,7 @@ pub fn create_log(dir: &Path, program: &str, pid: u32) -> Result<(String, std::f
         if taken(record_path(dir, &name)) || taken(crate::key_file::key_path(dir, &name)) {
             continue;
         }
-        match files::create_new(&log_path(dir, &name)) {
+        match files::create_new(&dir.join(format!("{name}.{}", content.extension()))) {
             Ok(f) => return Ok((name, f)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(CollectError::Io { what: format!("cannot create a log in {}", dir.display()), source: e }),
@@ -205,7 +224,7 @@ fn list_by(dir: &Path, owner: Option<u32>, mut refused: impl FnMut(String)) -> R
                 if r.state == SessionState::Live {
                     // The record is rewritten at the end; meanwhile the log
                     // (whole lines, written as they arrive) says how far it is.
-                    if let Ok(m) = std::fs::symlink_metadata(log_path(dir, stem)) {
+                    if let Ok(m) = std::fs::symlink_metadata(data_path(dir, &r).unwrap_or_else(|| log_path(dir, stem))) {
                         if m.file_type().is_file() {
                             r.bytes = m.len();
                         }
@@ -239,10 +258,15 @@ pub fn close_stale(dir: &Path) -> Result<Vec<String>, CollectError> {
         if r.state != SessionState::Live || !is_session_name(&r.session) {
             continue;
         }
-        let path = log_path(dir, &r.session);
+        let path = data_path(dir, &r).unwrap_or_else(|| log_path(dir, &r.session));
         let cut = match files::open_existing(&path, Access::Append, Some(files::euid())) {
             Ok(f) => {
-                let whole = whole_lines_len_of(&f).unwrap_or(0);
+                // A log is cut back to whole lines; a trace's bytes are
+                // kept as stored (its reader stops at the last whole block).
+                let whole = match content_of(&r) {
+                    Content::Log => whole_lines_len_of(&f).unwrap_or(0),
+                    Content::NetTrace => f.metadata().map(|m| m.len()).unwrap_or(0),
+                };
                 let len = r.spool_from.map_or(whole, |from| from.min(whole));
                 let _ = f.set_len(len);
                 Ok(len)
@@ -305,8 +329,8 @@ mod tests {
     #[test]
     fn names_never_overwrite() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, _) = create_log(dir.path(), "my app/../x", 7).unwrap();
-        let (b, _) = create_log(dir.path(), "my app/../x", 7).unwrap();
+        let (a, _) = create_log(dir.path(), "my app/../x", 7, Content::Log).unwrap();
+        let (b, _) = create_log(dir.path(), "my app/../x", 7, Content::Log).unwrap();
         assert_ne!(a, b);
         assert!(a.starts_with("my_app_.._x_7_"), "{a}");
         assert!(is_session_name(&a) && is_session_name(&b));
@@ -317,7 +341,7 @@ mod tests {
     #[test]
     fn stale_live_records_are_cut_to_whole_lines() {
         let dir = tempfile::tempdir().unwrap();
-        let (s, _) = create_log(dir.path(), "p", 1).unwrap();
+        let (s, _) = create_log(dir.path(), "p", 1, Content::Log).unwrap();
         std::fs::write(log_path(dir.path(), &s), "a 1\nb 2\nc hal").unwrap();
         let rec = SessionRecord {
             session: s.clone(),

@@ -33,7 +33,7 @@ use crate::record::{self, SessionRecord, SessionState};
 use crate::registry::{Live, ReplyTo};
 use crate::server::{Handshaken, Reader, Writer};
 use clrprof_wire::frame::{small_frame, HEADER};
-use clrprof_wire::{handshake, Command, FrameHeader, FrameKind, WireError};
+use clrprof_wire::{handshake, Command, Content, FrameHeader, FrameKind, WireError};
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -49,7 +49,7 @@ enum Outcome {
 fn new_record(c: &Handshaken, session: &str) -> SessionRecord {
     SessionRecord {
         session: session.to_string(),
-        log: format!("{session}.log"),
+        log: format!("{session}.{}", c.hello.content.extension()),
         pid: c.hello.pid,
         program: c.hello.program.chars().take(256).collect(),
         runtime: c.hello.runtime.chars().take(64).collect(),
@@ -103,11 +103,13 @@ async fn read_header(r: &mut Reader) -> Result<Option<FrameHeader>, String> {
     FrameHeader::parse(h).map(Some).map_err(|e: WireError| format!("protocol error: {e}"))
 }
 
-/// Reads frames until the stream ends; writes whole lines to `file`.
+/// Reads frames until the stream ends; writes whole lines to `file` (with
+/// `whole_lines`: log text), or every byte as it comes (a trace).
 async fn read_loop(
     r: &mut Reader,
     file: &mut std::fs::File,
     stored: &mut u64,
+    whole_lines: bool,
     max_line: usize,
     acks: &watch::Sender<u64>,
     pending: &Pending,
@@ -128,8 +130,10 @@ async fn read_loop(
                     buf.truncate(old);
                     return Outcome::Cut(format!("closed in the middle of a data frame ({e}){}", unfinished(buf.len())));
                 }
-                if let Some(nl) = buf[old..].iter().rposition(|&b| b == b'\n') {
-                    let end = old + nl + 1;
+                // Log text is stored in whole lines; a trace's bytes as
+                // they come.
+                let cut = if whole_lines { buf[old..].iter().rposition(|&b| b == b'\n').map(|nl| old + nl + 1) } else { Some(buf.len()) };
+                if let Some(end) = cut.filter(|&e| e > 0) {
                     if let Err(e) = file.write_all(&buf[..end]) {
                         return Outcome::Cut(format!("cannot write the log: {e}"));
                     }
@@ -187,9 +191,10 @@ async fn serve(mut c: Handshaken, name: &str, file: &mut std::fs::File, rec: &mu
             let Handshaken { mut reader, writer, .. } = c;
             let (ack_tx, ack_rx) = watch::channel(rec.bytes);
             let pending: Pending = Arc::default();
+            let whole_lines = record::content_of(rec) == Content::Log;
             let w = tokio::spawn(write_loop(writer, ack_rx, cmd_rx, Arc::clone(&pending)));
             let outcome = tokio::select! {
-                o = read_loop(&mut reader, file, &mut rec.bytes, ctx.opts.max_line, &ack_tx, &pending) => o,
+                o = read_loop(&mut reader, file, &mut rec.bytes, whole_lines, ctx.opts.max_line, &ack_tx, &pending) => o,
                 _ = cancel.notified() => Outcome::Cut("the agent reconnected to say its stream broke".into()),
             };
             // On a clean end the agent gets its last acknowledgement
@@ -236,7 +241,7 @@ fn said_end(name: &str, rec: &SessionRecord) {
 pub(crate) async fn stream(c: Handshaken) {
     let dir = c.ctx.opts.dir.clone();
     let on_ended = c.ctx.opts.on_ended.clone();
-    let (name, mut file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
+    let (name, mut file) = match record::create_log(&dir, &c.hello.program, c.hello.pid, c.hello.content) {
         Ok(x) => x,
         Err(e) => {
             crate::say!("clrprof collect: session from {}: {e}", c.peer);
@@ -371,7 +376,14 @@ pub(crate) async fn resume(mut c: Handshaken) {
             return;
         }
     };
-    let path = record::log_path(&dir, &name);
+    if record::content_of(&rec) != c.hello.content {
+        c.ctx.refusals.log(&c.peer, &format!("resume of session {name} with other content than it began with"));
+        return;
+    }
+    let Some(path) = record::data_path(&dir, &rec) else {
+        c.ctx.refusals.log(&c.peer, &format!("resume of session {name}: its record names no file of its own"));
+        return;
+    };
     let (file, len) = match files::open_existing(&path, Access::Append, Some(files::euid())) {
         Ok(f) => {
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -436,7 +448,7 @@ pub(crate) async fn spooled(mut c: Handshaken) {
         c.ctx.refusals.log(&c.peer, "spooled without a spool path");
         return;
     };
-    let (name, file) = match record::create_log(&dir, &c.hello.program, c.hello.pid) {
+    let (name, file) = match record::create_log(&dir, &c.hello.program, c.hello.pid, c.hello.content) {
         Ok(x) => x,
         Err(e) => {
             crate::say!("clrprof collect: {e}");

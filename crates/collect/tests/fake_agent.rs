@@ -91,6 +91,7 @@ pub fn hello(role: Role, pid: u32, program: &str, nonce: &Nonce) -> Hello {
         spool_from: None,
         catch_up: false,
         resume_mac: None,
+        content: Default::default(),
     }
 }
 

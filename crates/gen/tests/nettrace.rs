@@ -145,7 +145,7 @@ fn a_tick_per_object_is_the_log_s_allocations() {
     let opts = GenOptions { objects: 60_000, ..Preset::Tiny.options() };
     // Small blocks and regions: many blocks, stacks re-interned after
     // every sequence point.
-    let nt = NetTraceOptions { tick_bytes: 0, writer: WriterOptions { block_bytes: 8 * 1024, sequence_point_bytes: 256 * 1024 } };
+    let nt = NetTraceOptions { tick_bytes: 0, writer: WriterOptions { block_bytes: 8 * 1024, sequence_point_bytes: 256 * 1024 }, lose_every: 0 };
     let (trace, report, truth) = both(&opts, &nt);
     assert!(report.writer.sequence_points >= 10, "{report:?}");
     let s = read(&trace, 8);

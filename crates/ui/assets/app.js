@@ -70,6 +70,11 @@ async function render() {
     box.append(CP.el('p', { class: 'estimates', 'data-estimates': log.estimates.method },
       CP.el('strong', {}, 'Estimates. '), `${log.format || 'A trace'}: ${log.estimates.note}.`));
   }
+  // A trace whose runtime dropped events: every view says what is missing.
+  if (needsLog && log && log.incomplete) {
+    box.append(CP.el('p', { class: 'incomplete', 'data-lost-events': String(log.incomplete.lost_events) },
+      CP.el('strong', {}, 'Incomplete. '), `${log.format || 'A trace'}: ${log.incomplete.note}.`));
+  }
   try {
     await fn(box, CP.state.route.params, () => gen === CP.state.generation);
   } catch (e) {

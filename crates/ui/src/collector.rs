@@ -77,7 +77,7 @@ impl SessionDir {
         if rec.session != name {
             return Err(missing());
         }
-        let log = record::log_path(&self.dir, name);
+        let log = record::data_path(&self.dir, &rec).ok_or_else(missing)?;
         if !std::fs::symlink_metadata(&log).is_ok_and(|m| m.file_type().is_file()) {
             return Err(ApiError::not_found(format!("session {name:?} has no log file")));
         }

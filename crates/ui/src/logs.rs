@@ -201,6 +201,10 @@ pub struct LogStatus {
     /// estimates and how they were made (every view says so).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub estimates: Option<clrprof::query::Estimates>,
+    /// For a trace whose runtime dropped events, once ready: how many, and
+    /// what that means (every view says so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<clrprof::query::Incomplete>,
     /// The file's format when it is not a CLRProfiler log ("NetTrace
     /// (Trace object version 4)", "gcdump ..."), once ready.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -314,7 +318,10 @@ impl LogSet {
         if let Some(k) = slots.iter().position(|s| s.session.as_deref() == Some(name)) {
             return Ok((LogId(k as u32), false));
         }
-        slots.push(Arc::new(LogSlot::new(format!("{name}.log"), Some(path), Some(name.to_string()), State::Loading)));
+        // The stored file's name: `<session>.log`, or `<session>.nettrace`
+        // for a sampled session.
+        let shown = path.file_name().map_or_else(|| format!("{name}.log"), |f| f.to_string_lossy().into_owned());
+        slots.push(Arc::new(LogSlot::new(shown, Some(path), Some(name.to_string()), State::Loading)));
         Ok((LogId(slots.len() as u32 - 1), true))
     }
 
@@ -335,6 +342,7 @@ impl LogSet {
                     error: None,
                     dumps: None,
                     estimates: None,
+                    incomplete: None,
                     format: None,
                     session: s.session.as_ref().map(|name| SessionStatus {
                         name: name.clone(),
@@ -355,6 +363,7 @@ impl LogSet {
                             st.from_cache = l.from_cache;
                             st.dumps = Some(l.model.heap_dumps().dumps().len());
                             st.estimates = clrprof::query::estimates(&l.model);
+                            st.incomplete = clrprof::query::incomplete(&l.model);
                             st.format = l.model.imported().map(|f| f.format.clone());
                         }
                         State::Failed(e) => {
@@ -428,7 +437,10 @@ impl LogSet {
             let (Some(name), Some(path)) = (&slot.session, &slot.path) else { continue };
             let record = state_of(name);
             let live = record.as_deref() == Some("live");
-            let whole = match clrprof_collect::record::whole_lines_len(path) {
+            // A trace is read whole each time (its reader stops at the
+            // last complete block); a log up to its last whole line.
+            let trace = path.extension().is_some_and(|e| e == "nettrace");
+            let whole = match if trace { std::fs::metadata(path).map(|m| m.len()) } else { clrprof_collect::record::whole_lines_len(path) } {
                 Ok(n) => n,
                 Err(e) => {
                     if !slot.is_ready() {
@@ -451,7 +463,13 @@ impl LogSet {
             // cache, so that it opens at once the next time (and for the
             // commands). A live one is read up to its last whole line.
             let finished = !live && std::fs::metadata(path).is_ok_and(|m| m.len() == whole);
-            let loaded = if finished { finish_session(slot, path, whole, options) } else { read_growing(slot, path, whole, options) };
+            let loaded = if finished {
+                finish_session(slot, path, whole, options)
+            } else if trace {
+                read_growing_trace(slot, path, whole, options)
+            } else {
+                read_growing(slot, path, whole, options)
+            };
             match loaded {
                 Ok(l) => {
                     slot.set_state(State::Ready(l));
@@ -529,6 +547,25 @@ fn read_growing(slot: &LogSlot, path: &Path, upto: u64, options: &LoadOptions) -
     let read = g.catch_up(path, upto, options, |done| slot.done.store(done, Ordering::Relaxed))?;
     let model = g.model()?;
     slot.read_bytes.store(read, Ordering::Relaxed);
+    Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())))
+}
+
+/// A live session's trace (`.nettrace`, streamed by `clrprof record
+/// --sampled`), read again whole up to its first `upto` bytes: the import
+/// needs every method event before the allocations it names, and a
+/// sampled trace is small (its events are samples). The reader stops at
+/// the last complete block.
+fn read_growing_trace(slot: &LogSlot, path: &Path, upto: u64, options: &LoadOptions) -> Result<Arc<LoadedLog>, String> {
+    let start = std::time::Instant::now();
+    let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let data = &data[..(upto as usize).min(data.len())];
+    slot.total.store(data.len() as u64, Ordering::Relaxed);
+    let model = match model::load_foreign(data, options, |_| {}) {
+        Some(m) => m.map_err(|e| e.to_string())?,
+        None => return Err(format!("{} is not a NetTrace trace", path.display())),
+    };
+    slot.done.store(data.len() as u64, Ordering::Relaxed);
+    slot.read_bytes.store(data.len() as u64, Ordering::Relaxed);
     Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())))
 }
 

@@ -182,8 +182,17 @@ fn at_the_cap_a_new_connection_closes_the_one_idle_the_longest_and_never_a_respo
         assert_eq!(r.status, 200, "connection {i}");
         kept.push(c);
     }
-    // Each new connection closed an older idle one: the cap holds.
-    let closed = kept.iter().filter(|c| is_closed(c)).count();
+    // Each new connection closed an older idle one: the cap holds. (The
+    // server closes them as it accepts the next ones; on a loaded machine
+    // the last close may come a moment after the last answer.)
+    let waited = std::time::Instant::now();
+    let closed = loop {
+        let closed = kept.iter().filter(|c| is_closed(c)).count();
+        if closed >= kept.len() - 3 || waited.elapsed() > PATIENCE {
+            break closed;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     assert!(closed >= kept.len() - 3, "{closed} of {} closed", kept.len());
     // The response in progress arrives whole.
     let r = read_response(&mut s);

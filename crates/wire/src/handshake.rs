@@ -7,8 +7,9 @@
 //! ```
 //!
 //! The fields are `key=value` pairs separated by tabs (`role`, `nonce`,
-//! `pid`, `program`, `runtime`, and for a resume `session`, `spool`,
-//! `spool_from`, `resume_mac`); a value escapes `\\`, tab, newline and
+//! `pid`, `program`, `runtime`, `content` when the stream is not log
+//! text, and for a resume `session`, `spool`, `spool_from`, `resume_mac`);
+//! a value escapes `\\`, tab, newline and
 //! carriage return as `\\`, `\t`, `\n`, `\r`. Written and read by hand, so
 //! that the agent links no serialization crate.
 //!
@@ -123,6 +124,46 @@ pub struct Hello {
     /// For `resume`: the proof that the client is the session's agent,
     /// 64 hex digits ([`resume_mac`]; set by [`sign_resume`]).
     pub resume_mac: Option<String>,
+    /// What the stream's bytes are: CLRProfiler log text (the agent's), or
+    /// a NetTrace (an EventPipe session's, `clrprof record --sampled`).
+    pub content: Content,
+}
+
+/// What a stream's bytes are, and so how the collector stores them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Content {
+    /// CLRProfiler log text, stored in whole lines (`<session>.log`).
+    #[default]
+    Log,
+    /// A NetTrace (EventPipe) trace, stored byte for byte as it comes
+    /// (`<session>.nettrace`).
+    NetTrace,
+}
+
+impl Content {
+    /// The word sent in the `content` field (absent for [`Content::Log`]).
+    pub fn word(self) -> &'static str {
+        match self {
+            Content::Log => "log",
+            Content::NetTrace => "nettrace",
+        }
+    }
+
+    /// The stored file's extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Content::Log => "log",
+            Content::NetTrace => "nettrace",
+        }
+    }
+
+    fn parse(word: &str) -> Result<Content, WireError> {
+        match word {
+            "log" => Ok(Content::Log),
+            "nettrace" => Ok(Content::NetTrace),
+            _ => Err(WireError::Field { field: "content", expected: "log or nettrace" }),
+        }
+    }
 }
 
 fn escape(value: &str, out: &mut String) {
@@ -173,6 +214,9 @@ impl Hello {
         field("pid", &self.pid.to_string());
         field("program", &self.program);
         field("runtime", &self.runtime);
+        if self.content != Content::Log {
+            field("content", self.content.word());
+        }
         if let Some(v) = &self.session {
             field("session", v);
         }
@@ -206,6 +250,7 @@ impl Hello {
             spool_from: None,
             catch_up: false,
             resume_mac: None,
+            content: Content::Log,
         };
         for pair in text.split('\t') {
             let (key, value) = pair.split_once('=').ok_or(WireError::Field { field: "hello", expected: "key=value pairs" })?;
@@ -229,6 +274,7 @@ impl Hello {
                     }
                 }
                 "resume_mac" => h.resume_mac = Some(unescape(value, "resume_mac")?),
+                "content" => h.content = Content::parse(value)?,
                 _ => {}
             }
         }
@@ -345,6 +391,7 @@ mod tests {
             spool_from: None,
             catch_up: false,
             resume_mac: None,
+            content: Content::Log,
         }
     }
 
@@ -386,6 +433,14 @@ mod tests {
         let text = h.encode();
         assert!(text.ends_with(&format!("\tresume_mac={}", to_hex(&[0xcd; 32]))), "{text}");
         assert_eq!(Hello::decode(&text).unwrap(), h);
+        // A stream's content: absent for log text, `content=nettrace` for
+        // a trace; an unknown word is refused.
+        assert!(!text.contains("content"), "{text}");
+        h.content = Content::NetTrace;
+        let text = h.encode();
+        assert!(text.contains("\tcontent=nettrace"), "{text}");
+        assert_eq!(Hello::decode(&text).unwrap(), h);
+        assert!(Hello::decode("role=stream\tcontent=pcap").is_err());
         assert!(Hello::decode("role=resume\tcatch_up=yes").is_err());
         assert!(!Hello::decode("role=resume\tcatch_up=0").unwrap().catch_up);
         assert!(Hello::decode("nonce=00").is_err());

@@ -49,5 +49,5 @@ pub mod token;
 pub use command::Command;
 pub use error::WireError;
 pub use frame::{FrameHeader, FrameKind};
-pub use handshake::{Hello, Role};
+pub use handshake::{Content, Hello, Role};
 pub use token::{Nonce, SessionKey, Token};

@@ -154,13 +154,15 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
     if let Some(err) = read_error {
         warnings.push(format!("the events stop at an error: {err}"));
     }
-    for (name, count) in &w.undecodable {
-        warnings.push(format!("{count} {name} event(s) could not be decoded and were left out"));
-    }
+    // The reader's warnings in the trace's order; the undecodable kinds
+    // (counted in a map) by name, for the same text on every run.
+    let mut undecodable: Vec<String> =
+        w.undecodable.iter().map(|(name, count)| format!("{count} {name} event(s) could not be decoded and were left out")).collect();
+    undecodable.sort();
+    warnings.extend(undecodable);
     if w.snapshot.stray_edges > 0 {
         warnings.push(format!("{} heap-walk edge(s) came with no node and were left out", w.snapshot.stray_edges));
     }
-    warnings.sort();
     let facts = TraceFacts {
         format: format!("NetTrace (Trace object version {})", header.version),
         process_id: Some(header.process_id),

@@ -53,3 +53,53 @@ pub fn chromium() -> std::path::PathBuf {
 pub fn has_node() -> bool {
     Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success())
 }
+
+/// One HTTP/1.1 request to the UI at `base` (`http://HOST:PORT`) with its
+/// token; gives the status code and the body as JSON.
+pub fn http(base: &str, token: &str, method: &str, path: &str) -> (u16, serde_json::Value) {
+    use std::io::{Read, Write};
+    let host = base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(host).expect("connect to the UI");
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: {host}\r\nx-clrprof-token: {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").expect("request");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("response");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response");
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).expect("a status");
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        // Chunks: a hex size line, the bytes, CRLF; a 0 size ends.
+        let mut out = String::new();
+        let mut rest = body;
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            out.push_str(&after[..n]);
+            rest = &after[n + 2..];
+        }
+        out
+    } else {
+        body.to_string()
+    };
+    (status, serde_json::from_str(&body).unwrap_or(serde_json::Value::Null))
+}
+
+/// `clrprof ui ARGS... --listen 127.0.0.1:0 --quiet` (logs, or
+/// `--collector DIR`), killed when dropped, with its address
+/// (`http://HOST:PORT`) and token.
+pub fn start_ui(args: &[&str]) -> (Killed, String, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .arg("ui")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0", "--quiet"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start clrprof ui");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("the UI's address");
+    let url = first.trim().strip_prefix("clrprof ui: open ").unwrap_or_else(|| panic!("{first:?}")).to_string();
+    let (base, token) = url.split_once("/?token=").expect("address and token");
+    (Killed(child), base.to_string(), token.to_string())
+}

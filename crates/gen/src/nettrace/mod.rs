@@ -63,11 +63,15 @@ pub struct NetTraceOptions {
     pub tick_bytes: u64,
     /// Block sizes and sequence points.
     pub writer: WriterOptions,
+    /// Every this many events one is dropped, its sequence number left as
+    /// a gap, as the runtime drops events when its buffers are full (0:
+    /// none): a trace whose readers must report lost events.
+    pub lose_every: u64,
 }
 
 impl Default for NetTraceOptions {
     fn default() -> Self {
-        NetTraceOptions { tick_bytes: 100_000, writer: WriterOptions::default() }
+        NetTraceOptions { tick_bytes: 100_000, writer: WriterOptions::default(), lose_every: 0 }
     }
 }
 
@@ -132,7 +136,8 @@ pub fn generate_nettrace<W: Write + Send>(opts: &GenOptions, nt: &NetTraceOption
     std::thread::scope(|s| {
         let program = &program;
         let writer = s.spawn(move || -> Result<(W, NetTraceReport), GenError> {
-            let w = NetTraceWriter::new(out, &info, nt.writer)?;
+            let mut w = NetTraceWriter::new(out, &info, nt.writer)?;
+            w.lose_every(nt.lose_every);
             let tracer =
                 stage::Tracer::new(w, program, opts.pointer_bits, nt.tick_bytes, opts.alloc_rate_mb_per_s, info.sync_time_qpc.0);
             let (w, counts) = tracer.run(rx, recycle_tx)?;

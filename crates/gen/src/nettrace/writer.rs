@@ -114,6 +114,9 @@ pub struct EventOut<'a> {
 pub struct WriterStats {
     /// Bytes of trace.
     pub bytes: u64,
+    /// Events dropped on purpose ([`NetTraceWriter::lose_every`]): their
+    /// sequence numbers are gaps in the trace.
+    pub lost: u64,
     /// Events (not counting metadata records).
     pub events: u64,
     /// Metadata records.
@@ -253,6 +256,11 @@ pub struct NetTraceWriter<W: Write> {
     since_sp: u64,
     scratch: Vec<u8>,
     stats: WriterStats,
+    /// Every this many events one is dropped after taking its sequence
+    /// number, as the runtime drops events when its buffers are full (0:
+    /// none); `offered` counts the events given to [`NetTraceWriter::event`].
+    lose_every: u64,
+    offered: u64,
 }
 
 impl<W: Write> NetTraceWriter<W> {
@@ -278,6 +286,8 @@ impl<W: Write> NetTraceWriter<W> {
             since_sp: 0,
             scratch: Vec::new(),
             stats: WriterStats::default(),
+            lose_every: 0,
+            offered: 0,
         };
         let mut h = Vec::with_capacity(128);
         h.extend_from_slice(b"Nettrace");
@@ -331,10 +341,18 @@ impl<W: Write> NetTraceWriter<W> {
         if self.since_sp >= self.opts.sequence_point_bytes {
             self.sequence_point()?;
         }
-        let stack = self.intern(e.stack);
         let ts = e.timestamp.0.max(self.last_ts);
         self.last_ts = ts;
         let seq = self.next_sequence(e.thread.0);
+        self.offered += 1;
+        if self.lose_every > 0 && self.offered % self.lose_every == 0 {
+            // Lost: its sequence number is taken and never written, so the
+            // next event of the thread (or the next sequence point) shows
+            // the gap a reader reports.
+            self.stats.lost += 1;
+            return Ok(());
+        }
+        let stack = self.intern(e.stack);
         let before = self.events.body.len();
         self.events.blob(e.kind.0, seq, e.thread.0, e.processor, e.thread.0, stack.0, ts, e.payload);
         self.since_sp += (self.events.body.len() - before) as u64;
@@ -343,6 +361,12 @@ impl<W: Write> NetTraceWriter<W> {
             self.flush()?;
         }
         Ok(())
+    }
+
+    /// Drops every `n`th event from now on (0: none), as a runtime whose
+    /// buffers are full does: a trace to test how readers report losses.
+    pub fn lose_every(&mut self, n: u64) {
+        self.lose_every = n;
     }
 
     fn next_sequence(&mut self, thread: u64) -> u32 {

@@ -9,12 +9,22 @@
 //! (or why it gave up), and while the program runs its memory maps are
 //! watched for the runtime (`libcoreclr.so`). From those it tells "not a
 //! .NET program" from "the runtime did not load the agent".
+//!
+//! A bare assembly gets what the `dotnet` host needs to run it: `app.dll`
+//! alone is run as `dotnet app.dll`, and a missing `app.runtimeconfig.json`
+//! is written for the host's runtime ([`dotnet_app`]). The program's
+//! standard error passes through a pipe that is watched for the runtime's
+//! start-up failures `record` can explain, such as a missing ICU library
+//! ([`startup_failure`]).
 
 use anyhow::{bail, Context, Result};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, ExitStatus};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::Duration;
+
+mod dotnet_app;
+mod startup_failure;
 
 /// The agent's file name.
 const AGENT_FILE: &str = "libclrprof_agent.so";
@@ -105,6 +115,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         return crate::cmd_record_attached::run(pid, &args);
     }
     let agent = find_agent(args.agent.as_deref())?;
+    let command = dotnet_app::command_for(&args.command)?;
     // Without --output the agent names the log itself (its process id is
     // part of the name); the status line says which name it took.
     let given = args.output.as_deref().map(absolute).transpose()?;
@@ -122,12 +133,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
             bail!("cannot write {}: it is a directory", p.display());
         }
     }
-    let spool_default = dir.join(default_name(&args.command, &local_timestamp()).replace(".log", ".spool.log"));
+    let spool_default = dir.join(default_name(&command, &local_timestamp()).replace(".log", ".spool.log"));
     // The agent writes this file only if it starts.
     let status_file = StatusFile::new()?;
 
-    let mut cmd = Command::new(&args.command[0]);
-    cmd.args(&args.command[1..])
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..])
         .env("CORECLR_ENABLE_PROFILING", "1")
         .env("CORECLR_PROFILER", PROFILER_GUID)
         .env("CORECLR_PROFILER_PATH", &agent)
@@ -158,9 +169,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
         };
         cmd.env("CLRPROF_TARGET", target).env("CLRPROF_TOKEN", token.to_hex()).env("CLRPROF_SPOOL", &spool);
     }
-    let shown = args.command[0].to_string_lossy().into_owned();
-    let child = cmd.spawn().with_context(|| format!("cannot start {shown}"))?;
+    let hosted = dotnet_app::HostedApp::parse(&command);
+    if let Some(app) = &hosted {
+        if let dotnet_app::ConfigOutcome::Written { path, version, host } = dotnet_app::ensure_config(app)? {
+            if !args.quiet {
+                eprintln!(
+                    "clrprof record: {} had no runtimeconfig.json, which `dotnet` needs to run it; wrote {} for \
+                     Microsoft.NETCore.App {version}, the newest runtime of {} (delete it to run the program on another runtime)",
+                    app.app.display(),
+                    path.display(),
+                    host.display()
+                );
+            }
+        }
+    }
+    let shown = command[0].to_string_lossy().into_owned();
+    let mut child = cmd.stderr(Stdio::piped()).spawn().with_context(|| format!("cannot start {shown}"))?;
+    let relay = child.stderr.take().map(startup_failure::Relay::start);
     let (status, saw_runtime) = wait_watching(child)?;
+    let seen = relay.map(startup_failure::Relay::finish).unwrap_or_default();
     let report = std::fs::read_to_string(&status_file.0).ok();
     let code = exit_code(&status);
     // The log the agent wrote: its status names it.
@@ -172,6 +199,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let log_bytes = std::fs::metadata(&output).map(|m| m.len()).ok();
 
     match report.as_deref().map(str::trim) {
+        Some(line) if line.starts_with("ok") && seen.no_icu && !status.success() => {
+            eprintln!("clrprof record: {shown} exited with {}; {}", describe(&status), no_icu_advice());
+            if args.target.is_none() {
+                eprintln!(
+                    "clrprof record: wrote {} ({} bytes) before the runtime stopped the program",
+                    output.display(),
+                    log_bytes.unwrap_or(0)
+                );
+            }
+            Ok(ExitCode::from(failure(code)))
+        }
         Some(line) if line.starts_with("ok") && args.target.is_some() => {
             if !args.quiet {
                 let field = |k: &str| line.split(' ').find_map(|w| w.strip_prefix(k)).map(str::to_string);
@@ -223,6 +261,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
             );
             Ok(ExitCode::from(failure(code)))
         }
+        None if seen.no_framework && !status.success() => {
+            let config = hosted.as_ref().map_or("the app's runtimeconfig.json".to_string(), |a| a.config_path().display().to_string());
+            eprintln!(
+                "clrprof record: the `dotnet` host did not start the program: {config} asks for a runtime this \
+                 `dotnet` does not have (the host's message above lists the ones it has); run the program with the \
+                 `dotnet` of that runtime, or delete {config} and record again to have one written for this `dotnet`; \
+                 no log was written"
+            );
+            Ok(ExitCode::from(failure(code)))
+        }
+        None if seen.no_icu && !status.success() => {
+            eprintln!("clrprof record: {shown} exited with {}; {}; no log was written", describe(&status), no_icu_advice());
+            Ok(ExitCode::from(failure(code)))
+        }
         None if saw_runtime => {
             eprintln!(
                 "clrprof record: the .NET runtime started but did not load the profiler library {} \
@@ -243,7 +295,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
 }
 
-/// A fresh path in the temporary directory, removed when dropped.
+/// What to do when the runtime found no ICU library.
+fn no_icu_advice() -> String {
+    format!(
+        "the .NET runtime stopped the program because it found no ICU library (\"{}\" above), which it needs for \
+         culture data from start-up or from the program's first use of it (CoreCLR 3.1 knows ICU versions 50 to 70 only). Set DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 to run without ICU (every culture \
+         then behaves as the invariant one) and record again: `DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 clrprof record ...`; \
+         or install an ICU package the runtime knows",
+        startup_failure::NO_ICU
+    )
+}
+
 /// Asks the collector at `target` whether it takes the token of
 /// `token_file` before anything is started: a refusal stops `record` (exit
 /// 1, nothing run or attached); a collector that cannot be reached is only

@@ -4,8 +4,12 @@
 //! every view against this `clrprof`'s `--json`, the Time Line's drag and
 //! click, the dominator tree's expansion, and that requests without the
 //! token or for other files are refused, every Summary figure links to its
-//! view, and the Handles view matches `clrprof handles`. Screenshots of each view go to
-//! `target/ui-screenshots/`.
+//! view, and the Handles view matches `clrprof handles`; that neighbouring
+//! types (table rows, legend entries, touching Time Line pixels, flame graph
+//! frames) are at least 10 apart in CIEDE2000 and a type has one colour in
+//! every view; that the Summary shows the last heap dump's top retainers
+//! (`clrprof dump --retained`), one click from the dominator tree.
+//! Screenshots of each view go to `target/ui-screenshots/`.
 //!
 //! Needs node, `/usr/bin/chromium` (or `$CLRPROF_CHROMIUM`) and
 //! `crates/ui/browser/node_modules` (`scripts/setup-ui-tests.sh` installs
@@ -76,7 +80,20 @@ fn every_view_matches_the_cli_in_headless_chromium() {
         .expect("run node");
     drop(server);
     assert!(status.success(), "the browser tests failed (screenshots in {})", shots.display());
-    for view in ["trace-summary", "trace-types", "gen-small-summary", "gen-small-timeline", "gen-small-flame", "gen-small-dump-types", "gen-small-handles", "real-timeline", "real-handles"] {
+    for view in [
+        "trace-summary",
+        "trace-types",
+        "gen-small-summary",
+        "gen-small-summary-retainers",
+        "gen-small-timeline",
+        "gen-small-flame",
+        "gen-small-flame-colours",
+        "gen-small-dump-types",
+        "gen-small-handles",
+        "real-timeline",
+        "real-flame-colours",
+        "real-handles",
+    ] {
         assert!(shots.join(format!("{view}.png")).is_file(), "no screenshot of {view}");
     }
 }

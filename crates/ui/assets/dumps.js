@@ -8,7 +8,8 @@ CP.views.dumps = async function (root, params) {
   const list = await CP.api(CP.logPath('dumps'), { top: 0 });
   if (!list.length) { root.append(CP.el('p', { class: 'note' }, 'This log has no heap dumps.')); return; }
   const n = params.dump !== undefined ? +params.dump : list[list.length - 1].index;
-  const tab = params.tab || 'types';
+  // What holds memory first: the dominator tree of the last dump.
+  const tab = params.tab || 'tree';
   root.append(CP.table('dumps', [
     { key: 'index', label: 'Dump', num: true, show: (d) => CP.link(String(d.index), 'dumps', { dump: d.index, tab }) },
     { key: 'time_ms', label: 'Time (ms)', num: true },
@@ -34,6 +35,15 @@ CP.views.dumps = async function (root, params) {
       CP.el('span', { class: 'num' }, 'own bytes'), CP.el('span', { class: 'name' }, 'object (type, address)')));
     tree.append(treeNode(n, first.parent, first, true, 0));
     root.append(tree);
+    // Opened from the Summary's top retainers: that object expanded.
+    if (params.node !== undefined) {
+      const row = tree.querySelector(`.node[data-node="${CSS.escape(params.node)}"]`);
+      if (row) {
+        row.scrollIntoView({ block: 'center' });
+        row.classList.add('picked');
+        await row.expand();
+      }
+    }
   } else if (tab === 'paths') {
     const input = CP.el('input', { value: params.type || '', placeholder: 'type name', size: 40, 'data-input': 'type' });
     input.addEventListener('change', () => CP.go('dumps', { dump: n, tab, type: input.value }));
@@ -90,8 +100,45 @@ function treeNode(dump, node, expansion, open, depth) {
   toggle.addEventListener('click', async () => {
     if (!node.children) return;
     if (loaded) { kids.hidden = !kids.hidden; toggle.textContent = kids.hidden ? '▸' : '▾'; return; }
+    await row.expand();
+  });
+  row.expand = async function () {
+    if (!node.children || loaded) return;
     toggle.textContent = '…';
     try { fill(await CP.api(CP.logPath(`dump/${dump}/tree`), { node: node.node })); toggle.textContent = '▾'; } catch (err) { kids.append(CP.error(err)); }
-  });
+  };
   return box;
 }
+
+// The Summary's answer to "what holds memory": in the last heap dump, the
+// types that retain the most (`clrprof dump N --retained`), then the
+// objects that do (the dominator tree's first level: what each alone keeps
+// alive), each opening the tree at that object.
+CP.topRetainers = async function (box, summary) {
+  if (!summary.heap_dumps) return;
+  const list = await CP.api(CP.logPath('dumps'), { top: 0 });
+  if (!list.length) return;
+  const d = list[list.length - 1];
+  const [byType, t] = await Promise.all([CP.api(CP.logPath(`dump/${d.index}/retained`), { top: 8 }), CP.api(CP.logPath(`dump/${d.index}/tree`), { limit: 10 })]);
+  // Bars on one scale: the whole dump is 100 px.
+  const share = (v) => CP.el('span', {}, CP.pct(v, d.bytes), CP.el('span', { class: 'bar', style: `width:${Math.max(1, Math.round(100 * v / Math.max(1, d.bytes)))}px` }));
+  const pct = (v) => +(v * 100 / Math.max(1, d.bytes)).toFixed(1);
+  box.append(CP.el('h3', { 'data-retainers-dump': d.index }, `What holds memory: heap dump ${d.index}`),
+    CP.el('p', { class: 'note' }, `The last of ${CP.num(list.length)} heap dump${list.length === 1 ? '' : 's'}, at ${CP.ms(d.time_ms)}: ${CP.num(d.bytes)} bytes in ${CP.num(d.objects)} objects. ` +
+      'Retained bytes: what would be freed if the objects went away.'),
+    CP.el('p', { class: 'note' }, 'Types that retain the most (what all their instances keep alive)'),
+    CP.table('retained-types', [
+      { key: 'retained', label: 'Retained bytes', num: true },
+      { key: 'pct', label: '% of dump', num: true, value: (r) => pct(r.retained), show: (r) => share(r.retained) },
+      { key: 'objects', label: 'Objects', num: true },
+      { key: 'name', label: 'Type', show: (r) => CP.el('span', { title: 'paths from roots to this type' }, CP.link(r.name, 'dumps', { dump: d.index, tab: 'paths', type: r.name })) },
+    ], byType.types, (r) => r.name),
+    CP.el('p', { class: 'note' }, 'Objects that retain the most (the dominator tree\'s first level)'),
+    CP.table('top-retainers', [
+      { key: 'retained', label: 'Retained bytes', num: true },
+      { key: 'pct', label: '% of dump', num: true, value: (o) => pct(o.retained), show: (o) => share(o.retained) },
+      { key: 'object', label: 'Object', value: (o) => o.name, show: (o) => CP.el('span', {}, CP.link(o.name, 'dumps', { dump: d.index, tab: 'tree', node: o.node }), ' ', CP.el('span', { class: 'addr' }, CP.hex(o.address))) },
+    ], t.children, (o) => String(o.address)),
+    t.more ? CP.el('p', { class: 'note' }, `… ${CP.num(t.more)} more retaining ${CP.num(t.more_retained)} bytes`) : null,
+    CP.el('p', {}, CP.link(`Open the dominator tree of dump ${d.index}`, 'dumps', { dump: d.index, tab: 'tree' }), ' · ', CP.link('its types', 'dumps', { dump: d.index, tab: 'types' })));
+};

@@ -11,7 +11,7 @@ CP.views.flame = async function (root, params) {
   root.append(CP.el('h2', {}, 'Flame graph of allocated bytes'), CP.el('div', { class: 'controls' }, input,
     CP.el('button', { onclick: () => CP.go('flame', { focus: params.focus, search: input.value }) }, 'search'),
     search ? CP.el('button', { onclick: () => CP.go('flame', { focus: params.focus }) }, 'clear') : null));
-  const v = await CP.api(CP.logPath('flame'), Object.assign({ focus: params.focus, search }, CP.windowParams()));
+  const [v, typeColour] = await Promise.all([CP.api(CP.logPath('flame'), Object.assign({ focus: params.focus, search }, CP.windowParams())), CP.typeColours()]);
   const crumbs = CP.el('div', { class: 'crumbs note' }, CP.el('a', { onclick: () => CP.go('flame', { search }) }, 'all'));
   focus.forEach((f, i) => crumbs.append(' › ', CP.el('a', { onclick: () => CP.go('flame', { focus: focus.slice(0, i + 1).join(';'), search }) }, f)));
   root.append(crumbs, CP.el('p', { class: 'note', 'data-total': v.total, 'data-focus-bytes': v.tree.bytes, 'data-matched': v.matched === null ? undefined : v.matched }, `${CP.num(v.total)} bytes in ${CP.num(v.stacks)} stacks; this frame: ${CP.num(v.tree.bytes)} bytes (${CP.pct(v.tree.bytes, v.total)})` +
@@ -22,25 +22,42 @@ CP.views.flame = async function (root, params) {
   const rowH = 18;
   let maxDepth = 0;
   const nodes = [];
-  (function layout(n, x, w, depth, path) {
-    nodes.push({ n, x, w, depth, path });
+  // Colours: a type (the last frame) has its colour of every view; a
+  // function one of three light tints. A frame never has the colour of the
+  // frame touching it on its left or of its parent: "other types" beside
+  // another takes the lighter grey, a function the next tint.
+  const lastAt = [];
+  (function layout(n, x, w, depth, path, parent) {
+    const isType = n.children.length === 0 && n.hidden === 0 && depth > 0;
+    const left = lastAt[depth] && x - lastAt[depth].end < 2 ? lastAt[depth].colour : null;
+    let colour;
+    if (isType) {
+      colour = typeColour(n.name);
+      if (colour === CP.OTHER_TYPES && left === CP.OTHER_TYPES) colour = CP.OTHER_TYPES_2;
+    } else {
+      const first = (CP.hashName(n.name) >>> 0) % CP.FRAME_TINTS.length;
+      for (let k = 0; k < CP.FRAME_TINTS.length; k++) {
+        colour = CP.FRAME_TINTS[(first + k) % CP.FRAME_TINTS.length];
+        if (colour !== left && colour !== parent) break;
+      }
+    }
+    nodes.push({ n, x, w, depth, path, colour, isType });
+    lastAt[depth] = { end: x + w, colour };
     maxDepth = Math.max(maxDepth, depth);
     let cx = x;
     for (const c of n.children) {
       const cw = n.bytes ? w * c.bytes / n.bytes : 0;
-      if (cw >= 1) layout(c, cx, cw, depth + 1, path.concat([c.name]));
+      if (cw >= 1) layout(c, cx, cw, depth + 1, path.concat([c.name]), colour);
       cx += cw;
     }
-  })(v.tree, 0, width, 0, focus);
+  })(v.tree, 0, width, 0, focus, null);
   box.style.height = ((maxDepth + 1) * rowH + 4) + 'px';
   const needle = search.toLowerCase();
-  for (const { n, x, w, depth, path } of nodes) {
-    const isType = n.children.length === 0 && n.hidden === 0 && depth > 0;
-    const hue = isType ? 205 : 10 + (CP.hashName(n.name) >>> 0) % 40;
+  for (const { n, x, w, depth, path, colour, isType } of nodes) {
     const d = CP.el('div', {
       class: 'fl' + (needle && n.name.toLowerCase().includes(needle) ? ' match' : '') + (needle && !n.name.toLowerCase().includes(needle) ? ' dim' : ''),
-      style: `left:${x}px;top:${depth * rowH}px;width:${Math.max(1, w)}px;background:hsl(${hue},${isType ? 60 : 75}%,${isType ? 74 : 60}%)`,
-      'data-frame': n.name, 'data-bytes': n.bytes, 'data-depth': depth,
+      style: `left:${x}px;top:${depth * rowH}px;width:${Math.max(1, w)}px;background:${colour};color:${CP.textOn(colour)}`,
+      'data-frame': n.name, 'data-bytes': n.bytes, 'data-depth': depth, 'data-kind': isType ? 'type' : 'function',
     }, w > 24 ? n.name : '');
     d.addEventListener('click', () => CP.go('flame', { focus: path.join(';') || undefined, search }));
     d.addEventListener('mousemove', (e) => CP.tooltip.show(e.clientX, e.clientY, `${n.name}\n${CP.num(n.bytes)} bytes (${CP.pct(n.bytes, v.total)} of all, ${CP.pct(n.bytes, v.tree.bytes)} of this frame)`));

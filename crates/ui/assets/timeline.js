@@ -40,13 +40,15 @@ CP.views.timeline = async function (root, params, current) {
   root.append(wrap, legend, commentList, below);
 
   const win = logOrder ? {} : { from, to };
-  const [marks, grid] = await Promise.all([
+  const [marks, grid, typeColour] = await Promise.all([
     CP.api(CP.logPath('timeline'), win),
     CP.api(CP.logPath('timeline/grid'), Object.assign({ columns: plotW, rows: plotH }, win)),
+    CP.typeColours(),
   ]);
   if (!current()) return;
   const names = new Map(grid.types.map((t) => [t.type_id, t.name]));
-  const colourOf = (id) => (id ? CP.typeRgb(CP.hashName(names.get(id) || String(id))) : [255, 255, 255]);
+  const rgbs = new Map(grid.types.map((t) => [t.type_id, CP.rgb(typeColour(t.name))]));
+  const colourOf = (id) => (id ? rgbs.get(id) || CP.rgb(CP.OTHER_TYPES) : [255, 255, 255]);
 
   // Cells -> an image of columns x rows, scaled onto the plot.
   const rows = grid.rows.length, cols = grid.columns;
@@ -122,8 +124,12 @@ CP.views.timeline = async function (root, params, current) {
   ctx.setLineDash([]);
   const base = ctx.getImageData(0, 0, width, height);
 
-  legend.replaceChildren(...grid.types.slice(0, 24).map((t) => CP.el('span', {},
-    CP.el('span', { class: 'swatch', style: `background:${CP.typeColour(CP.hashName(t.name))}` }), t.name)),
+  // The legend: the coloured types in view, largest first, then the grey
+  // of every other type.
+  const coloured = grid.types.filter((t) => typeColour.coloured.has(t.name));
+  const others = grid.types.length - coloured.length;
+  legend.replaceChildren(...coloured.map((t) => CP.el('span', { 'data-legend': t.name }, CP.swatch(typeColour(t.name), t.name), t.name)),
+    others ? CP.el('span', { 'data-legend-other': others }, CP.swatch(CP.OTHER_TYPES), `${CP.num(others)} other types`) : null,
     CP.el('span', { class: 'note' }, `GC: `, ...['gen 0', 'gen 1', 'gen 2'].map((l, i) => CP.el('span', { style: `color:${genColour[i]}` }, ` ▼ ${l}`)), `; ${marks.gcs.length} GCs, ${marks.comments.length} comments in view`));
 
   commentList.replaceChildren(...marks.comments.map((c) => CP.el('span', { 'data-comment': c.text, 'data-ms': c.ms }, `${CP.ms(c.ms)}: ${c.text}`)));

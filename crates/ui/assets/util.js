@@ -96,33 +96,65 @@ CP.table = function (name, columns, rows, rowName) {
   return table;
 };
 
-// A colour per type id, stable across windows and views.
-CP.typeColour = function (id) {
-  if (!id) return null;
-  let h = (id * 2654435761) >>> 0;
-  const hue = h % 360;
-  const sat = 55 + ((h >>> 9) % 30);
-  const light = 45 + ((h >>> 17) % 20);
-  return `hsl(${hue},${sat}%,${light}%)`;
+// Type colours. Kelly's colours of maximum contrast (1965), in his order,
+// without white, black, grey and greenish yellow (too near his yellow):
+// 18 colours, every two at least 10 apart in CIEDE2000. They go, in that
+// order, to the types that matter most in the log (CP.typeColours); every
+// other type is grey, "other types". A type keeps its colour in every view
+// and window of a log.
+CP.PALETTE = ['#f3c300', '#875692', '#f38400', '#a1caf1', '#be0032', '#c2b280', '#008856', '#e68fac', '#0067a5',
+  '#f99379', '#604e97', '#f6a600', '#b3446c', '#882d17', '#8db600', '#654522', '#e25822', '#2b3d26'];
+CP.OTHER_TYPES = '#a9a9a9';
+// A lighter grey for an "other types" frame of the flame graph beside
+// another one, and the light tints of the flame graph's function frames:
+// each at least 12 from the others and from the palette.
+CP.OTHER_TYPES_2 = '#d9d9d9';
+CP.FRAME_TINTS = ['#fcd9bd', '#fdf3b0', '#f3d0d8'];
+
+CP.rgb = function (hex) { return [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)); };
+// Dark text on light colours, white on dark ones (relative luminance).
+CP.textOn = function (hex) {
+  const [r, g, b] = CP.rgb(hex).map((c) => { c /= 255; return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.2 ? '#222' : '#fff';
 };
-CP.typeRgb = (function () {
+
+// The colour of each type of the current log: a function name -> colour.
+// The palette goes to the types ranked alternately by the bytes allocated
+// (the histogram, the flame graph) and by the space held over the whole
+// Time Line, so that both views colour their largest types; the ranking is
+// of the whole log, whatever the window or view. Fetched once per log (per
+// load of a running session's log).
+CP.typeColours = (function () {
   const cache = new Map();
-  const canvas = document.createElement('canvas');
-  canvas.width = canvas.height = 1;
-  const ctx = canvas.getContext('2d', { willReadFrequently: true });
-  return function (id) {
-    if (!id) return [255, 255, 255];
-    let c = cache.get(id);
-    if (!c) {
-      ctx.fillStyle = CP.typeColour(id);
-      ctx.fillRect(0, 0, 1, 1);
-      const d = ctx.getImageData(0, 0, 1, 1).data;
-      c = [d[0], d[1], d[2]];
-      cache.set(id, c);
+  return function () {
+    const id = CP.logId();
+    const log = CP.state.logs[id];
+    const key = `${id}:${log && log.session ? log.session.generation : ''}`;
+    if (!cache.has(key)) {
+      const p = Promise.all([
+        CP.api(`/api/log/${id}/types`, { kind: 'allocated' }).then((r) => r.types.map((t) => t.type)),
+        CP.api(`/api/log/${id}/timeline/grid`, { columns: 400, rows: 200 }).then((g) => g.types.map((t) => t.name), () => []),
+      ]).then(([allocated, held]) => {
+        const colours = new Map();
+        for (let i = 0; colours.size < CP.PALETTE.length && (i < allocated.length || i < held.length); i++) {
+          for (const name of [allocated[i], held[i]]) {
+            if (name !== undefined && !colours.has(name) && colours.size < CP.PALETTE.length) colours.set(name, CP.PALETTE[colours.size]);
+          }
+        }
+        const of = (name) => colours.get(name) || CP.OTHER_TYPES;
+        of.coloured = colours;
+        return of;
+      });
+      p.catch(() => cache.delete(key));
+      cache.set(key, p);
     }
-    return c;
+    return cache.get(key);
   };
 })();
+
+CP.swatch = function (colour, name) {
+  return CP.el('span', { class: 'swatch', style: `background:${colour}`, 'data-swatch': name });
+};
 
 CP.tooltip = {
   show(x, y, text) {

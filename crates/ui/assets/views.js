@@ -31,10 +31,12 @@ CP.views.summary = async function (root) {
   root.append(CP.el('h2', {}, `Summary of ${log.name}`),
     CP.el('p', { class: 'note' }, `Loaded in ${log.seconds.toFixed(2)} s${log.from_cache ? ' from the model cache (the log is unchanged since it was last loaded)' : ''}. Each figure opens the view it comes from.`));
   const rows = CP.SUMMARY.map(([key, label, view, params]) => ({ key, label, view, params, value: s[key] }));
-  root.append(CP.table('summary', [
+  const retainers = CP.el('div', { 'data-panel': 'retainers' });
+  root.append(CP.el('div', { class: 'cols' }, CP.el('div', {}, CP.table('summary', [
     { key: 'label', label: 'Figure' },
     { key: 'value', label: 'Value', num: true, show: (r) => (r.view ? CP.link(CP.num(r.value), r.view, r.params) : CP.num(r.value)) },
-  ], rows, (r) => r.key));
+  ], rows, (r) => r.key)), retainers));
+  await CP.topRetainers(retainers, s);
 };
 
 // ---- Histograms by type (five kinds), size classes, ages.
@@ -53,7 +55,7 @@ CP.views.types = async function (root, params) {
   root.append(CP.el('h2', {}, 'Histogram by type'), bar);
   const relocated = kind === 'relocated';
   const q = Object.assign({ kind, at: kind === 'final' ? params.at : undefined }, relocated ? {} : CP.windowParams());
-  const r = await CP.api(CP.logPath('types'), q);
+  const [r, typeColour] = await Promise.all([CP.api(CP.logPath('types'), q), CP.typeColours()]);
   const total = r.types.reduce((a, t) => a + t.bytes, 0);
   const count = r.types.reduce((a, t) => a + t.count, 0);
   root.append(CP.el('p', { class: 'note', 'data-total': total },
@@ -61,7 +63,7 @@ CP.views.types = async function (root, params) {
   const max = r.types.length ? Math.max(...r.types.map((t) => t.bytes)) : 1;
   const cols = CP.el('div', { class: 'cols' });
   cols.append(CP.el('div', {}, CP.el('h3', {}, 'By type'), CP.table('types', [
-    { key: 'type', label: 'Type', show: (t) => CP.el('span', {}, CP.el('span', { class: 'swatch', style: `background:${CP.typeColour(hashName(t.type))}` }), t.type) },
+    { key: 'type', label: 'Type', show: (t) => CP.el('span', {}, CP.swatch(typeColour(t.type), t.type), t.type) },
     { key: 'bytes', label: 'Bytes', num: true },
     { key: 'pct', label: '%', num: true, value: (t) => (total ? t.bytes * 100 / total : 0), show: (t) => CP.el('span', {}, CP.pct(t.bytes, total), CP.el('span', { class: 'bar', style: `width:${Math.round(80 * t.bytes / max)}px` })) },
     { key: 'count', label: 'Objects', num: true },

@@ -120,6 +120,10 @@ test('its figures are the CLI\'s on the part loaded; a heap dump taken from the 
   assert.equal(dumps.length, 1);
   assert.deepEqual([dumps[0].objects, dumps[0].bytes, dumps[0].roots], [Number(m[2]), Number(m[3]), Number(m[4])], 'the agent counted what the log holds');
   await page.click('tr[data-name="heap_dumps"] a');
+  // The Heap dumps view opens on the dominator tree; its Types tab lists
+  // the dump's types.
+  await page.waitForSelector('[data-view="dumps"][data-ready] [data-tree="0"]', { timeout: 60000 });
+  await page.click('[data-view="dumps"] button[data-tab="types"]');
   await page.waitForSelector('[data-view="dumps"][data-ready] table[data-table="dump-types"]', { timeout: 60000 });
   assert.deepEqual((await rows('dumps')).map((r) => [r.index, r.objects, r.bytes, r.roots]), dumps.map((d) => [d.index, d.objects, d.bytes, d.roots]), 'the dump list');
   const types = cliOnPrefix(session, s.bytes, ['dump', '0', '--top', '0']);

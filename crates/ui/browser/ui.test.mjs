@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { launch, rows as tableRows } from './common.mjs';
+import { launch, rows as tableRows, parseRgb, rgbDistance, deltaE2000 } from './common.mjs';
 
 const URL_ = process.env.CLRPROF_UI_URL;
 const CLI = process.env.CLRPROF_CLI;
@@ -75,6 +75,29 @@ function same(actual, expected, what) {
 }
 
 const LOG_NAMES = ['gen-small', 'real'];
+
+// Two neighbouring types must be at least this far apart in CIEDE2000
+// (about 2 is just noticeable; the old colours, a hash of the name into a
+// hue, put neighbours of the histogram of allocated bytes 0.0 apart on
+// gen-small, 0.6 on the real log).
+const MIN_DE = 10;
+
+// Checks that neighbouring entries [name, rgb] of `what` are MIN_DE apart,
+// except two types that both have the grey of "other types" (`shared`).
+function neighboursDistinct(entries, shared, what) {
+  for (let i = 1; i < entries.length; i++) {
+    const [[n1, c1], [n2, c2]] = [entries[i - 1], entries[i]];
+    if (n1 === n2 || (shared && String(c1) === shared && String(c2) === shared)) continue;
+    const d = rgbDistance(c1, c2);
+    assert.ok(d >= MIN_DE, `${what}: ${n1} rgb(${c1}) and ${n2} rgb(${c2}) are ${d.toFixed(1)} apart (CIEDE2000), under ${MIN_DE}`);
+  }
+}
+
+// The swatches of a types table, in row order, as [name, [r, g, b]].
+async function swatches(table) {
+  return (await page.$$eval(`table[data-table="${table}"] tbody tr .swatch`, (ss) => ss.map((s) => [s.dataset.swatch, getComputedStyle(s).backgroundColor])))
+    .map(([n, c]) => [n, parseRgb(c)]);
+}
 const SUMMARY_KEYS = ['allocated_bytes', 'relocated_bytes', 'final_heap_bytes', 'objects_finalized', 'critical_objects_finalized',
   'gen0_collections', 'gen1_collections', 'gen2_collections', 'induced_collections', 'gen0_heap_bytes', 'gen1_heap_bytes',
   'gen2_heap_bytes', 'loh_bytes', 'handles_created', 'handles_destroyed', 'handles_surviving', 'heap_dumps', 'comments'];
@@ -244,14 +267,15 @@ for (let id = 0; id < LOGS.length; id++) {
     if (axis === 'log_order') {
       assert.match(await page.textContent('[data-window]'), new RegExp(`its ${cells.column_changes[cells.column_changes.length - 1].toLocaleString('en-US')} heap changes in log order`));
       // The picture is not the empty one a time axis gives: type colours
-      // (never grey) in at least 90% of the plot's pixel columns.
+      // (those of the legend) in at least 90% of the plot's pixel columns.
       const inked = await page.$eval('canvas[data-plot]', (c, [x, y, w, h]) => {
         const d = c.getContext('2d').getImageData(x, y, w, h).data;
+        const legend = new Set([...document.querySelectorAll('.tl-legend .swatch')].map((s) => getComputedStyle(s).backgroundColor.replace(/[^\d,]/g, '')));
         let n = 0;
         for (let col = 0; col < w; col++) {
           for (let row = 0; row < h; row++) {
             const k = 4 * (row * w + col);
-            if (d[k] !== d[k + 1] || d[k + 1] !== d[k + 2]) { n++; break; }
+            if (legend.has(`${d[k]},${d[k + 1]},${d[k + 2]}`)) { n++; break; }
           }
         }
         return n;
@@ -286,6 +310,129 @@ for (let id = 0; id < LOGS.length; id++) {
     same((await rows('live')).map((r) => [r.name, r.bytes, r.count]), live.slice(0, 15).map((t) => [t.type, t.bytes, t.count]), `live at ${at} ms`);
     await page.mouse.move(0, 0);
     await page.screenshot({ path: join(SHOTS, `${tag}-timeline-window.png`), fullPage: true, clip: { x: 0, y: 0, width: 1400, height: 1250 } });
+  });
+
+  test(`${tag}: type colours: neighbouring types in the histograms, the Time Line (legend and pixels) and the flame graph are at least ${MIN_DE} apart in CIEDE2000, and a type has one colour in every view`, async () => {
+    // The histogram of allocated bytes, as drawn (computed styles).
+    await open(`types?log=${id}&kind=allocated`);
+    const allocated = await swatches('types');
+    const want = cli(id, ['types']);
+    same(allocated.map(([n]) => n), want.slice(0, 500).map((t) => t.type), 'one swatch per row');
+    const colour = new Map(allocated.map(([n, c]) => [n, String(c)]));
+    // Only one colour may be shared by several types: the grey of "other
+    // types"; the 9 types that allocated the most each have their own.
+    const users = new Map();
+    for (const [n, c] of colour) users.set(c, (users.get(c) || 0) + 1);
+    const sharedColours = [...users].filter(([, k]) => k > 1).map(([c]) => c);
+    assert.ok(sharedColours.length <= 1, `one colour for the other types, not ${sharedColours.length}`);
+    const shared = sharedColours[0] || null;
+    const own = want.slice(0, 9).map((t) => t.type);
+    for (const n of own) assert.notEqual(colour.get(n), shared, `${n}, among the largest, has its own colour`);
+    assert.ok(users.size >= Math.min(18, want.length), `${users.size} colours for ${want.length} types`);
+    neighboursDistinct(allocated, shared, 'histogram of allocated bytes');
+    // Another kind, another order: still distinct, the same colour per type.
+    await open(`types?log=${id}&kind=final`);
+    const final = await swatches('types');
+    neighboursDistinct(final, shared, 'histogram of the final heap');
+    for (const [n, c] of final) if (colour.has(n)) assert.equal(String(c), colour.get(n), `${n}'s colour in both histograms`);
+
+    // The Time Line: its legend, and the pixels of the plot.
+    await open(`timeline?log=${id}`);
+    const legend = (await page.$$eval('.tl-legend .swatch', (ss) => ss.map((s) => [s.dataset.swatch || '(other types)', getComputedStyle(s).backgroundColor])))
+      .map(([n, c]) => [n, parseRgb(c)]);
+    assert.ok(legend.length > 0, 'the Time Line has a legend');
+    neighboursDistinct(legend, null, 'the Time Line\'s legend');
+    for (const [n, c] of legend) {
+      if (n === '(other types)') { if (shared) assert.equal(String(c), shared, 'the legend\'s other types'); continue; }
+      if (colour.has(n)) assert.equal(String(c), colour.get(n), `${n}'s colour in the histogram and on the Time Line`);
+      assert.notEqual(String(c), shared, `${n} is in the legend with a colour of its own`);
+    }
+    const [x, y, w, h] = (await page.getAttribute('canvas[data-plot]', 'data-plot')).split(',').map(Number);
+    const known = legend.map(([, c]) => String(c));
+    const px = await page.$eval('canvas[data-plot]', (c, [x, y, w, h]) => Array.from(c.getContext('2d').getImageData(x, y, w, h).data), [x, y, w, h]);
+    const at = (k) => `${px[4 * k]},${px[4 * k + 1]},${px[4 * k + 2]}`;
+    // Every two touching pixels of two legend colours (not both grey):
+    // each pair of colours met is measured once.
+    const seen = new Set();
+    let typed = 0, inked = 0;
+    for (let r = 0; r < h; r++) {
+      for (let q = 0; q < w; q++) {
+        const k = r * w + q, a = at(k);
+        if (a !== '255,255,255') inked++;
+        if (!known.includes(a)) continue;
+        typed++;
+        for (const j of [q + 1 < w ? k + 1 : -1, r + 1 < h ? k + w : -1]) {
+          const b = j < 0 ? null : at(j);
+          if (!b || b === a || !known.includes(b) || (a === shared && b === shared) || seen.has(a + '/' + b)) continue;
+          seen.add(a + '/' + b);
+          const d = rgbDistance(a.split(',').map(Number), b.split(',').map(Number));
+          assert.ok(d >= MIN_DE, `touching cells of the Time Line: rgb(${a}) and rgb(${b}) are ${d.toFixed(1)} apart`);
+        }
+      }
+    }
+    // The plot is drawn in the legend's colours (the rest: comment lines
+    // and labels, band lines).
+    assert.ok(inked > 0 && typed >= 0.95 * inked, `${typed} of ${inked} drawn pixels have a legend colour`);
+
+    // The flame graph: frames touching at the same depth, and a frame and
+    // its parent; a type's frames have its colour.
+    await open(`flame?log=${id}`);
+    const frames = (await page.$$eval('#flame .fl', (fs) => fs.map((f) => [f.dataset.frame, +f.dataset.depth, parseFloat(f.style.left), parseFloat(f.style.width), f.dataset.kind, getComputedStyle(f).backgroundColor])))
+      .map(([n, depth, left, width, kind, c]) => ({ n, depth, left, right: left + width, kind, c: parseRgb(c) }));
+    assert.ok(frames.length > 1, 'the flame graph has frames');
+    const byDepth = new Map();
+    for (const f of frames) { if (!byDepth.has(f.depth)) byDepth.set(f.depth, []); byDepth.get(f.depth).push(f); }
+    let pairs = 0;
+    for (const [depth, row] of byDepth) {
+      row.sort((a, b) => a.left - b.left);
+      for (let i = 1; i < row.length; i++) {
+        if (row[i].left - row[i - 1].right >= 2) continue;
+        pairs++;
+        neighboursDistinct([[row[i - 1].n, row[i - 1].c], [row[i].n, row[i].c]], null, `flame graph frames side by side at depth ${depth}`);
+      }
+      for (const f of row) {
+        const parent = (byDepth.get(depth - 1) || []).find((p) => p.left <= f.left + 0.5 && f.right <= p.right + 0.5);
+        if (parent) neighboursDistinct([[parent.n, parent.c], [f.n, f.c]], null, 'a flame graph frame under its parent');
+        if (f.kind === 'type' && colour.has(f.n) && colour.get(f.n) !== shared) assert.equal(String(f.c), colour.get(f.n), `${f.n}'s colour in the histogram and the flame graph`);
+      }
+    }
+    assert.ok(pairs > 0, 'frames side by side were compared');
+    await page.screenshot({ path: join(SHOTS, `${tag}-flame-colours.png`) });
+  });
+
+  test(`${tag}: the Summary shows what holds memory (the last heap dump's top retainers), one click from the dominator tree`, async () => {
+    const list = cli(id, ['dumps', '--top', '0']);
+    await open(`summary?log=${id}`);
+    if (list.length === 0) {
+      assert.equal(await page.$('table[data-table="top-retainers"]'), null, 'no retainers without a heap dump');
+      return;
+    }
+    const n = list[list.length - 1].index;
+    assert.equal(Number(await page.getAttribute('[data-retainers-dump]', 'data-retainers-dump')), n, 'the last dump');
+    const ret = cli(id, ['dump', String(n), '--retained', '--top', '0']);
+    same((await rows('retained-types')).map((r) => [r.name, r.retained, r.objects]), ret.types.slice(0, 8).map((t) => [t.name, t.retained, t.objects]), 'the types that retain the most');
+    const tops = ret.top_objects.filter((o) => o.dominator === null);
+    same((await rows('top-retainers')).map((r) => [Number(r.name), r.retained]), tops.slice(0, 10).map((o) => [o.address, o.retained]), 'the top retainers and their retained bytes');
+    await page.screenshot({ path: join(SHOTS, `${tag}-summary-retainers.png`) });
+    // One click: the whole dominator tree of that dump.
+    await page.click(`[data-panel="retainers"] a[data-link="dumps"]:text("Open the dominator tree")`);
+    await page.waitForSelector(`[data-view="dumps"][data-ready] [data-tree="${n}"]`, { timeout: 60000 });
+    const shownRoots = await page.$$eval('[data-tree] > div > .kids > div > .node', (ns) => ns.map((e) => [Number(e.dataset.address), Number(e.dataset.retained)]));
+    same(shownRoots, tops.slice(0, 50).map((o) => [o.address, o.retained]), 'the tree the link opens');
+    // One click on a retainer: the tree with that object expanded.
+    const parent = tops.slice(0, 10).find((o) => ret.top_objects.some((c) => c.dominator === o.address));
+    if (parent) {
+      await open(`summary?log=${id}`);
+      await page.click(`table[data-table="top-retainers"] tr[data-name="${parent.address}"] a`);
+      const node = `[data-view="dumps"][data-ready] [data-tree] .node.picked[data-address="${parent.address}"]`;
+      await page.waitForSelector(node, { timeout: 60000 });
+      await page.waitForFunction((sel) => document.querySelector(sel).nextElementSibling.children.length > 0, node);
+      const kids = await page.$eval(node, (e) => [...e.nextElementSibling.querySelectorAll(':scope > div > .node')].map((k) => [Number(k.dataset.address), Number(k.dataset.retained)]));
+      same(kids, ret.top_objects.filter((o) => o.dominator === parent.address).slice(0, 50).map((o) => [o.address, o.retained]), `what ${parent.address.toString(16)} retains`);
+    }
+    // The Heap dumps tab opens on the last dump's dominator tree.
+    await open(`dumps?log=${id}`);
+    assert.ok(await page.$(`[data-tree="${n}"]`), 'the Heap dumps view opens on the dominator tree of the last dump');
   });
 
   test(`${tag}: heap dumps, the dominator tree, paths to roots and the difference of two dumps match clrprof dump`, async () => {
@@ -345,6 +492,17 @@ test('a sampled trace: every view says its figures are estimates, and shows the 
   // A log of every allocation says nothing of estimates.
   await open('summary?log=0');
   assert.equal(await page.$('[data-route="#summary?log=0"] .estimates'), null);
+});
+
+test('the colour distance of these tests is CIEDE2000 (Sharma, Wu and Dalal\'s test pairs)', () => {
+  for (const [a, b, want] of [[[50, 2.6772, -79.7751], [50, 0, -82.7485], 2.0425], [[50, 0, 0], [50, -1, 2], 2.3669],
+    [[50, 2.5, 0], [56, -27, -3], 31.9030], [[60.2574, -34.0099, 36.2677], [60.4626, -34.1751, 39.4387], 1.2644],
+    [[22.7233, 20.0904, -46.6940], [23.0331, 14.9730, -42.5619], 2.0373], [[90.8027, -2.0831, 1.4410], [91.1528, -1.6435, 0.0447], 1.4441]]) {
+    assert.ok(Math.abs(deltaE2000(a, b) - want) < 1e-4, `${a} / ${b}: ${deltaE2000(a, b)}, want ${want}`);
+  }
+  // sRGB to Lab: white to itself, black to white.
+  assert.ok(rgbDistance([255, 255, 255], [255, 255, 255]) === 0);
+  assert.ok(Math.abs(rgbDistance([0, 0, 0], [255, 255, 255]) - 100) < 1e-3, 'black to white is 100');
 });
 
 test('two logs compared match clrprof diff', async () => {

@@ -44,6 +44,16 @@ fn every_view_matches_the_cli_in_headless_chromium() {
     for l in &logs {
         assert!(l.is_file(), "{} is missing from the reference corpus", l.display());
     }
+    // A generated trace whose runtime "dropped" every 50th event, served
+    // after it: its views must say it is incomplete.
+    let lossy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ui-lossy-{}.nettrace", std::process::id()));
+    let made = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["gen", "--preset", "tiny", "--objects", "3000", "--gcs", "3", "--format", "nettrace", "--tick-bytes", "0", "--lose-every", "50", "-q", "-o"])
+        .arg(&lossy)
+        .status()
+        .expect("run clrprof gen");
+    assert!(made.success(), "gen --lose-every");
+    logs.push(lossy);
     let exe = env!("CARGO_BIN_EXE_clrprof");
     let mut child = Command::new(exe)
         .arg("ui")
@@ -73,7 +83,8 @@ fn every_view_matches_the_cli_in_headless_chromium() {
         .env("CLRPROF_UI_URL", &url)
         .env("CLRPROF_CLI", exe)
         .env("CLRPROF_UI_LOGS", logs_json)
-        .env("CLRPROF_UI_TRACE", (logs.len() - 1).to_string())
+        .env("CLRPROF_UI_TRACE", (logs.len() - 2).to_string())
+        .env("CLRPROF_UI_LOSSY", (logs.len() - 1).to_string())
         .env("CLRPROF_SCREENSHOTS", &shots)
         .env("CLRPROF_CHROMIUM", chromium())
         .status()

@@ -4,6 +4,8 @@
 //   CLRPROF_UI_URL       the page's address, with its token
 //   CLRPROF_CLI          the clrprof binary, whose --json the page must match
 //   CLRPROF_UI_LOGS      the served logs, as a JSON array, in id order
+//   CLRPROF_UI_TRACE     the id of a sampled trace among them
+//   CLRPROF_UI_LOSSY     the id of a trace that lost events
 //   CLRPROF_SCREENSHOTS  where to write a screenshot of each view
 //   CLRPROF_CHROMIUM     the browser (default /usr/bin/chromium)
 import { test, before, after } from 'node:test';
@@ -18,6 +20,8 @@ const CLI = process.env.CLRPROF_CLI;
 const LOGS = JSON.parse(process.env.CLRPROF_UI_LOGS || '[]');
 // A sampled trace among the logs (its id), checked on its own.
 const TRACE = process.env.CLRPROF_UI_TRACE === undefined ? null : Number(process.env.CLRPROF_UI_TRACE);
+// A trace that lost events (its id), checked on its own.
+const LOSSY = process.env.CLRPROF_UI_LOSSY === undefined ? null : Number(process.env.CLRPROF_UI_LOSSY);
 const SHOTS = process.env.CLRPROF_SCREENSHOTS || 'ui-screenshots';
 if (!URL_ || !CLI || LOGS.length === 0) throw new Error('CLRPROF_UI_URL, CLRPROF_CLI and CLRPROF_UI_LOGS must be set');
 const page0 = new URL(URL_);
@@ -103,7 +107,7 @@ const SUMMARY_KEYS = ['allocated_bytes', 'relocated_bytes', 'final_heap_bytes', 
   'gen2_heap_bytes', 'loh_bytes', 'handles_created', 'handles_destroyed', 'handles_surviving', 'heap_dumps', 'comments'];
 
 for (let id = 0; id < LOGS.length; id++) {
-  if (id === TRACE) continue;
+  if (id === TRACE || id === LOSSY) continue;
   const tag = LOG_NAMES[id] || `log${id}`;
 
   test(`${tag}: Summary shows the CLI's figures, each linking to its view`, async () => {
@@ -492,6 +496,24 @@ test('a sampled trace: every view says its figures are estimates, and shows the 
   // A log of every allocation says nothing of estimates.
   await open('summary?log=0');
   assert.equal(await page.$('[data-route="#summary?log=0"] .estimates'), null);
+});
+
+test('a trace that lost events: every view says it is incomplete, with the CLI\'s count', async (t) => {
+  if (LOSSY === null) return t.skip('no lossy trace served');
+  const lost = cli(LOSSY, ['summary']).incomplete.lost_events;
+  assert.ok(lost > 0, 'the CLI says events were lost');
+  for (const view of [`summary?log=${LOSSY}`, `types?log=${LOSSY}&kind=allocated`, `code?log=${LOSSY}&by=functions&sort=inclusive`]) {
+    await open(view, view === `summary?log=${LOSSY}` ? 'lossy-summary' : undefined);
+    const banner = await page.$(`[data-route="#${view}"] .incomplete`);
+    assert.ok(banner, `${view} says incomplete`);
+    assert.equal(Number(await banner.getAttribute('data-lost-events')), lost, view);
+    assert.match(await banner.textContent(), new RegExp(`Incomplete\\..*incomplete: ${lost} events lost`));
+  }
+  // A trace without losses says nothing of the kind.
+  if (TRACE !== null) {
+    await open(`summary?log=${TRACE}`);
+    assert.equal(await page.$(`[data-route="#summary?log=${TRACE}"] .incomplete`), null);
+  }
 });
 
 test('the colour distance of these tests is CIEDE2000 (Sharma, Wu and Dalal\'s test pairs)', () => {

@@ -352,6 +352,34 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// `record --sampled --target TARGET [EXTRA] -- dotnet sampled.dll 1
+/// pause` from `dir`, streaming to the collector in `cdir`, once the
+/// program is ready and its session live: the process, its standard input
+/// and output, and the session's name.
+fn streamed(dn: &Dotnet, dir: &Path, cdir: &Path, target: &str, extra: &[&str]) -> (Child, ChildStdin, BufReader<ChildStdout>, String) {
+    let mut record = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["record", "--sampled", "--target", target, "--token-file"])
+        .arg(cdir.join("collector.token"))
+        .args(extra)
+        .arg("--")
+        .arg(dn.host(Runtime::Net8))
+        .args(["sampled.dll", "1", "pause"])
+        .current_dir(dir)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start record --sampled --target");
+    let stdin = record.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(record.stdout.take().expect("stdout"));
+    assert_eq!(read_json(&mut stdout)["ready"], true);
+    let live = eventually("the live session", || sessions(cdir).into_iter().find(|s| s["state"] == "live"));
+    assert!(live["log"].as_str().is_some_and(|l| l.ends_with(".nettrace")), "{live}");
+    let name = live["session"].as_str().expect("name").to_string();
+    (record, stdin, stdout, name)
+}
+
 /// `record --sampled --target -- dotnet sampled.dll`: the trace streams
 /// into a real collector with its token. The collector is killed while
 /// the program allocates (the trace goes on in the spool) and started
@@ -368,27 +396,8 @@ fn sampled_session_streams_to_a_collector_killed_and_restarted() {
     let _ = std::fs::remove_dir_all(&cdir);
     let collector = Collector::start(&cdir, "127.0.0.1:0");
     let target = collector.target.clone();
-    let token = cdir.join("collector.token");
-    let mut record = Command::new(env!("CARGO_BIN_EXE_clrprof"))
-        .args(["record", "--sampled", "-o", "streamed.nettrace", "--target", &target, "--token-file"])
-        .arg(&token)
-        .arg("--")
-        .arg(dn.host(rt))
-        .args(["sampled.dll", "1", "pause"])
-        .current_dir(&dir)
-        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start record --sampled --target");
-    let mut stdin = record.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(record.stdout.take().expect("stdout"));
+    let (mut record, mut stdin, mut stdout, name) = streamed(dn, &dir, &cdir, &target, &["-o", "streamed.nettrace"]);
     let mut stderr = record.stderr.take().expect("stderr");
-    assert_eq!(read_json(&mut stdout)["ready"], true);
-    let live = eventually("the live session", || sessions(&cdir).into_iter().find(|s| s["state"] == "live"));
-    let name = live["session"].as_str().expect("name").to_string();
-    assert!(live["log"].as_str().is_some_and(|l| l.ends_with(".nettrace")), "{live}");
     // The collector goes away; the program allocates meanwhile.
     drop(collector);
     writeln!(stdin, "go").expect("go");
@@ -439,23 +448,7 @@ fn sampled_session_live_in_the_ui() {
     let _ = std::fs::remove_dir_all(&cdir);
     let collector = Collector::start(&cdir, "127.0.0.1:0");
     let (_ui, base, token) = common::start_ui(&["--collector", cdir.to_str().expect("UTF-8")]);
-    let mut record = Command::new(env!("CARGO_BIN_EXE_clrprof"))
-        .args(["record", "--sampled", "-q", "--target", &collector.target, "--token-file"])
-        .arg(cdir.join("collector.token"))
-        .arg("--")
-        .arg(dn.host(rt))
-        .args(["sampled.dll", "1", "pause"])
-        .current_dir(&dir)
-        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start record --sampled --target");
-    let mut stdin = record.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(record.stdout.take().expect("stdout"));
-    assert_eq!(read_json(&mut stdout)["ready"], true);
-    let live = eventually("the live session", || sessions(&cdir).into_iter().find(|s| s["state"] == "live"));
-    let name = live["session"].as_str().expect("name").to_string();
+    let (mut record, mut stdin, mut stdout, name) = streamed(dn, &dir, &cdir, &collector.target, &["-q"]);
     let (code, listed) = common::http(&base, &token, "GET", "/api/sessions");
     assert_eq!(code, 200, "{listed}");
     assert!(listed["sessions"].as_array().is_some_and(|v| v.iter().any(|s| s["record"]["session"] == name.as_str() || s["session"] == name.as_str())), "{listed}");

@@ -96,7 +96,9 @@ pub struct Args {
     /// process ends or on Ctrl-C).
     #[arg(long, value_name = "SECONDS", requires = "pid")]
     pub(crate) duration: Option<f64>,
-    /// The program and its arguments, e.g. `dotnet app.dll` or `./app`.
+    /// The program and its arguments, e.g. `dotnet app.dll` or `./app`
+    /// (`app.dll` alone runs with the `dotnet` on PATH; a missing
+    /// `app.runtimeconfig.json` is written for that `dotnet`'s runtime).
     #[arg(required_unless_present = "pid", value_name = "CMD", num_args = 1.., allow_hyphen_values = true)]
     pub(crate) command: Vec<OsString>,
 }

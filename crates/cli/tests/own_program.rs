@@ -348,7 +348,11 @@ fn a_bare_dll_gets_a_runtime_config_and_nothing_is_overwritten() {
     let out = record_fake(&app, &host, &["app.dll", "two"]);
     assert!(!text(&out).contains("wrote app.runtimeconfig.json"), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&config).unwrap_or_default(), "{\"mine\": true}");
-    assert_eq!(std::fs::read_to_string(host.join("args.txt")).unwrap_or_default(), "app.dll two\n", "app.dll alone runs as `dotnet app.dll`");
+    assert_eq!(
+        std::fs::read_to_string(host.join("args.txt")).unwrap_or_default(),
+        "app.dll two\n",
+        "app.dll alone runs as `dotnet app.dll`"
+    );
 
     // A dangling link at the name is not followed.
     std::fs::remove_file(&config).expect("remove the user's file");

@@ -121,7 +121,7 @@ pub(super) fn ensure_config(app: &HostedApp) -> Result<ConfigOutcome> {
         return Ok(ConfigOutcome::NotNeeded);
     }
     let host = resolve_host(&app.host);
-    let newest = host.as_deref().and_then(|h| newest_runtime(h));
+    let newest = host.as_deref().and_then(newest_runtime);
     let Some((host, version)) = host.zip(newest) else {
         bail!(
             "{} has no {} beside it, which `dotnet` needs to run it, and the runtimes of `{}` cannot be \

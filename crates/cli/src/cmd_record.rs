@@ -300,9 +300,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
 /// What to do when the runtime found no ICU library.
 fn no_icu_advice() -> String {
     format!(
-        "the .NET runtime stopped the program because it found no ICU library (\"{}\" above), which it needs for \
-         culture data from start-up or from the program's first use of it (CoreCLR 3.1 knows ICU versions 50 to 70 only). Set DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 to run without ICU (every culture \
-         then behaves as the invariant one) and record again: `DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 clrprof record ...`; \
+        "the .NET runtime stopped the program because it found no ICU library (\"{}\" above), which it needs \
+         for culture data from start-up or from the program's first use of it (CoreCLR 3.1 knows ICU versions \
+         50 to 70 only). Set DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 to run without ICU (every culture then \
+         behaves as the invariant one) and record again: `DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 clrprof record ...`; \
          or install an ICU package the runtime knows",
         startup_failure::NO_ICU
     )

@@ -12,7 +12,7 @@ use clrprof_gen::{GenOptions, PointerBits, Preset};
 
 fn traces() -> Vec<Vec<u8>> {
     let small = WriterOptions { block_bytes: 2048, sequence_point_bytes: 16 * 1024 };
-    let nt = NetTraceOptions { tick_bytes: 0, writer: small };
+    let nt = NetTraceOptions { tick_bytes: 0, writer: small, ..NetTraceOptions::default() };
     let opts = GenOptions { objects: 400, gcs: 2, ..Preset::Tiny.options() };
     let b32 = GenOptions { pointer_bits: PointerBits::Bits32, seed: 7, ..opts.clone() };
     [opts, b32].iter().map(|o| generate_nettrace(o, &nt, Vec::new()).expect("a generated trace").0).collect()

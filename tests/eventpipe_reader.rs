@@ -181,10 +181,7 @@ const NOT_FIELDS: &[&str] = &["MSec", "PID", "PName", "TID", "EventName", "Provi
 /// Kinds whose fields are not decoded yet (their counts must still match),
 /// with the reason. A kind listed here that decodes fails the test, so the
 /// list stays honest.
-const NOT_YET_DECODED: &[(&str, &str)] = &[(
-    "Microsoft-Windows-DotNETRuntime/GC/PerHeapHistory",
-    "no built-in schema: the manifest copy used has only the private provider's empty V1 layout",
-)];
+const NOT_YET_DECODED: &[(&str, &str)] = &[];
 
 /// Attributes of TraceEvent's baseline that are not payload fields of the
 /// event at the version the trace holds: values TraceEvent computes

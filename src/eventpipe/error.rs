@@ -43,12 +43,18 @@ pub enum ErrorKind {
 }
 
 impl Error {
+    #[cold]
+    #[inline(never)]
     pub(crate) fn end(offset: u64, expected: &'static str) -> Error {
         Error { offset, kind: ErrorKind::UnexpectedEnd { expected } }
     }
+    #[cold]
+    #[inline(never)]
     pub(crate) fn invalid(offset: u64, expected: &'static str, found: u64) -> Error {
         Error { offset, kind: ErrorKind::Invalid { expected, found } }
     }
+    #[cold]
+    #[inline(never)]
     pub(crate) fn unsupported(offset: u64, what: &'static str, version: u64) -> Error {
         Error { offset, kind: ErrorKind::Unsupported { what, version } }
     }

@@ -112,6 +112,7 @@ impl<'a> EventBlobs<'a> {
     }
 
     /// The next event: its offset, header and payload.
+    #[inline]
     fn read(&mut self) -> Result<(u64, EventHeader, &'a [u8]), Error> {
         let at = self.c.offset();
         let (h, end) = match (self.compressed, self.format) {
@@ -131,6 +132,7 @@ impl<'a> EventBlobs<'a> {
         Ok((at, h, payload))
     }
 
+    #[inline]
     fn compressed_header(&mut self) -> Result<EventHeader, Error> {
         let c = &mut self.c;
         let mut h = self.prev;
@@ -253,6 +255,7 @@ impl<'a> EventBlobs<'a> {
 impl<'a> Iterator for EventBlobs<'a> {
     /// (offset of the event, its header, its payload)
     type Item = Result<(u64, EventHeader, &'a [u8]), Error>;
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || self.c.is_empty() {
             return None;

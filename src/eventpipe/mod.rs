@@ -108,6 +108,7 @@ mod error;
 mod event_header;
 mod header;
 mod ids;
+mod kinds;
 mod labels;
 mod metadata;
 mod payload;

@@ -174,6 +174,7 @@ fn elements<'a>(elem: &'a FieldType, n: usize, c: &mut Cursor<'a>, ptr: u32, dep
     Ok(Value::Array(v))
 }
 
+#[inline(always)]
 fn prim<'a>(t: In, c: &mut Cursor<'a>, ptr: u32) -> Result<Value<'a>, Error> {
     Ok(match t {
         In::U8 => Value::Unsigned(u64::from(c.u8("an 8-bit integer")?), 1),
@@ -192,6 +193,7 @@ fn prim<'a>(t: In, c: &mut Cursor<'a>, ptr: u32) -> Result<Value<'a>, Error> {
     })
 }
 
+#[inline(always)]
 fn one<'a>(f: &SField, c: &mut Cursor<'a>, ptr: u32, depth: u32) -> Result<Value<'a>, Error> {
     match f.ty {
         SType::Prim(t) => prim(t, c, ptr),
@@ -199,27 +201,57 @@ fn one<'a>(f: &SField, c: &mut Cursor<'a>, ptr: u32, depth: u32) -> Result<Value
     }
 }
 
+/// Decodes a field of type `t` into `slot`, in place: a field built whole
+/// on the stack and then copied into the vector (what `Vec::push` does)
+/// stalls on the copy's wide loads of the narrow stores just made (store
+/// forwarding), and those copies were the hottest instructions of a
+/// decode. `slot` holds the placeholder `Value::Bool(false)`, which owns
+/// nothing: it is overwritten without the call that would drop it.
+#[inline(always)]
+fn set_prim<'a>(slot: &mut Value<'a>, t: In, c: &mut Cursor<'a>, ptr: u32) -> Result<(), Error> {
+    let value = match t {
+        In::U8 => Value::Unsigned(u64::from(c.u8("an 8-bit integer")?), 1),
+        In::U16 => Value::Unsigned(u64::from(c.u16("a 16-bit integer")?), 2),
+        In::U32 => Value::Unsigned(u64::from(c.u32("a 32-bit integer")?), 4),
+        In::U64 => Value::Unsigned(c.u64("a 64-bit integer")?, 8),
+        In::Ptr if ptr == 4 => Value::Pointer(u64::from(c.u32("a pointer")?)),
+        In::Ptr => Value::Pointer(c.u64("a pointer")?),
+        In::Utf16Z => Value::Str(Utf16(c.utf16z("a string")?)),
+        _ => prim(t, c, ptr)?,
+    };
+    std::mem::forget(std::mem::replace(slot, value));
+    Ok(())
+}
+
 pub(crate) fn decode_schema<'a>(fields: &'static [SField], c: &mut Cursor<'a>, ptr: u32, depth: u32) -> Result<Vec<Field<'a>>, Error> {
     if depth > MAX_DEPTH {
         return Err(Error::invalid(c.offset(), "a payload nested at most 8 deep", u64::from(depth)));
     }
-    let mut out: Vec<Field<'a>> = Vec::with_capacity(fields.len());
-    for f in fields {
-        let value = match f.count {
-            Count::One => one(f, c, ptr, depth)?,
-            Count::Fixed(n) => Value::Array(repeat(f, usize::from(n), c, ptr, depth)?),
-            Count::Field(i) => {
+    // Every field is named first, then its value set in place, in order
+    // (see `set_prim`; the vector is made from the schema's exact length,
+    // written without a copy through the stack).
+    let mut out: Vec<Field<'a>> = fields.iter().map(|f| Field { name: f.name, value: Value::Bool(false), map: f.map }).collect();
+    for (i, f) in fields.iter().enumerate() {
+        let count = match f.count {
+            Count::One => None,
+            Count::Fixed(n) => Some(usize::from(n)),
+            Count::Field(from) => {
                 let at = c.offset();
-                let n = out.get(usize::from(i)).and_then(|s| s.value.as_u64()).unwrap_or(0);
+                let n = out.get(usize::from(from)).and_then(|s| s.value.as_u64()).unwrap_or(0);
                 // Each element takes at least a byte: a count beyond the
                 // payload is damage, not a reason to allocate.
                 if n > c.remaining() as u64 {
                     return Err(Error::invalid(at, "an element count that fits the payload", n));
                 }
-                Value::Array(repeat(f, n as usize, c, ptr, depth)?)
+                Some(n as usize)
             }
         };
-        out.push(Field { name: f.name, value, map: f.map });
+        let Some(slot) = out.get_mut(i) else { break };
+        match (count, f.ty) {
+            (None, SType::Prim(t)) => set_prim(&mut slot.value, t, c, ptr)?,
+            (None, SType::Struct(inner)) => slot.value = Value::Struct(decode_schema(inner, c, ptr, depth + 1)?),
+            (Some(n), _) => slot.value = Value::Array(repeat(f, n, c, ptr, depth)?),
+        }
     }
     Ok(out)
 }

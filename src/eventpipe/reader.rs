@@ -6,7 +6,8 @@ use super::cursor::Cursor;
 use super::error::{Error, ErrorKind, Warning};
 use super::event_header::{EventBlobs, EventHeader};
 use super::header::{read_trace_info, TraceHeader, TraceInfo};
-use super::ids::{MetadataId, ThreadId};
+use super::ids::ThreadId;
+use super::kinds::KindTable;
 use super::labels::{LabelCache, LabelList};
 use super::metadata::{parse_metadata, parse_metadata_v6, EventMetadata};
 use super::payload::{decode_metadata_fields, decode_schema, Field};
@@ -14,7 +15,6 @@ use super::runtime_schemas::{lookup, name_of, RuntimeEvent, RuntimeProvider};
 use super::sequence_points::{SequencePoint, SequenceTracker};
 use super::stacks::{Stack, StackCache};
 use super::threads::{parse_remove_thread_block, parse_thread_block, ThreadInfo, ThreadTable};
-use std::collections::HashMap;
 
 /// An event kind: its metadata and how its payload is decoded.
 #[derive(Debug)]
@@ -28,7 +28,7 @@ pub struct EventKind {
 }
 
 impl EventKind {
-    fn new(metadata: EventMetadata) -> Self {
+    pub(crate) fn new(metadata: EventMetadata) -> Self {
         let provider = RuntimeProvider::from_name(&metadata.provider);
         let schema = provider.and_then(|p| lookup(p, metadata.event_id, metadata.version));
         let name = match (schema, provider) {
@@ -164,7 +164,7 @@ pub struct NetTraceReader<'a> {
     labels: LabelCache,
     next_block: u64,
     blobs: Option<(EventBlobs<'a>, bool)>,
-    kinds: HashMap<MetadataId, EventKind>,
+    kinds: KindTable,
     stacks: StackCache,
     sequence: SequenceTracker,
     warnings: Vec<Warning>,
@@ -188,7 +188,7 @@ impl<'a> NetTraceReader<'a> {
             labels: LabelCache::default(),
             next_block: header.end_offset,
             blobs: None,
-            kinds: HashMap::new(),
+            kinds: KindTable::default(),
             stacks: StackCache::default(),
             sequence: if v6 { SequenceTracker::v6() } else { SequenceTracker::default() },
             warnings: Vec::new(),
@@ -216,7 +216,7 @@ impl<'a> NetTraceReader<'a> {
 
     /// The event kinds defined so far.
     pub fn kinds(&self) -> impl Iterator<Item = &EventKind> {
-        self.kinds.values()
+        self.kinds.iter()
     }
 
     /// Warnings so far.
@@ -241,7 +241,7 @@ impl<'a> NetTraceReader<'a> {
                         if *is_metadata {
                             match parse_metadata(payload, offset) {
                                 Ok(m) => {
-                                    self.kinds.insert(m.id, EventKind::new(m));
+                                    self.kinds.insert(EventKind::new(m));
                                 }
                                 Err(error) => self.warnings.push(Warning::BadMetadata { error }),
                             }
@@ -316,7 +316,7 @@ impl<'a> NetTraceReader<'a> {
                     c.skip(used, "a metadata row")?;
                     match m {
                         Ok(m) => {
-                            self.kinds.insert(m.id, EventKind::new(m));
+                            self.kinds.insert(EventKind::new(m));
                         }
                         Err(error) => self.warnings.push(Warning::BadMetadata { error }),
                     }
@@ -369,6 +369,7 @@ impl<'a> NetTraceReader<'a> {
         }
     }
 
+    #[inline]
     fn event(&mut self, offset: u64, mut header: EventHeader, payload: &'a [u8]) -> Event<'_> {
         self.events += 1;
         let n = self.warnings.len();
@@ -380,8 +381,12 @@ impl<'a> NetTraceReader<'a> {
             if thread_info.is_none() {
                 self.warnings.push(Warning::UndefinedThread { offset, index: header.thread_index });
             }
-            header.thread = self.threads.thread_id(header.thread_index);
-            header.capture_thread = self.threads.thread_id(header.capture_thread_index);
+            header.thread = thread_info.map_or(ThreadId(header.thread_index), ThreadInfo::thread_id);
+            header.capture_thread = if header.capture_thread_index == header.thread_index {
+                header.thread
+            } else {
+                self.threads.thread_id(header.capture_thread_index)
+            };
             header.process_id = thread_info.and_then(|t| t.os_process_id).unwrap_or(u64::from(self.header.process_id));
             if header.label_list != 0 {
                 labels = self.labels.get(header.label_list);
@@ -396,7 +401,7 @@ impl<'a> NetTraceReader<'a> {
         } else {
             header.process_id = u64::from(self.header.process_id);
         }
-        let kind = self.kinds.get(&header.metadata_id);
+        let kind = self.kinds.get(header.metadata_id);
         if kind.is_none() {
             self.warnings.push(Warning::UndefinedMetadata { offset, id: header.metadata_id.0 });
         }

@@ -92,11 +92,15 @@ pub struct ValueMap {
 
 impl ValueMap {
     /// The name of `v`: the entry's name for a value map, the names of the
-    /// bits set joined by ", " for a bit map. `None` when nothing names it.
+    /// bits set joined by ", " for a bit map (bits whose entry has no name
+    /// are markers, left out). `None` when nothing names it.
     pub fn name(&self, v: u64) -> Option<String> {
         if !self.bits {
             return self.entries.iter().find(|e| u64::from(e.0) == v).map(|e| e.1.to_string());
         }
+        // Entries without a name are marker bits: they name nothing.
+        let markers = self.entries.iter().filter(|e| e.1.is_empty()).fold(0u64, |m, e| m | u64::from(e.0));
+        let v = v & !markers;
         if v == 0 {
             // TraceEvent's convention for a flags field with no bit set.
             return Some(self.entries.iter().find(|e| e.0 == 0).map_or("None", |e| e.1).to_string());
@@ -154,6 +158,60 @@ static GC_GLOBAL_MECHANISMS: ValueMap = ValueMap {
     entries: &[(1, "Concurrent"), (2, "Compaction"), (4, "Promotion"), (8, "Demotion"), (16, "CardBundles"), (32, "ElevatedLogic")],
 };
 
+/// The GC's compaction reasons (`gc_heap_compact_reason` of the runtime's
+/// `gcrecords.h`), one bit each in GC/PerHeapHistory's `CompactMechanisms`;
+/// 0 is TraceEvent's "not_specified". The GC sets bit 31 with the reason
+/// (a marker: "a mechanism was recorded"). TraceEvent shows the lowest bit
+/// set.
+static GC_COMPACT_REASON: ValueMap = ValueMap {
+    bits: true,
+    entries: &[
+        (0, "not_specified"),
+        (1 << 31, ""),
+        (1, "compact_low_ephemeral"),
+        (1 << 1, "compact_high_frag"),
+        (1 << 2, "compact_no_gaps"),
+        (1 << 3, "compact_loh_forced"),
+        (1 << 4, "compact_last_gc"),
+        (1 << 5, "compact_induced_compacting"),
+        (1 << 6, "compact_fragmented_gen0"),
+        (1 << 7, "compact_high_mem_load"),
+        (1 << 8, "compact_high_mem_frag"),
+        (1 << 9, "compact_vhigh_mem_frag"),
+        (1 << 10, "compact_no_gc_mode"),
+    ],
+};
+/// The GC's heap expansion mechanisms (`gc_heap_expand_mechanism`), one
+/// bit each in GC/PerHeapHistory's `ExpandMechanisms`, bit 31 the marker.
+static GC_EXPAND_MECHANISM: ValueMap = ValueMap {
+    bits: true,
+    entries: &[
+        (0, "not_specified"),
+        (1 << 31, ""),
+        (1, "expand_reuse_normal"),
+        (1 << 1, "expand_reuse_bestfit"),
+        (1 << 2, "expand_new_seg_ep"),
+        (1 << 3, "expand_new_seg"),
+        (1 << 4, "expand_no_memory"),
+        (1 << 5, "expand_next_full_gc"),
+    ],
+};
+
+/// One generation's figures in GC/PerHeapHistory (the manifest's
+/// `GCPerHeapHistory_V3` struct `Values`: ten pointer-sized integers).
+static GC_PER_HEAP_GEN_DATA: &[SField] = &[
+    f("SizeBefore", Ptr),
+    f("FreeListBefore", Ptr),
+    f("FreeObjBefore", Ptr),
+    f("SizeAfter", Ptr),
+    f("FreeListAfter", Ptr),
+    f("FreeObjAfter", Ptr),
+    f("In", Ptr),
+    f("PinnedSurv", Ptr),
+    f("NonePinnedSurv", Ptr),
+    f("NewAllocation", Ptr),
+];
+
 const fn m(name: &'static str, ty: In, map: &'static ValueMap) -> SField {
     SField { name, ty: Prim(ty), count: One, map: Some(map) }
 }
@@ -208,6 +266,26 @@ static EXTRA: &[RuntimeEvent] = &[
         m("GlobalMechanisms", U32, &GC_GLOBAL_MECHANISMS),
         f("ClrInstanceID", U16),
     ]),
+    // The manifest's GCPerHeapHistory_V3 (the runtime provider's only
+    // layout of event 204): `Count` generations follow.
+    ev(Runtime, 204, 3, "GC/PerHeapHistory", &[
+        f("ClrInstanceID", U16),
+        f("FreeListAllocated", Ptr),
+        f("FreeListRejected", Ptr),
+        f("EndOfSegAllocated", Ptr),
+        f("CondemnedAllocated", Ptr),
+        f("PinnedAllocated", Ptr),
+        f("PinnedAllocatedAdvance", Ptr),
+        f("RunningFreeListEfficiency", U32),
+        f("CondemnReasons0", U32),
+        f("CondemnReasons1", U32),
+        m("CompactMechanisms", U32, &GC_COMPACT_REASON),
+        m("ExpandMechanisms", U32, &GC_EXPAND_MECHANISM),
+        f("HeapIndex", U32),
+        f("ExtraGen0Commit", Ptr),
+        f("Count", U32),
+        SField { name: "Values", ty: Struct(GC_PER_HEAP_GEN_DATA), count: Field(14), map: None },
+    ]),
     // .NET 10: randomized allocation sampling (keyword 0x80000000000).
     ev(Runtime, 303, 0, "AllocationSampled", &[
         m("AllocationKind", U32, &ALLOCATION_KIND),
@@ -224,10 +302,6 @@ static EXTRA: &[RuntimeEvent] = &[
         f("Timestamp", I64),
     ]),
 ];
-
-/// Names of events whose layout is not built in (their payloads are not
-/// decoded): TraceEvent's names for them.
-static NAMES_ONLY: &[(RuntimeProvider, u16, &str)] = &[(Runtime, 204, "GC/PerHeapHistory")];
 
 /// The schema for (provider, id, version): the exact one, else the newest
 /// older version of the same event. The flag says whether it was exact.
@@ -256,7 +330,6 @@ pub(crate) fn name_of(provider: RuntimeProvider, id: u32) -> Option<&'static str
         .chain(EXTRA)
         .find(|e| e.provider == provider && u32::from(e.id) == id)
         .map(|e| e.name)
-        .or_else(|| NAMES_ONLY.iter().find(|n| n.0 == provider && u32::from(n.1) == id).map(|n| n.2))
 }
 
 #[cfg(test)]
@@ -281,5 +354,10 @@ mod tests {
         let m = ValueMap { bits: true, entries: &[(1, "A"), (2, "B"), (8, "D")] };
         assert_eq!(m.name(11).as_deref(), Some("A, B, D"));
         assert_eq!(m.name(4), None);
+        // the GC's mechanisms: bit 31 marks a recorded one
+        assert_eq!(GC_COMPACT_REASON.name(0x8000_0002).as_deref(), Some("compact_high_frag"));
+        assert_eq!(GC_COMPACT_REASON.name(0x8000_0000).as_deref(), Some("not_specified"));
+        assert_eq!(GC_EXPAND_MECHANISM.name(0).as_deref(), Some("not_specified"));
+        assert_eq!(GC_EXPAND_MECHANISM.name(0x8000_0008).as_deref(), Some("expand_new_seg"));
     }
 }

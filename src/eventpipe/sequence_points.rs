@@ -89,9 +89,17 @@ impl<'a> SequencePoint<'a> {
 }
 
 /// Each capture thread's last sequence number.
+///
+/// The numbers live in `slots`; `index` finds a thread's slot. Events come
+/// in runs of one capture thread (a thread's buffer is written out at
+/// once), so the slot of the previous event is tried first: most events
+/// cost a comparison, not a hash lookup.
 #[derive(Debug, Default)]
 pub(crate) struct SequenceTracker {
-    last: HashMap<ThreadId, u32>,
+    slots: Vec<(ThreadId, u32)>,
+    index: HashMap<ThreadId, usize>,
+    /// The slot of the last thread looked up (checked before use).
+    recent: usize,
     /// V6: threads are declared (numbering from 0) and never reused, so a
     /// first event numbered above 1 is a loss.
     v6: bool,
@@ -104,17 +112,47 @@ impl SequenceTracker {
     pub(crate) fn v6() -> Self {
         SequenceTracker { v6: true, ..Self::default() }
     }
+    /// The slot of `thread`, if it has one.
+    #[inline]
+    fn slot(&mut self, thread: ThreadId) -> Option<usize> {
+        if self.slots.get(self.recent).is_some_and(|s| s.0 == thread) {
+            return Some(self.recent);
+        }
+        let i = *self.index.get(&thread)?;
+        self.recent = i;
+        Some(i)
+    }
+    /// Sets `thread`'s last number to `seq`; returns the one it replaces.
+    #[inline]
+    fn set(&mut self, thread: ThreadId, seq: u32) -> Option<u32> {
+        if let Some(i) = self.slot(thread) {
+            if let Some(s) = self.slots.get_mut(i) {
+                return Some(std::mem::replace(&mut s.1, seq));
+            }
+        }
+        self.recent = self.slots.len();
+        self.index.insert(thread, self.slots.len());
+        self.slots.push((thread, seq));
+        None
+    }
     /// V6: a thread index is defined; its first event is numbered 1.
     pub(crate) fn introduce(&mut self, thread: ThreadId) {
-        self.last.entry(thread).or_insert(0);
+        if self.slot(thread).is_none() {
+            self.set(thread, 0);
+        }
     }
     /// V6: a thread index is retired.
     pub(crate) fn remove(&mut self, thread: ThreadId) {
-        self.last.remove(&thread);
+        let Some(i) = self.index.remove(&thread) else { return };
+        self.slots.swap_remove(i);
+        if let Some(moved) = self.slots.get(i) {
+            self.index.insert(moved.0, i);
+        }
     }
     /// V6: the thread table is flushed.
     pub(crate) fn clear(&mut self) {
-        self.last.clear();
+        self.slots.clear();
+        self.index.clear();
     }
     fn note(&mut self, thread: ThreadId, last_seen: u32, now: u32, offset: u64, warnings: &mut Vec<Warning>) {
         // Before V6, a thread whose number restarts (its id reused by a
@@ -127,10 +165,12 @@ impl SequenceTracker {
         warnings.push(Warning::LostEvents { thread, count, offset });
     }
     /// An event of `thread` numbered `seq` at `offset`.
+    #[inline]
     pub(crate) fn event(&mut self, thread: ThreadId, seq: u32, offset: u64, warnings: &mut Vec<Warning>) {
-        let prev = self.last.insert(thread, seq);
+        let prev = self.set(thread, seq);
         if let Some(last) = prev {
-            if seq != 1 || self.v6 {
+            // The common case, the next number, is no loss.
+            if last.wrapping_add(1) != seq && (seq != 1 || self.v6) {
                 self.note(thread, last, seq.wrapping_sub(1), offset, warnings);
             }
         }
@@ -144,7 +184,7 @@ impl SequenceTracker {
     /// `thread`'s last event so far is numbered `seq` (a sequence point, a
     /// V6 RemoveThreadBlock at `offset`).
     pub(crate) fn checkpoint(&mut self, thread: ThreadId, seq: u32, offset: u64, warnings: &mut Vec<Warning>) {
-        if let Some(last) = self.last.insert(thread, seq) {
+        if let Some(last) = self.set(thread, seq) {
             self.note(thread, last, seq, offset, warnings);
         }
     }
@@ -194,5 +234,32 @@ mod tests {
         t.sequence_point(&sp, &mut w);
         assert_eq!((t.lost, w.len()), (4, 2));
         assert!(SequencePoint::parse_v6(&body[..body.len() - 1], 0).is_err());
+    }
+
+    #[test]
+    fn removed_threads_leave_the_others_counted() {
+        let mut t = SequenceTracker::v6();
+        let mut w = Vec::new();
+        let (a, b, c) = (ThreadId(1), ThreadId(2), ThreadId(3));
+        for x in [a, b, c] {
+            t.introduce(x);
+        }
+        t.event(a, 1, 0, &mut w);
+        t.event(c, 1, 0, &mut w);
+        t.event(b, 1, 0, &mut w);
+        t.remove(a); // c moves into a's slot
+        t.event(c, 2, 0, &mut w);
+        t.event(b, 2, 0, &mut w);
+        t.event(c, 4, 9, &mut w);
+        assert_eq!(w, vec![Warning::LostEvents { thread: c, count: 1, offset: 9 }]);
+        t.introduce(a); // a new thread with the index: numbered from 1 again
+        t.event(a, 1, 0, &mut w);
+        t.remove(c);
+        t.remove(c);
+        t.event(b, 3, 0, &mut w);
+        assert_eq!(t.lost, 1);
+        t.clear();
+        t.event(b, 1, 0, &mut w);
+        assert_eq!((t.lost, w.len()), (1, 1));
     }
 }

@@ -79,6 +79,7 @@ pub enum Value<'a> {
 
 impl Value<'_> {
     /// The value as an unsigned integer (integers, pointers, booleans).
+    #[inline]
     pub fn as_u64(&self) -> Option<u64> {
         match *self {
             Value::Unsigned(v, _) | Value::Pointer(v) => Some(v),

@@ -100,10 +100,12 @@ pub struct Event<'a> {
 
 impl<'a> Event<'a> {
     /// The provider's name ("" when the kind is unknown).
+    #[inline]
     pub fn provider(&self) -> &'a str {
         self.kind.map_or("", |k| k.metadata.provider.as_str())
     }
     /// The kind's name ("" when unknown).
+    #[inline]
     pub fn name(&self) -> &'a str {
         self.kind.map_or("", |k| k.name.as_str())
     }

@@ -27,10 +27,12 @@ impl<'a> Stack<'a> {
         Stack { bytes: &[], pointer_size: 8 }
     }
     /// How many frames.
+    #[inline]
     pub fn len(&self) -> usize {
         self.bytes.len() / self.pointer_size as usize
     }
     /// No frame.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

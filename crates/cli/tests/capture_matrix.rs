@@ -1,4 +1,4 @@
-//! The capture matrix (issue 29): one program that counts its own truth
+//! The capture matrix: one program that counts its own truth
 //! (`agent/testapps/truth.cs`), recorded under the combinations of modes a
 //! user can ask for, each log read back through the command line and every
 //! figure the mode can know compared with the program's own; the figures a

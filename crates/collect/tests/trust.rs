@@ -1,4 +1,4 @@
-//! What another local user can try against the collector (issue 32): a
+//! What another local user can try against the collector: a
 //! holder of the agents' token (every profiled program) forging a resume
 //! of another program's session, and links or files planted in the
 //! collector's directory. Each forgery must be refused and change nothing,

@@ -10,6 +10,9 @@ use clrprof::eventpipe::NetTraceReader;
 use clrprof_gen::nettrace::{generate_nettrace, NetTraceOptions, WriterOptions};
 use clrprof_gen::{GenOptions, PointerBits, Preset};
 
+mod common;
+use common::Rng;
+
 fn traces() -> Vec<Vec<u8>> {
     let small = WriterOptions { block_bytes: 2048, sequence_point_bytes: 16 * 1024 };
     let nt = NetTraceOptions { tick_bytes: 0, writer: small, ..NetTraceOptions::default() };
@@ -47,16 +50,6 @@ fn read_all(bytes: &[u8]) -> (u64, bool) {
     (n, failed)
 }
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 #[test]
 fn generated_traces_read_whole() {

@@ -10,6 +10,9 @@
 use clrprof::gcdump::{self, ErrorKind, HeapGraph, NodeIndex, NodeKind, TypeIndex};
 use std::path::PathBuf;
 
+mod common;
+use common::Rng;
+
 fn corpus(name: &str) -> Option<Vec<u8>> {
     let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/eventpipe/")).join(name);
     match std::fs::read(&path) {
@@ -269,16 +272,6 @@ fn truncation_is_an_error_naming_an_offset() {
     }
 }
 
-/// A small deterministic generator (no dependency).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 #[test]
 fn flipped_bytes_never_panic_and_memory_stays_bounded() {

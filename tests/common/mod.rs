@@ -41,3 +41,17 @@ pub fn reference_dir() -> Option<PathBuf> {
         None
     }
 }
+
+/// A small deterministic generator (xorshift), for the tests that damage
+/// their input at random places.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next number.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}

@@ -27,6 +27,9 @@
 //! - [`check`]: asking a collector whether it takes a token, before a
 //!   program is started to stream to it.
 //! - [`refusals`]: the rate-limited log of refused connections.
+//! - [`waiting`]: connections before their handshake: a deadline, a cap,
+//!   the one waiting longest closed first, no spinning out of files.
+//! - [`buffers`]: the cap on what all sessions hold for unfinished lines.
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), clrprof_collect::CollectError> {
@@ -42,6 +45,7 @@
 
 pub mod address;
 pub mod admin;
+pub mod buffers;
 pub mod check;
 mod conn;
 mod error;
@@ -50,10 +54,11 @@ pub mod key_file;
 pub mod record;
 pub mod refusals;
 mod registry;
-mod server;
 pub mod say;
+mod server;
 pub mod session;
 pub mod token_file;
+pub mod waiting;
 
 pub use address::ListenAddr;
 pub use error::CollectError;

@@ -1,8 +1,10 @@
 //! The service: listeners, the handshake, and dispatch by role.
 
+use crate::buffers::Buffers;
 use crate::conn::BoxConn;
 use crate::refusals::Refusals;
 use crate::registry::Registry;
+use crate::waiting::{self, Ticket, Waiting};
 use crate::{record, token_file, CollectError, ListenAddr};
 use clrprof_wire::handshake::{self, MAX_LINE};
 use clrprof_wire::{Hello, Nonce, Role, Token};
@@ -32,6 +34,14 @@ pub struct Options {
     pub handshake_timeout: Duration,
     /// The longest log line accepted; a longer one cuts the session.
     pub max_line: usize,
+    /// The most bytes all sessions together may hold for their unfinished
+    /// lines; past it the session holding the most is cut (see
+    /// [`buffers`](crate::buffers)).
+    pub max_buffered: usize,
+    /// The most connections waiting for their handshake; at the cap a new
+    /// connection closes the one waiting longest (see
+    /// [`waiting`](crate::waiting)).
+    pub max_waiting: usize,
     /// How long `clrprof ctl` waits for an agent's reply.
     pub reply_timeout: Duration,
     /// Called, off the async threads, with each session's log once the
@@ -62,6 +72,8 @@ impl Default for Options {
             token_file: None,
             handshake_timeout: Duration::from_secs(10),
             max_line: 64 << 20,
+            max_buffered: crate::buffers::MAX_BUFFERED,
+            max_waiting: crate::waiting::default_cap(),
             reply_timeout: Duration::from_secs(60),
             on_ended: None,
         }
@@ -74,6 +86,7 @@ pub(crate) struct Ctx {
     pub token: Token,
     pub refusals: Refusals,
     pub registry: Registry,
+    pub buffers: Arc<Buffers>,
 }
 
 enum Listener {
@@ -93,16 +106,48 @@ pub struct Collector {
     stale: Vec<String>,
 }
 
-/// Binds a Unix socket at `path`, replacing a socket file nobody listens
-/// on (a collector that was killed leaves one behind), never any other
-/// file.
-fn bind_unix(path: &Path) -> Result<UnixListener, CollectError> {
+/// Where a Unix socket is bound: the admin socket in the collector's own
+/// directory (checked private), or the agents' socket at a path the user
+/// chose, maybe in a shared folder.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SocketPlace {
+    /// In the collector's directory, which no other user can write to.
+    Private,
+    /// Anywhere.
+    Chosen,
+}
+
+/// Binds a Unix socket at `path`, replacing a socket file of the
+/// collector's user that nobody listens on (a collector that was killed
+/// leaves one behind), never any other file. A socket of another user is
+/// left alone and refused at a chosen path, naming its owner; in the
+/// collector's private directory (where it can only be left over from a
+/// time the directory was open to others) it is removed, and said.
+fn bind_unix(path: &Path, place: SocketPlace) -> Result<UnixListener, CollectError> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
-        use std::os::unix::fs::FileTypeExt;
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let me = crate::files::euid();
         if !meta.file_type().is_socket() {
-            return Err(CollectError::Invalid(format!("{} exists and is not a socket", path.display())));
+            return Err(CollectError::Invalid(format!(
+                "{} exists and is not a socket (owned by uid {}): left as it is; remove it or choose another path",
+                path.display(),
+                meta.uid()
+            )));
         }
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        if meta.uid() != me {
+            if place == SocketPlace::Chosen {
+                return Err(CollectError::Invalid(format!(
+                    "{} is a socket of another user (uid {}, not the collector's uid {me}): not used, not removed (it may have been planted); choose a path in a folder of your own",
+                    path.display(),
+                    meta.uid()
+                )));
+            }
+            crate::say!(
+                "clrprof collect: {} was a socket of another user (uid {}), left from a time the directory was open to others: removed, not used",
+                path.display(),
+                meta.uid()
+            );
+        } else if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(CollectError::Invalid(format!("{}: another collector is listening there", path.display())));
         }
         std::fs::remove_file(path).map_err(CollectError::io(format!("cannot remove the stale socket {}", path.display())))?;
@@ -111,6 +156,19 @@ fn bind_unix(path: &Path) -> Result<UnixListener, CollectError> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .map_err(CollectError::io(format!("cannot restrict {}", path.display())))?;
     Ok(l)
+}
+
+/// The queue of connections the kernel holds for the collector to accept
+/// (as the web UI's): a flood of connections fills it less quickly.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds a TCP listener at `addr` with a queue of [`LISTEN_BACKLOG`]
+/// (tokio's `bind` would give 1024).
+fn listen_tcp(addr: &std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(*addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 impl Collector {
@@ -125,15 +183,16 @@ impl Collector {
         let stale = record::close_stale(&opts.dir)?;
         let (listener, target) = match &opts.listen {
             ListenAddr::Tcp(a) => {
-                let l = TcpListener::bind(a).await.map_err(CollectError::io(format!("cannot listen on {a}")))?;
+                let l = listen_tcp(a).map_err(CollectError::io(format!("cannot listen on {a}")))?;
                 let local = l.local_addr().map_err(CollectError::io("cannot read the listening address"))?;
                 (Listener::Tcp(l), local.to_string())
             }
-            ListenAddr::Unix(p) => (Listener::Unix(bind_unix(p)?, p.clone()), format!("unix:{}", p.display())),
+            ListenAddr::Unix(p) => (Listener::Unix(bind_unix(p, SocketPlace::Chosen)?, p.clone()), format!("unix:{}", p.display())),
         };
         let admin_path = opts.dir.join(ADMIN_SOCKET);
-        let admin = bind_unix(&admin_path)?;
-        let ctx = Arc::new(Ctx { opts, token, refusals: Refusals::default(), registry: Registry::default() });
+        let admin = bind_unix(&admin_path, SocketPlace::Private)?;
+        let buffers = Arc::new(Buffers::new(opts.max_buffered));
+        let ctx = Arc::new(Ctx { opts, token, refusals: Refusals::default(), registry: Registry::default(), buffers });
         Ok(Collector { ctx, listener, admin, admin_path, target, token_file: token_path, token_made, stale })
     }
 
@@ -165,47 +224,104 @@ impl Collector {
 
     /// Serves until `shutdown` completes. Live sessions are then cut
     /// (their records say so) as the runtime drops their tasks.
+    ///
+    /// Agents and the admin socket are accepted by loops of their own, so
+    /// that neither waits on the other; connections waiting for their
+    /// handshake are capped (see [`waiting`](crate::waiting)).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), CollectError> {
         let ctx = self.ctx;
-        tokio::pin!(shutdown);
-        let mut tasks = tokio::task::JoinSet::new();
-        loop {
-            let (conn, peer, admin): (BoxConn, String, bool) = tokio::select! {
-                _ = &mut shutdown => break,
-                Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
-                r = accept(&self.listener) => match r {
-                    Ok((c, p)) => (c, p, false),
-                    Err(e) => {
-                        crate::say!("clrprof collect: accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-                r = self.admin.accept() => match r {
-                    Ok((c, _)) => (Box::new(c) as BoxConn, "admin socket".to_string(), true),
-                    Err(e) => {
-                        crate::say!("clrprof collect: admin accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-            };
-            let ctx = Arc::clone(&ctx);
-            tasks.spawn(async move { handle(ctx, conn, peer, admin).await });
+        let waiting = Arc::new(Waiting::new(ctx.opts.max_waiting));
+        let tasks = Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
+        let agents = accept_loop(Arc::clone(&ctx), Arc::clone(&waiting), Arc::clone(&tasks), Endpoint::Agents(&self.listener));
+        let admin = accept_loop(Arc::clone(&ctx), Arc::clone(&waiting), Arc::clone(&tasks), Endpoint::Admin(&self.admin));
+        tokio::select! {
+            _ = shutdown => {}
+            _ = agents => {}
+            _ = admin => {}
         }
         // Let every session write its final record.
         for name in ctx.registry.names() {
             ctx.registry.cancel(&name);
         }
-        let _ = tokio::time::timeout(Duration::from_secs(5), async {
-            while tasks.join_next().await.is_some() {}
-        })
-        .await;
+        let mut tasks = std::mem::take(&mut *tasks_lock(&tasks));
+        let _ = tokio::time::timeout(Duration::from_secs(5), async { while tasks.join_next().await.is_some() {} }).await;
         if let Listener::Unix(_, p) = &self.listener {
             let _ = std::fs::remove_file(p);
         }
         let _ = std::fs::remove_file(&self.admin_path);
         Ok(())
+    }
+}
+
+type Tasks = Arc<std::sync::Mutex<tokio::task::JoinSet<()>>>;
+
+fn tasks_lock(t: &Tasks) -> std::sync::MutexGuard<'_, tokio::task::JoinSet<()>> {
+    t.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Where connections come from.
+enum Endpoint<'a> {
+    Agents(&'a Listener),
+    Admin(&'a UnixListener),
+}
+
+/// How often a failure to accept is said at most (the rest are counted).
+const ACCEPT_ERROR_EVERY: Duration = Duration::from_secs(10);
+
+/// Accepts connections from `endpoint` until the collector stops: never
+/// stops on an error, never spins (see [`waiting`](crate::waiting) for
+/// running out of file descriptors).
+async fn accept_loop(ctx: Arc<Ctx>, waiting: Arc<Waiting>, tasks: Tasks, endpoint: Endpoint<'_>) {
+    let admin = matches!(endpoint, Endpoint::Admin(_));
+    let what = if admin { "admin accept" } else { "accept" };
+    let mut pause = waiting::OUT_OF_FILES_PAUSE;
+    let mut said: Option<std::time::Instant> = None;
+    let mut unsaid = 0u64;
+    loop {
+        let accepted = match &endpoint {
+            Endpoint::Agents(l) => accept(l).await,
+            Endpoint::Admin(l) => l.accept().await.map(|(c, _)| (Box::new(c) as BoxConn, "admin socket".to_string())),
+        };
+        let e = match accepted {
+            Ok((conn, peer)) => {
+                pause = waiting::OUT_OF_FILES_PAUSE;
+                let ticket = waiting.admit();
+                let ctx = Arc::clone(&ctx);
+                let mut tasks = tasks_lock(&tasks);
+                // Reap the tasks that have ended, so the set stays small.
+                while tasks.try_join_next().is_some() {}
+                tasks.spawn(async move { handle(ctx, conn, peer, admin, ticket).await });
+                continue;
+            }
+            Err(e) => e,
+        };
+        if waiting::is_one_connections(&e) {
+            continue;
+        }
+        // Said at most once per ACCEPT_ERROR_EVERY, with how many were not.
+        if said.map_or(true, |t| t.elapsed() >= ACCEPT_ERROR_EVERY) {
+            let more = if unsaid > 0 { format!(" ({unsaid} more since the last said)") } else { String::new() };
+            let (n, cap) = waiting.len_and_cap();
+            crate::say!(
+                "clrprof collect: {what} failed: {e}{more}; {n} connections waiting for a handshake (cap {cap}), {} closed to make room so far",
+                waiting.shed()
+            );
+            said = Some(std::time::Instant::now());
+            unsaid = 0;
+        } else {
+            unsaid += 1;
+        }
+        if waiting::is_out_of_files(&e) {
+            // Make room, then go on as soon as a socket is let go of.
+            if waiting.out_of_files() > 0 {
+                pause = waiting::OUT_OF_FILES_PAUSE;
+            } else {
+                pause = (pause * 2).min(waiting::OUT_OF_FILES_PAUSE_MAX);
+            }
+            waiting.freed(pause).await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 }
 
@@ -241,7 +357,13 @@ async fn read_line(r: &mut Reader) -> Result<Vec<u8>, String> {
     }
 }
 
-async fn handle(ctx: Arc<Ctx>, conn: BoxConn, peer: String, admin_socket: bool) {
+/// Sends the challenge and reads the hello line.
+async fn challenge(w: &mut Writer, r: &mut Reader, server: &Nonce) -> Result<Vec<u8>, String> {
+    w.write_all(handshake::challenge_line(server).as_bytes()).await.map_err(|e| format!("cannot send the challenge: {e}"))?;
+    read_line(r).await
+}
+
+async fn handle(ctx: Arc<Ctx>, conn: BoxConn, peer: String, admin_socket: bool, ticket: Ticket) {
     let (r, mut w) = tokio::io::split(conn);
     let mut r = BufReader::new(r);
     let server = match token_file::random_nonce() {
@@ -251,10 +373,19 @@ async fn handle(ctx: Arc<Ctx>, conn: BoxConn, peer: String, admin_socket: bool) 
             return;
         }
     };
-    if w.write_all(handshake::challenge_line(&server).as_bytes()).await.is_err() {
-        return;
-    }
-    let hello = match tokio::time::timeout(ctx.opts.handshake_timeout, read_line(&mut r)).await {
+    // The whole handshake within its deadline, unless the connection is
+    // closed before to make room for a newer one.
+    let closed = Arc::clone(&ticket.closed);
+    let line = tokio::select! {
+        r = tokio::time::timeout(ctx.opts.handshake_timeout, challenge(&mut w, &mut r, &server)) => r,
+        _ = closed.notified() => {
+            let cap = ticket.cap();
+            ctx.refusals.log(&peer, &format!("closed before its handshake to make room: {cap} connections were waiting for theirs"));
+            return;
+        }
+    };
+    ticket.done();
+    let hello = match line {
         Err(_) => Err(format!("no handshake within {} s", ctx.opts.handshake_timeout.as_secs_f32())),
         Ok(Err(e)) => Err(e),
         Ok(Ok(line)) => handshake::parse_hello(&line, &ctx.token, &server).map_err(|e| match e {

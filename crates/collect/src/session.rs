@@ -27,6 +27,7 @@
 //! empty stored part and the spool named (or, with `catch_up`, a session
 //! that takes the whole log from the spool on).
 
+use crate::buffers::Share;
 use crate::files::{self, Access, OpenError};
 use crate::key_file;
 use crate::record::{self, SessionRecord, SessionState};
@@ -103,6 +104,25 @@ async fn read_header(r: &mut Reader) -> Result<Option<FrameHeader>, String> {
     FrameHeader::parse(h).map(Some).map_err(|e: WireError| format!("protocol error: {e}"))
 }
 
+/// How much of a data frame is read at a time (the frame's payload is
+/// never held whole: only the unfinished line after its last newline is
+/// kept between reads).
+const CHUNK: usize = 64 << 10;
+
+/// The longest reply to a command an agent may send (`<seq> ok ...`: a
+/// line of text).
+pub const MAX_REPLY: u32 = 64 << 10;
+
+/// What [`read_loop`] reads into and keeps between frames.
+struct Buffered {
+    /// Bytes after the last newline stored (log text only).
+    line: Vec<u8>,
+    /// One chunk of a frame's payload.
+    chunk: Vec<u8>,
+    /// This session's share of the collector's buffers.
+    share: Share,
+}
+
 /// Reads frames until the stream ends; writes whole lines to `file` (with
 /// `whole_lines`: log text), or every byte as it comes (a trace).
 async fn read_loop(
@@ -113,52 +133,51 @@ async fn read_loop(
     max_line: usize,
     acks: &watch::Sender<u64>,
     pending: &Pending,
+    share: Share,
 ) -> Outcome {
-    let mut buf: Vec<u8> = Vec::new();
+    let mut b = Buffered { line: Vec::new(), chunk: vec![0u8; CHUNK], share };
     let unfinished = |n: usize| if n == 0 { String::new() } else { format!("; an unfinished line of {n} bytes was dropped") };
     loop {
         let h = match read_header(r).await {
             Ok(Some(h)) => h,
-            Ok(None) => return Outcome::Cut(format!("the connection closed before the end of the log{}", unfinished(buf.len()))),
-            Err(e) => return Outcome::Cut(format!("{e}{}", unfinished(buf.len()))),
+            Ok(None) => return Outcome::Cut(format!("the connection closed before the end of the log{}", unfinished(b.line.len()))),
+            Err(e) => return Outcome::Cut(format!("{e}{}", unfinished(b.line.len()))),
         };
         match h.kind {
             FrameKind::Data => {
-                let old = buf.len();
-                buf.resize(old + h.len as usize, 0);
-                if let Err(e) = r.read_exact(&mut buf[old..]).await {
-                    buf.truncate(old);
-                    return Outcome::Cut(format!("closed in the middle of a data frame ({e}){}", unfinished(buf.len())));
-                }
-                // Log text is stored in whole lines; a trace's bytes as
-                // they come.
-                let cut = if whole_lines { buf[old..].iter().rposition(|&b| b == b'\n').map(|nl| old + nl + 1) } else { Some(buf.len()) };
-                if let Some(end) = cut.filter(|&e| e > 0) {
-                    if let Err(e) = file.write_all(&buf[..end]) {
-                        return Outcome::Cut(format!("cannot write the log: {e}"));
+                let mut left = h.len as usize;
+                while left > 0 {
+                    let n = left.min(CHUNK);
+                    if let Err(e) = r.read_exact(&mut b.chunk[..n]).await {
+                        return Outcome::Cut(format!("closed in the middle of a data frame ({e}){}", unfinished(b.line.len())));
                     }
-                    *stored += end as u64;
-                    buf.drain(..end);
-                    let _ = acks.send(*stored);
-                }
-                if buf.len() > max_line {
-                    return Outcome::Cut(format!(
-                        "a line longer than {max_line} bytes at byte {} of the log (refused; {} bytes of it dropped)",
-                        *stored,
-                        buf.len()
-                    ));
+                    left -= n;
+                    let before = *stored;
+                    if let Err(why) = store(&mut b, n, file, stored, whole_lines, max_line) {
+                        return Outcome::Cut(why);
+                    }
+                    if *stored != before {
+                        let _ = acks.send(*stored);
+                    }
                 }
             }
             FrameKind::End => {
-                if buf.is_empty() {
+                if b.line.is_empty() {
                     return Outcome::Ended;
                 }
-                return Outcome::Cut(format!("the log ended in the middle of a line{}", unfinished(buf.len())));
+                return Outcome::Cut(format!("the log ended in the middle of a line{}", unfinished(b.line.len())));
             }
             FrameKind::Reply => {
+                if h.len > MAX_REPLY {
+                    return Outcome::Cut(format!(
+                        "protocol error: a reply of {} bytes (at most {MAX_REPLY}){}",
+                        h.len,
+                        unfinished(b.line.len())
+                    ));
+                }
                 let mut p = vec![0u8; h.len as usize];
                 if r.read_exact(&mut p).await.is_err() {
-                    return Outcome::Cut(format!("closed in the middle of a reply frame{}", unfinished(buf.len())));
+                    return Outcome::Cut(format!("closed in the middle of a reply frame{}", unfinished(b.line.len())));
                 }
                 let text = String::from_utf8_lossy(&p);
                 let (seq, rest) = text.split_once(' ').unwrap_or((&text, ""));
@@ -170,10 +189,58 @@ async fn read_loop(
                 }
             }
             FrameKind::Ack | FrameKind::Command => {
-                return Outcome::Cut(format!("protocol error: the agent sent a {:?} frame{}", h.kind, unfinished(buf.len())));
+                return Outcome::Cut(format!("protocol error: the agent sent a {:?} frame{}", h.kind, unfinished(b.line.len())));
             }
         }
     }
+}
+
+/// Stores the `n` bytes read into `b.chunk`: log text up to its last
+/// newline (with the unfinished line before it), the rest kept in
+/// `b.line` within `max_line` and the collector's buffers; a trace's
+/// bytes as they come. Gives why the session is to be cut.
+fn store(b: &mut Buffered, n: usize, file: &mut std::fs::File, stored: &mut u64, whole_lines: bool, max_line: usize) -> Result<(), String> {
+    let chunk = &b.chunk[..n];
+    let cut = if whole_lines { chunk.iter().rposition(|&c| c == b'\n').map(|nl| nl + 1) } else { Some(n) };
+    let rest = match cut {
+        Some(end) => {
+            let write = |f: &mut std::fs::File, bytes: &[u8]| f.write_all(bytes).map_err(|e| format!("cannot write the log: {e}"));
+            write(file, &b.line)?;
+            write(file, &chunk[..end])?;
+            *stored += (b.line.len() + end) as u64;
+            if b.line.capacity() > CHUNK {
+                // A long line was stored: its memory is given back.
+                b.line = Vec::new();
+                let _ = b.share.hold(0);
+            } else {
+                b.line.clear();
+            }
+            &chunk[end..]
+        }
+        None => chunk,
+    };
+    let len = b.line.len() + rest.len();
+    if len > max_line {
+        return Err(format!("a line longer than {max_line} bytes at byte {} of the log (refused; {len} bytes of it dropped)", *stored));
+    }
+    if len > b.line.capacity() {
+        // Grown as a `Vec` grows (doubling), counted by what is allocated.
+        let capacity = len.max(b.line.capacity() * 2).min(max_line);
+        if let Err(full) = b.share.hold(capacity) {
+            return Err(format!(
+                "the collector's buffers for unfinished lines are full ({} bytes in all) and this session's line, {len} bytes at byte {} of the log, is the longest (refused)",
+                full.max, *stored
+            ));
+        }
+        b.line.reserve_exact(capacity - b.line.len());
+    }
+    b.line.extend_from_slice(rest);
+    Ok(())
+}
+
+/// Why a session cut to make room for another's unfinished line was cut.
+fn cut_for_room(max: usize) -> String {
+    format!("the collector's buffers for unfinished lines were full ({max} bytes in all) and this session held the most: cut to make room")
 }
 
 /// Serves an agent's stream after the handshake: registers the session
@@ -193,9 +260,12 @@ async fn serve(mut c: Handshaken, name: &str, file: &mut std::fs::File, rec: &mu
             let pending: Pending = Arc::default();
             let whole_lines = record::content_of(rec) == Content::Log;
             let w = tokio::spawn(write_loop(writer, ack_rx, cmd_rx, Arc::clone(&pending)));
+            let share = ctx.buffers.share();
+            let cut = Arc::clone(&share.cut);
             let outcome = tokio::select! {
-                o = read_loop(&mut reader, file, &mut rec.bytes, whole_lines, ctx.opts.max_line, &ack_tx, &pending) => o,
+                o = read_loop(&mut reader, file, &mut rec.bytes, whole_lines, ctx.opts.max_line, &ack_tx, &pending, share) => o,
                 _ = cancel.notified() => Outcome::Cut("the agent reconnected to say its stream broke".into()),
+                _ = cut.notified() => Outcome::Cut(cut_for_room(ctx.opts.max_buffered)),
             };
             // On a clean end the agent gets its last acknowledgement
             // (the whole log is stored) before the connection closes.

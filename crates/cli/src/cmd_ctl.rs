@@ -25,6 +25,8 @@ pub struct Args {
 
 /// Runs the command; waits for the agent's reply.
 pub fn run(args: Args) -> Result<()> {
+    // The collector's rule for its directory: this user's, closed to others.
+    clrprof_collect::files::check_own_dir(&args.dir)?;
     let token_file = args.token_file.unwrap_or_else(|| args.dir.join(clrprof_collect::TOKEN_FILE));
     let token = clrprof_collect::token_file::read(&token_file)?;
     let command = args.command.join(" ");

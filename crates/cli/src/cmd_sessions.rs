@@ -20,6 +20,9 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    // The collector's rule: a directory of this user's, closed to others,
+    // and only this user's records in it.
+    clrprof_collect::files::check_own_dir(&args.dir)?;
     let list = record::list(&args.dir)?;
     if args.json {
         return print_json(&serde_json::to_value(&list)?);

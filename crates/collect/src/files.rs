@@ -5,9 +5,13 @@
 //!
 //! - The directory is made mode 0700 when the collector makes it. An
 //!   existing one must be a directory owned by the collector's user, and
-//!   not writable by group or others unless its sticky bit is set (then
-//!   others may add files but not rename or remove the collector's).
-//!   Anything else is refused at start, naming the directory.
+//!   not writable by group or others, even with its sticky bit set (others
+//!   could add files of their own). Anything else is refused at start,
+//!   naming the directory; `clrprof sessions`, `ctl` and `ui --collector`
+//!   refuse it too ([`check_own_dir`]).
+//! - Records, logs and keys are believed only when they are regular files
+//!   owned by the collector's user, opened without following a link; the
+//!   readers (`sessions`, `ui --collector`) apply the same rule.
 //! - Every file the collector makes there (logs, records and their
 //!   temporary files, session keys) is created exclusively (`O_CREAT |
 //!   O_EXCL`, which never follows a link) with `O_NOFOLLOW`, mode 0600
@@ -32,7 +36,7 @@ pub fn euid() -> u32 {
 }
 
 /// Makes the directory (mode 0700) if it is missing, then checks it (see
-/// the module's rules).
+/// [`check_own_dir`]).
 pub fn check_dir(dir: &Path) -> Result<(), CollectError> {
     if std::fs::symlink_metadata(dir).is_err() {
         std::fs::DirBuilder::new()
@@ -41,6 +45,16 @@ pub fn check_dir(dir: &Path) -> Result<(), CollectError> {
             .create(dir)
             .map_err(CollectError::io(format!("cannot create {}", dir.display())))?;
     }
+    check_own_dir(dir)
+}
+
+/// Checks that an existing `dir` is a directory owned by this process's
+/// user that no other user can write to: not writable by group or others,
+/// sticky bit or not (in a sticky folder others cannot remove the
+/// collector's files, but they can add their own: records, logs, sockets
+/// under names the collector and its readers look for). The collector, `clrprof
+/// sessions`, `clrprof ctl` and `clrprof ui --collector` all apply it.
+pub fn check_own_dir(dir: &Path) -> Result<(), CollectError> {
     let meta = std::fs::metadata(dir).map_err(CollectError::io(format!("cannot read {}", dir.display())))?;
     if !meta.is_dir() {
         return Err(CollectError::Invalid(format!("{} is not a directory", dir.display())));
@@ -48,15 +62,16 @@ pub fn check_dir(dir: &Path) -> Result<(), CollectError> {
     let me = euid();
     if meta.uid() != me {
         return Err(CollectError::Invalid(format!(
-            "{} is owned by uid {}, not by the collector's user (uid {me}): its owner could replace the sessions' files; use a directory of your own",
+            "{} is owned by uid {}, not by the collector's user (uid {me}): its owner could plant or replace the sessions' files; use a directory of your own",
             dir.display(),
             meta.uid()
         )));
     }
     let mode = meta.mode();
-    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+    if mode & 0o022 != 0 {
+        let sticky = if mode & 0o1000 != 0 { ", sticky or not" } else { "" };
         return Err(CollectError::Invalid(format!(
-            "{} can be written by other users (mode {:o}) and has no sticky bit: they could replace the sessions' files; chmod go-w it",
+            "{} can be written by other users (mode {:o}{sticky}): they could plant session records, logs and sockets in it; use a directory of your own, or chmod go-w it",
             dir.display(),
             mode & 0o7777
         )));
@@ -130,7 +145,11 @@ mod tests {
         std::fs::set_permissions(&made, std::fs::Permissions::from_mode(0o775)).unwrap();
         let e = check_dir(&made).unwrap_err().to_string();
         assert!(e.contains("can be written by other users (mode 775)") && e.contains("a/b"), "{e}");
+        // Sticky, as /tmp: others may still add files.
         std::fs::set_permissions(&made, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let e = check_dir(&made).unwrap_err().to_string();
+        assert!(e.contains("(mode 1777, sticky or not)"), "{e}");
+        std::fs::set_permissions(&made, std::fs::Permissions::from_mode(0o1755)).unwrap();
         check_dir(&made).unwrap();
         std::fs::set_permissions(&made, std::fs::Permissions::from_mode(0o755)).unwrap();
         check_dir(&made).unwrap();

@@ -9,8 +9,11 @@
 //! reader never sees half a record and a link planted at any of these
 //! paths is never written through (see [`crate::files`] for the rules).
 //!
-//! A record is read only if it is a regular file (not a link); the
-//! collector acts only on records owned by its own user.
+//! A record is read only if it is a regular file (not a link) owned by
+//! this process's user: the collector, `clrprof sessions` and `clrprof ui
+//! --collector` believe no record another user put in the directory, and
+//! a live session's log counts only when it is a regular file of that
+//! user too.
 
 use crate::files::{self, Access, OpenError};
 use crate::CollectError;
@@ -183,28 +186,35 @@ fn read_by(dir: &Path, session: &str, owner: Option<u32>) -> Result<SessionRecor
     })
 }
 
-/// Reads a session's record (a regular file, not a link).
+/// Reads a session's record: a regular file (not a link) owned by this
+/// process's user; another user's record is refused.
 pub fn read(dir: &Path, session: &str) -> Result<SessionRecord, CollectError> {
-    read_by(dir, session, None)
-}
-
-/// Reads a session's record if it is also owned by this process's user:
-/// the records the collector acts on.
-pub fn read_own(dir: &Path, session: &str) -> Result<SessionRecord, CollectError> {
     read_by(dir, session, Some(files::euid()))
 }
 
-/// Every session record in `dir`, oldest first (by start, then name), a
-/// live session with the bytes stored so far. Files that are not records
-/// (links included) are skipped.
-pub fn list(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
-    list_by(dir, None, |_| {})
+/// [`read`] (the name says what it checks).
+pub fn read_own(dir: &Path, session: &str) -> Result<SessionRecord, CollectError> {
+    read(dir, session)
 }
 
-/// [`list`], only the records owned by this process's user (the
-/// collector's view: the admin listing, the restart).
-pub fn list_own(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
+/// Every session record in `dir` owned by this process's user, oldest
+/// first (by start, then name), a live session with the bytes stored so
+/// far. Files that are not such records (links, other users' files) are
+/// skipped.
+pub fn list(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
     list_by(dir, Some(files::euid()), |_| {})
+}
+
+/// [`list`] (the name says what it checks).
+pub fn list_own(dir: &Path) -> Result<Vec<SessionRecord>, CollectError> {
+    list(dir)
+}
+
+/// Whether `path` is a regular file (not a link) owned by this process's
+/// user: a session's log that its readers may open.
+pub fn is_own_file(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file() && m.uid() == files::euid())
 }
 
 /// [`list`] of the records owned by `owner` (all with `None`); `refused`
@@ -224,8 +234,9 @@ fn list_by(dir: &Path, owner: Option<u32>, mut refused: impl FnMut(String)) -> R
                 if r.state == SessionState::Live {
                     // The record is rewritten at the end; meanwhile the log
                     // (whole lines, written as they arrive) says how far it is.
-                    if let Ok(m) = std::fs::symlink_metadata(data_path(dir, &r).unwrap_or_else(|| log_path(dir, stem))) {
-                        if m.file_type().is_file() {
+                    let log = data_path(dir, &r).unwrap_or_else(|| log_path(dir, stem));
+                    if let Ok(m) = std::fs::symlink_metadata(&log) {
+                        if is_own_file(&log) {
                             r.bytes = m.len();
                         }
                     }

@@ -60,7 +60,9 @@ fn a_forged_resume_is_refused_and_changes_nothing_while_the_real_sessions_go_on(
     l.data(&live_log[..half]);
     l.wait_acked(half as u64);
     // Every file of a session is private.
-    for p in [record::log_path(dir.path(), &e.session), record::record_path(dir.path(), &e.session), key_file::key_path(dir.path(), &e.session)] {
+    for p in
+        [record::log_path(dir.path(), &e.session), record::record_path(dir.path(), &e.session), key_file::key_path(dir.path(), &e.session)]
+    {
         assert_eq!(mode(&p), 0o600, "{}", p.display());
     }
     let before_e = files_of(dir.path(), &e.session);
@@ -135,10 +137,12 @@ fn a_session_without_a_key_file_cannot_be_resumed_and_is_left_as_it_was() {
 #[test]
 fn a_key_file_planted_by_another_user_is_not_believed() {
     let Some(user) = other_user::get("planting a key file of another user in the collector's directory") else { return };
-    // A directory others may add files to (sticky, as /tmp).
+    // The directory is opened to others (sticky, as /tmp) after the
+    // collector started in it: it refuses such a directory at start, but
+    // goes on believing no file another user adds.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     let c = Running::start(opts(dir.path()));
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     let mut a = Fake::connect(&c.target, &c.token, 500, "keyless").unwrap();
     a.data(b"z 1\nz 2\n");
     a.end();
@@ -187,7 +191,8 @@ fn a_planted_link_at_a_temporary_record_path_is_not_followed() {
     assert!(std::fs::symlink_metadata(&tmp).unwrap().file_type().is_symlink(), "the link is left as it is");
     assert_eq!(mode(&record::record_path(&dir, &a.session)), 0o600);
     // No temporary file is left behind.
-    let stray: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n.to_string_lossy().ends_with(".tmp")).collect();
+    let stray: Vec<_> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n.to_string_lossy().ends_with(".tmp")).collect();
     assert_eq!(stray, vec![tmp.file_name().unwrap().to_owned()]);
 }
 
@@ -277,10 +282,15 @@ fn a_live_record_and_a_link_planted_by_another_user_are_not_believed_at_restart(
     let name = "planted_2_20250101_000000";
     let text = serde_json::to_string_pretty(&live_record(name, 2)).unwrap();
     let (rec_path, log_path) = (record::record_path(&dir, name), record::log_path(&dir, name));
-    user.sh("printf '%s\\n' \"$1\" > \"$2\" && ln -s \"$3\" \"$4\"", &[text.as_ref(), rec_path.as_os_str(), target.as_os_str(), log_path.as_os_str()]);
+    user.sh(
+        "printf '%s\\n' \"$1\" > \"$2\" && ln -s \"$3\" \"$4\"",
+        &[text.as_ref(), rec_path.as_os_str(), target.as_os_str(), log_path.as_os_str()],
+    );
     assert_eq!(std::fs::symlink_metadata(&rec_path).unwrap().uid(), user.uid);
     assert_eq!(std::fs::symlink_metadata(&log_path).unwrap().uid(), user.uid);
     let planted = std::fs::read(&rec_path).unwrap();
+    // The user closes the directory again; what was planted stays.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     assert_eq!(restart(&dir), Vec::<String>::new(), "the planted record is not the collector's");
     assert_eq!(std::fs::read(&target).unwrap(), content, "the link's target is unchanged");
     assert_eq!(std::fs::read(&rec_path).unwrap(), planted, "the planted record is left as it is");
@@ -332,4 +342,106 @@ fn a_token_file_of_another_user_is_refused() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let e = rt.block_on(async { Collector::bind(opts(&dir)).await.map(|_| ()) }).unwrap_err().to_string();
     assert!(e.contains("owned by uid") && e.contains("collector.token"), "{e}");
+}
+
+/// What another user plants in a folder open to all: the record of an
+/// ended session naming a trace of theirs, the trace, and a socket at the
+/// admin socket's name (stale: nobody listens on it). Gives the session's
+/// name.
+fn plant_a_session(user: &other_user::OtherUser, dir: &Path) -> String {
+    let name = "planted_9_20250101_000000";
+    let mut rec = live_record(name, 9);
+    rec.log = format!("{name}.nettrace");
+    rec.state = SessionState::Ended;
+    rec.end = Some(record::now());
+    rec.bytes = 8;
+    let text = serde_json::to_string_pretty(&rec).unwrap();
+    let (rec_path, trace) = (record::record_path(dir, name), dir.join(format!("{name}.nettrace")));
+    let socket = dir.join(clrprof_collect::ADMIN_SOCKET);
+    user.sh(
+        "printf '%s\\n' \"$1\" > \"$2\" && printf 'Nettrace' > \"$3\" && \
+         python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \"$4\"",
+        &[text.as_ref(), rec_path.as_os_str(), trace.as_os_str(), socket.as_os_str()],
+    );
+    for p in [&rec_path, &trace, &socket] {
+        assert_eq!(std::fs::symlink_metadata(p).unwrap().uid(), user.uid, "{}", p.display());
+    }
+    name.to_string()
+}
+
+fn bind_error(dir: &Path) -> Option<String> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async { Collector::bind(opts(dir)).await.err().map(|e| e.to_string()) })
+}
+
+#[test]
+fn a_folder_open_to_others_is_refused_even_sticky() {
+    let Some(user) = other_user::get("planting a session in a shared collector folder") else { return };
+    // A folder as /tmp: everyone may add files, the sticky bit keeps them
+    // from removing others'.
+    let dir = other_user::shared_dir("collect-sticky");
+    let name = plant_a_session(&user, &dir);
+    let before: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let e = bind_error(&dir).expect("the collector refuses a folder open to others");
+    assert!(e.contains("can be written by other users (mode 1777, sticky or not)") && e.contains(dir.to_str().unwrap()), "{e}");
+    let after: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(before.len(), after.len(), "nothing made in it: {after:?}");
+    // `clrprof sessions`, `ctl` and `ui --collector` refuse it too.
+    let e = clrprof_collect::files::check_own_dir(&dir).unwrap_err().to_string();
+    assert!(e.contains("can be written by other users"), "{e}");
+    // Group-writable, sticky: refused too.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1770)).unwrap();
+    assert!(bind_error(&dir).is_some_and(|e| e.contains("mode 1770")));
+    let _ = name;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn records_traces_and_sockets_another_user_left_are_not_believed() {
+    let Some(user) = other_user::get("planting a session and sockets in a collector folder") else { return };
+    // Another user plants while the folder is open to all; then its owner
+    // closes it (what was planted stays).
+    let dir = other_user::shared_dir("collect-closed");
+    let name = plant_a_session(&user, &dir);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // The readers (`sessions`, `ui --collector`) neither list nor read it.
+    clrprof_collect::files::check_own_dir(&dir).unwrap();
+    assert!(record::list(&dir).unwrap().iter().all(|r| r.session != name));
+    let e = record::read(&dir, &name).unwrap_err().to_string();
+    assert!(e.contains(&format!("owned by uid {}", user.uid)), "{e}");
+    // The collector starts: the stale socket of the other user at its admin
+    // socket's name is removed and said, and its own takes the place.
+    let c = Running::start(opts(&dir));
+    let admin = dir.join(clrprof_collect::ADMIN_SOCKET);
+    assert_eq!(std::fs::symlink_metadata(&admin).unwrap().uid(), clrprof_collect::files::euid());
+    let listed = admin::request(&c.admin, &c.token, &Request::List).unwrap().sessions.unwrap();
+    assert!(listed.iter().all(|r| r.session != name), "{listed:?}");
+    drop(c);
+    // A live socket of the other user there (left from when the folder was
+    // open): not stopped by it either, and nothing reaches it.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let _ = std::fs::remove_file(&admin);
+    let squatter = other_user::FakeServer::start(user, &admin, b"CLRPROF-COLLECT 1 00\n");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let c = Running::start(opts(&dir));
+    assert!(admin::request(&c.admin, &c.token, &Request::List).unwrap().ok);
+    assert!(squatter.received().is_empty(), "the planted socket received {:?}", squatter.received());
+    drop(c);
+    drop(squatter);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn another_users_socket_at_the_agents_path_is_refused_and_named() {
+    let Some(user) = other_user::get("a socket of another user at the collector's --listen path") else { return };
+    let shared = other_user::shared_dir("collect-listen");
+    let path = shared.join("agents.sock");
+    user.sh("python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \"$1\"", &[path.as_os_str()]);
+    let dir = tempfile::tempdir().unwrap();
+    let o = clrprof_collect::Options { listen: clrprof_collect::ListenAddr::Unix(path.clone()), ..opts(dir.path()) };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let e = rt.block_on(async { Collector::bind(o).await.err().map(|e| e.to_string()) }).expect("refused");
+    assert!(e.contains(path.to_str().unwrap()) && e.contains(&format!("socket of another user (uid {},", user.uid)), "{e}");
+    assert_eq!(std::fs::symlink_metadata(&path).unwrap().uid(), user.uid, "left as it is");
+    std::fs::remove_dir_all(&shared).unwrap();
 }

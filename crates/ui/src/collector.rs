@@ -7,6 +7,12 @@
 //! collector could have made and `DIR/<name>.json` is a session record;
 //! its log is then `DIR/<name>.log`, a regular file (not a link). Nothing
 //! else in the directory (the token, the socket, other files) is served.
+//!
+//! The directory and what is in it are trusted as the collector trusts
+//! them (`clrprof_collect::files`): the directory must be the user's own
+//! and closed to other users (sticky or not), and records and logs are
+//! believed only when they are regular files of the user's own; another
+//! user's record is neither listed nor opened.
 
 use crate::ApiError;
 use clrprof_collect::admin::{self, Request};
@@ -42,12 +48,11 @@ pub struct CtlReply {
 }
 
 impl SessionDir {
-    /// The collector's directory `dir` (which must exist).
+    /// The collector's directory `dir`, which must exist, belong to this
+    /// process's user and be closed to other users
+    /// (`clrprof_collect::files::check_own_dir`).
     pub fn new(dir: &Path) -> Result<SessionDir, std::io::Error> {
-        let meta = std::fs::metadata(dir)?;
-        if !meta.is_dir() {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a directory"));
-        }
+        clrprof_collect::files::check_own_dir(dir).map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()))?;
         Ok(SessionDir { dir: dir.to_path_buf() })
     }
 
@@ -78,7 +83,7 @@ impl SessionDir {
             return Err(missing());
         }
         let log = record::data_path(&self.dir, &rec).ok_or_else(missing)?;
-        if !std::fs::symlink_metadata(&log).is_ok_and(|m| m.file_type().is_file()) {
+        if !record::is_own_file(&log) {
             return Err(ApiError::not_found(format!("session {name:?} has no log file")));
         }
         Ok((rec, log))

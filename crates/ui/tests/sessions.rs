@@ -8,6 +8,8 @@
 
 #[path = "../../collect/tests/fake_agent.rs"]
 mod fake_agent;
+#[path = "../../../tests/common/other_user.rs"]
+mod other_user;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -145,7 +147,9 @@ async fn sessions_are_listed_opened_refreshed_and_steered() {
     agent.data(&rest[half..]);
     agent.end();
     agent.wait_acked(log.len() as u64);
-    fake_agent::eventually(|| clrprof_collect::record::read(dir.path(), &name).ok().filter(|r| r.state != clrprof_collect::SessionState::Live));
+    fake_agent::eventually(|| {
+        clrprof_collect::record::read(dir.path(), &name).ok().filter(|r| r.state != clrprof_collect::SessionState::Live)
+    });
     app.refresh_sessions();
     let s = session_status(&ok(&app, "GET", "/api/logs", None).await, 0);
     assert_eq!((s["live"].as_bool(), s["record_state"].as_str(), s["generation"].as_u64()), (Some(false), Some("ended"), Some(3)), "{s}");
@@ -157,7 +161,9 @@ async fn sessions_are_listed_opened_refreshed_and_steered() {
     assert!(v["error"].as_str().is_some_and(|e| e.contains("not live") && e.contains(&name)), "{v}");
 
     // Every request needs the token, the POSTs too.
-    for (m, uri) in [("GET", "/api/sessions".to_string()), ("POST", format!("/api/session/{name}/open")), ("POST", format!("/api/session/{name}/ctl"))] {
+    for (m, uri) in
+        [("GET", "/api/sessions".to_string()), ("POST", format!("/api/session/{name}/open")), ("POST", format!("/api/session/{name}/ctl"))]
+    {
         let (status, _) = call(&app, m, &uri, Some(json!({"command": "dump"})), false).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{m} {uri} without the token");
     }
@@ -192,7 +198,12 @@ async fn nothing_in_the_directory_but_sessions_can_be_reached() {
     std::os::unix::fs::symlink(d.join("app_1_20260101_000000.json"), d.join("fake_5_20260101_000000.json")).expect("link");
     std::fs::write(d.join("fake_5_20260101_000000.log"), "z fake\n").expect("write");
 
-    let app = App::with_collector(Token::from_text(TOKEN), Arc::new(LogSet::from_paths(&[])), SessionDir::new(d).expect("dir"), LoadOptions::default());
+    let app = App::with_collector(
+        Token::from_text(TOKEN),
+        Arc::new(LogSet::from_paths(&[])),
+        SessionDir::new(d).expect("dir"),
+        LoadOptions::default(),
+    );
     for name in [
         "loose_2_20260101_000000",
         "collector.token",
@@ -228,4 +239,35 @@ async fn nothing_in_the_directory_but_sessions_can_be_reached() {
     let plain = App::new(Token::from_text(TOKEN), Arc::new(LogSet::from_paths(&[])));
     assert_eq!(call(&plain, "GET", "/api/sessions", None, true).await.0, StatusCode::NOT_FOUND);
     assert_eq!(call(&plain, "POST", "/api/session/app_1_20260101_000000/open", None, true).await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_users_session_is_neither_listed_nor_opened() {
+    let Some(user) = other_user::get("planting a session in the collector's directory") else { return };
+    // Another user plants a record and its trace while the folder is open
+    // to all (sticky, as /tmp): `ui --collector` refuses the folder.
+    let d = other_user::shared_dir("ui-planted");
+    let name = "planted_9_20260101_000000";
+    let record = json!({"session": name, "log": format!("{name}.nettrace"), "pid": 9, "program": "planted", "runtime": "8.0.4",
+                        "peer": "x", "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:00:01Z", "bytes": 8, "state": "ended",
+                        "reason": null, "spool": null, "spool_from": null})
+    .to_string();
+    let (rec_path, trace) = (d.join(format!("{name}.json")), d.join(format!("{name}.nettrace")));
+    user.sh("printf '%s' \"$1\" > \"$2\" && printf 'Nettrace' > \"$3\"", &[record.as_ref(), rec_path.as_os_str(), trace.as_os_str()]);
+    let e = SessionDir::new(&d).expect_err("a folder open to others").to_string();
+    assert!(e.contains("can be written by other users"), "{e}");
+    // Its owner closes it; what was planted stays, and is not believed.
+    std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).expect("chmod");
+    let app = App::with_collector(
+        Token::from_text(TOKEN),
+        Arc::new(LogSet::from_paths(&[])),
+        SessionDir::new(&d).expect("dir"),
+        LoadOptions::default(),
+    );
+    let listed = ok(&app, "GET", "/api/sessions", None).await;
+    assert_eq!(listed["sessions"], json!([]), "{listed}");
+    let (status, v) = call(&app, "POST", &format!("/api/session/{name}/open"), None, true).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{v}");
+    assert_eq!(ok(&app, "GET", "/api/logs", None).await, json!([]), "nothing was opened");
+    std::fs::remove_dir_all(&d).expect("clean up");
 }

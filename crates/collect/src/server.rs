@@ -230,10 +230,19 @@ impl Collector {
     /// handshake are capped (see [`waiting`](crate::waiting)).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), CollectError> {
         let ctx = self.ctx;
+        // The admin socket's connections wait apart: only the collector's
+        // user can reach it, and a flood on the agents' port must not close
+        // them. Out of file descriptors, both make room among the agents'.
         let waiting = Arc::new(Waiting::new(ctx.opts.max_waiting));
+        let admin_waiting = Arc::new(Waiting::new(ctx.opts.max_waiting));
         let tasks = Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
-        let agents = accept_loop(Arc::clone(&ctx), Arc::clone(&waiting), Arc::clone(&tasks), Endpoint::Agents(&self.listener));
-        let admin = accept_loop(Arc::clone(&ctx), Arc::clone(&waiting), Arc::clone(&tasks), Endpoint::Admin(&self.admin));
+        let agents = accept_loop(
+            Arc::clone(&ctx),
+            [Arc::clone(&waiting), Arc::clone(&waiting)],
+            Arc::clone(&tasks),
+            Endpoint::Agents(&self.listener),
+        );
+        let admin = accept_loop(Arc::clone(&ctx), [admin_waiting, Arc::clone(&waiting)], Arc::clone(&tasks), Endpoint::Admin(&self.admin));
         tokio::select! {
             _ = shutdown => {}
             _ = agents => {}
@@ -270,14 +279,17 @@ const ACCEPT_ERROR_EVERY: Duration = Duration::from_secs(10);
 
 /// Accepts connections from `endpoint` until the collector stops: never
 /// stops on an error, never spins (see [`waiting`](crate::waiting) for
-/// running out of file descriptors).
-async fn accept_loop(ctx: Arc<Ctx>, waiting: Arc<Waiting>, tasks: Tasks, endpoint: Endpoint<'_>) {
+/// running out of file descriptors). `[admit, shed]`: where the accepted
+/// connections wait for their handshake, and where room is made when the
+/// process runs out of file descriptors.
+async fn accept_loop(ctx: Arc<Ctx>, [admit, waiting]: [Arc<Waiting>; 2], tasks: Tasks, endpoint: Endpoint<'_>) {
     let admin = matches!(endpoint, Endpoint::Admin(_));
     let what = if admin { "admin accept" } else { "accept" };
     let mut pause = waiting::OUT_OF_FILES_PAUSE;
     let mut said: Option<std::time::Instant> = None;
     let mut unsaid = 0u64;
     loop {
+        admit.room().await;
         let accepted = match &endpoint {
             Endpoint::Agents(l) => accept(l).await,
             Endpoint::Admin(l) => l.accept().await.map(|(c, _)| (Box::new(c) as BoxConn, "admin socket".to_string())),
@@ -285,7 +297,7 @@ async fn accept_loop(ctx: Arc<Ctx>, waiting: Arc<Waiting>, tasks: Tasks, endpoin
         let e = match accepted {
             Ok((conn, peer)) => {
                 pause = waiting::OUT_OF_FILES_PAUSE;
-                let ticket = waiting.admit();
+                let ticket = admit.admit();
                 let ctx = Arc::clone(&ctx);
                 let mut tasks = tasks_lock(&tasks);
                 // Reap the tasks that have ended, so the set stays small.
@@ -358,8 +370,9 @@ async fn read_line(r: &mut Reader) -> Result<Vec<u8>, String> {
 }
 
 /// Sends the challenge and reads the hello line.
-async fn challenge(w: &mut Writer, r: &mut Reader, server: &Nonce) -> Result<Vec<u8>, String> {
+async fn challenge(w: &mut Writer, r: &mut Reader, server: &Nonce, ticket: &Ticket) -> Result<Vec<u8>, String> {
     w.write_all(handshake::challenge_line(server).as_bytes()).await.map_err(|e| format!("cannot send the challenge: {e}"))?;
+    ticket.challenged();
     read_line(r).await
 }
 
@@ -377,7 +390,7 @@ async fn handle(ctx: Arc<Ctx>, conn: BoxConn, peer: String, admin_socket: bool, 
     // closed before to make room for a newer one.
     let closed = Arc::clone(&ticket.closed);
     let line = tokio::select! {
-        r = tokio::time::timeout(ctx.opts.handshake_timeout, challenge(&mut w, &mut r, &server)) => r,
+        r = tokio::time::timeout(ctx.opts.handshake_timeout, challenge(&mut w, &mut r, &server, &ticket)) => r,
         _ = closed.notified() => {
             let cap = ticket.cap();
             ctx.refusals.log(&peer, &format!("closed before its handshake to make room: {cap} connections were waiting for theirs"));

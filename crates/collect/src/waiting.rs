@@ -6,14 +6,17 @@
 //!   [`Options::handshake_timeout`](crate::Options::handshake_timeout)
 //!   (10 s) from its accept to prove the token, or it is closed.
 //! - **A cap** ([`Options::max_waiting`](crate::Options::max_waiting), 256
-//!   by default, at most a quarter of the process's file limit): when a
-//!   connection is accepted and that many are still waiting for their
+//!   by default, at most a quarter of the process's file limit): before a
+//!   connection is accepted while that many are still waiting for their
 //!   handshake, the one waiting the longest (accepted first) is closed to
-//!   make room. A genuine agent sends its `HELLO` as soon as it reads the
-//!   challenge, a millisecond after its accept on loopback; a flood would
-//!   have to open as many connections as the cap in between to push it
-//!   out. A connection that has proved the token leaves this list: a
-//!   session is never closed for a newcomer.
+//!   make room, but only once it has had its challenge and [`GRACE`]
+//!   (50 ms) to answer it; until one has, accepting waits (new
+//!   connections wait in the kernel's queue). A genuine agent sends its
+//!   `HELLO` as soon as it reads the challenge, well within a millisecond
+//!   on loopback; a flood would have to open as many connections as the
+//!   cap in between to push it out, and cannot push it out before it had
+//!   its chance. A connection that has proved the token leaves this list:
+//!   a session is never closed for a newcomer.
 //! - **Out of files:** when accepting fails for want of a file descriptor
 //!   (`EMFILE`, `ENFILE`), the cap is lowered to the waiting connections'
 //!   open sockets less [`FD_MARGIN`] (but not under [`MIN_WAITING`]), the
@@ -31,6 +34,10 @@ use tokio::sync::Notify;
 /// The default cap on connections waiting for their handshake (when the
 /// file limit allows it): far more than agents connecting at one moment.
 pub const MAX_WAITING: usize = 256;
+
+/// How long a connection has, after its challenge was sent, before it may
+/// be closed to make room for a newer one.
+pub const GRACE: Duration = Duration::from_millis(50);
 
 /// The cap is never lowered under this.
 pub const MIN_WAITING: usize = 16;
@@ -92,14 +99,15 @@ pub(crate) struct Waiting {
     /// Notified when a connection closed to make room has let go of its
     /// socket.
     freed: Notify,
+    /// Notified when a connection got its challenge or left.
+    progress: Notify,
     configured: usize,
 }
 
 struct State {
     next: u64,
-    /// Waiting connections by accept order, with what tells each it was
-    /// closed.
-    waiting: BTreeMap<u64, Arc<Notify>>,
+    /// Waiting connections by accept order.
+    waiting: BTreeMap<u64, Entry>,
     /// Closed to make room, socket not yet let go.
     closing: usize,
     cap: usize,
@@ -107,6 +115,14 @@ struct State {
     short_at: Option<Instant>,
     /// Connections closed to make room, in all.
     shed: u64,
+}
+
+struct Entry {
+    /// Tells the connection it was closed.
+    closed: Arc<Notify>,
+    /// From when it may be closed to make room: [`GRACE`] after its
+    /// challenge was sent.
+    sheddable_at: Option<Instant>,
 }
 
 /// A connection's place in [`Waiting`] until its handshake is done
@@ -126,6 +142,7 @@ impl Waiting {
         Waiting {
             state: Mutex::new(State { next: 0, waiting: BTreeMap::new(), closing: 0, cap, short_at: None, shed: 0 }),
             freed: Notify::new(),
+            progress: Notify::new(),
             configured: cap,
         }
     }
@@ -134,19 +151,41 @@ impl Waiting {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A newly accepted connection: first closes the longest waiting ones
-    /// while the cap is reached.
+    /// Makes room for one more connection before it is accepted: while
+    /// the cap is reached, closes the one waiting longest that has had its
+    /// chance ([`GRACE`] since its challenge), or waits until one has.
+    pub async fn room(&self) {
+        loop {
+            let wait = {
+                let mut s = self.lock();
+                if s.short_at.is_some_and(|t| t.elapsed() >= RESTORE_AFTER) {
+                    s.cap = self.configured;
+                    s.short_at = None;
+                }
+                if s.waiting.len() < s.cap {
+                    return;
+                }
+                let now = Instant::now();
+                let ready = s.waiting.iter().find(|(_, e)| e.sheddable_at.is_some_and(|t| t <= now)).map(|(id, _)| *id);
+                match ready {
+                    Some(id) => {
+                        s.close(id);
+                        continue;
+                    }
+                    None => s.waiting.values().filter_map(|e| e.sheddable_at).min().map_or(GRACE, |t| t - now),
+                }
+            };
+            let _ = tokio::time::timeout(wait, self.progress.notified()).await;
+        }
+    }
+
+    /// A newly accepted connection (after [`Waiting::room`]).
     pub fn admit(self: &Arc<Self>) -> Ticket {
         let mut s = self.lock();
-        if s.short_at.is_some_and(|t| t.elapsed() >= RESTORE_AFTER) {
-            s.cap = self.configured;
-            s.short_at = None;
-        }
-        while s.waiting.len() >= s.cap && s.close_oldest() {}
         let id = s.next;
         s.next += 1;
         let closed = Arc::new(Notify::new());
-        s.waiting.insert(id, Arc::clone(&closed));
+        s.waiting.insert(id, Entry { closed: Arc::clone(&closed), sheddable_at: None });
         Ticket { id, closed, waiting: Arc::clone(self), done: false }
     }
 
@@ -186,11 +225,17 @@ impl Waiting {
 
 impl State {
     fn close_oldest(&mut self) -> bool {
-        let Some((_, closed)) = self.waiting.pop_first() else { return false };
-        closed.notify_one();
-        self.closing += 1;
-        self.shed += 1;
+        let Some(id) = self.waiting.keys().next().copied() else { return false };
+        self.close(id);
         true
+    }
+
+    fn close(&mut self, id: u64) {
+        if let Some(e) = self.waiting.remove(&id) {
+            e.closed.notify_one();
+            self.closing += 1;
+            self.shed += 1;
+        }
     }
 }
 
@@ -198,6 +243,17 @@ impl Ticket {
     /// The cap at this moment.
     pub fn cap(&self) -> usize {
         self.waiting.len_and_cap().1
+    }
+
+    /// Its challenge was sent: [`GRACE`] from now it may be closed to make
+    /// room.
+    pub fn challenged(&self) {
+        let mut s = self.waiting.lock();
+        if let Some(e) = s.waiting.get_mut(&self.id) {
+            e.sheddable_at = Some(Instant::now() + GRACE);
+        }
+        drop(s);
+        self.waiting.progress.notify_one();
     }
 
     /// The handshake is over (the connection proved the token, or was
@@ -217,7 +273,10 @@ impl Ticket {
             s.closing = s.closing.saturating_sub(1);
             drop(s);
             self.waiting.freed.notify_one();
+        } else {
+            drop(s);
         }
+        self.waiting.progress.notify_one();
     }
 }
 
@@ -232,24 +291,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_longest_waiting_is_closed_first_and_a_done_one_never() {
+    fn the_longest_waiting_is_closed_first_once_it_had_its_chance_and_a_done_one_never() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let w = Arc::new(Waiting::new(3));
         let a = w.admit();
         let b = w.admit();
         let c = w.admit();
         b.done();
         assert_eq!(w.len_and_cap(), (2, 3));
+        rt.block_on(w.room());
         let d = w.admit();
         assert_eq!(w.len_and_cap(), (3, 3));
-        let e = w.admit();
-        assert_eq!(w.len_and_cap(), (3, 3), "a, waiting the longest, made room");
-        assert_eq!(w.shed(), 1);
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        // None had its challenge: making room waits.
+        rt.block_on(async { assert!(tokio::time::timeout(GRACE * 3, w.room()).await.is_err()) });
+        assert_eq!(w.shed(), 0);
+        // c, then a, got theirs: a, waiting the longest, goes once its grace is over.
+        c.challenged();
+        a.challenged();
+        let start = Instant::now();
+        rt.block_on(w.room());
+        assert!(start.elapsed() >= GRACE / 2);
+        assert_eq!((w.len_and_cap(), w.shed()), ((2, 3), 1));
         rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), a.closed.notified()).await.unwrap() });
         drop(a);
         assert_eq!(w.lock().closing, 0);
+        let e = w.admit();
         // Out of files: the cap comes down (not under the floor) and the
-        // longest waiting goes.
+        // longest waiting goes, whatever its grace.
         assert_eq!(w.out_of_files(), 1);
         assert_eq!(w.len_and_cap(), (2, 3));
         drop((c, d, e));

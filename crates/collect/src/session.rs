@@ -121,6 +121,16 @@ struct Buffered {
     chunk: Vec<u8>,
     /// This session's share of the collector's buffers.
     share: Share,
+    /// Log text, stored in whole lines (else a trace, stored as it comes).
+    whole_lines: bool,
+    /// The longest line accepted.
+    max_line: usize,
+}
+
+impl Buffered {
+    fn new(share: Share, whole_lines: bool, max_line: usize) -> Buffered {
+        Buffered { line: Vec::new(), chunk: vec![0u8; CHUNK], share, whole_lines, max_line }
+    }
 }
 
 /// Reads frames until the stream ends; writes whole lines to `file` (with
@@ -129,13 +139,10 @@ async fn read_loop(
     r: &mut Reader,
     file: &mut std::fs::File,
     stored: &mut u64,
-    whole_lines: bool,
-    max_line: usize,
+    mut b: Buffered,
     acks: &watch::Sender<u64>,
     pending: &Pending,
-    share: Share,
 ) -> Outcome {
-    let mut b = Buffered { line: Vec::new(), chunk: vec![0u8; CHUNK], share };
     let unfinished = |n: usize| if n == 0 { String::new() } else { format!("; an unfinished line of {n} bytes was dropped") };
     loop {
         let h = match read_header(r).await {
@@ -153,7 +160,7 @@ async fn read_loop(
                     }
                     left -= n;
                     let before = *stored;
-                    if let Err(why) = store(&mut b, n, file, stored, whole_lines, max_line) {
+                    if let Err(why) = store(&mut b, n, file, stored) {
                         return Outcome::Cut(why);
                     }
                     if *stored != before {
@@ -199,9 +206,10 @@ async fn read_loop(
 /// newline (with the unfinished line before it), the rest kept in
 /// `b.line` within `max_line` and the collector's buffers; a trace's
 /// bytes as they come. Gives why the session is to be cut.
-fn store(b: &mut Buffered, n: usize, file: &mut std::fs::File, stored: &mut u64, whole_lines: bool, max_line: usize) -> Result<(), String> {
+fn store(b: &mut Buffered, n: usize, file: &mut std::fs::File, stored: &mut u64) -> Result<(), String> {
+    let max_line = b.max_line;
     let chunk = &b.chunk[..n];
-    let cut = if whole_lines { chunk.iter().rposition(|&c| c == b'\n').map(|nl| nl + 1) } else { Some(n) };
+    let cut = if b.whole_lines { chunk.iter().rposition(|&c| c == b'\n').map(|nl| nl + 1) } else { Some(n) };
     let rest = match cut {
         Some(end) => {
             let write = |f: &mut std::fs::File, bytes: &[u8]| f.write_all(bytes).map_err(|e| format!("cannot write the log: {e}"));
@@ -263,7 +271,7 @@ async fn serve(mut c: Handshaken, name: &str, file: &mut std::fs::File, rec: &mu
             let share = ctx.buffers.share();
             let cut = Arc::clone(&share.cut);
             let outcome = tokio::select! {
-                o = read_loop(&mut reader, file, &mut rec.bytes, whole_lines, ctx.opts.max_line, &ack_tx, &pending, share) => o,
+                o = read_loop(&mut reader, file, &mut rec.bytes, Buffered::new(share, whole_lines, ctx.opts.max_line), &ack_tx, &pending) => o,
                 _ = cancel.notified() => Outcome::Cut("the agent reconnected to say its stream broke".into()),
                 _ = cut.notified() => Outcome::Cut(cut_for_room(ctx.opts.max_buffered)),
             };

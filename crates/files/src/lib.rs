@@ -33,10 +33,20 @@
 //! - [`private_temp_dir`], [`temporary_beside`]: places no one else can
 //!   plant in or guess.
 //! - [`open_existing`]: an existing file of ours, for reading or appending.
+//! - [`PrivateDir`]: a folder of the user's own (made 0700, or checked:
+//!   the user's, not a link, writable by no one else), held open, with
+//!   every folder and file inside it made through the open descriptor,
+//!   never through a link ([`private_dir`]); [`user_temp_dir`] is the
+//!   user's own temporary folder, for spools and other files whose names
+//!   could be guessed.
 //! - [`PROFILE_MODE`]: the mode new files get.
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod private_dir;
+
+pub use private_dir::{user_temp_dir, user_temp_path, PrivateDir};
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -51,12 +61,7 @@ pub const PROFILE_MODE: u32 = 0o600;
 /// [`io::ErrorKind::AlreadyExists`] if anything is at the path, a link
 /// included (a link is never followed). Mode [`PROFILE_MODE`].
 pub fn create_new(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(PROFILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+    OpenOptions::new().write(true).create_new(true).mode(PROFILE_MODE).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
 }
 
 /// Creates `path` for reading and writing, exclusively (as [`create_new`]).
@@ -76,9 +81,7 @@ pub fn create_new_rw(path: &Path) -> io::Result<File> {
 /// the path in between, the creation fails rather than follow it.
 pub fn replace(path: &Path) -> io::Result<File> {
     match path.symlink_metadata() {
-        Ok(m) if m.is_dir() => {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is a directory", path.display())))
-        }
+        Ok(m) if m.is_dir() => return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is a directory", path.display()))),
         Ok(_) => match std::fs::remove_file(path) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -237,12 +240,10 @@ pub fn open_existing(path: &Path, access: Access, owner: Option<u32>) -> io::Res
         Access::Append => o.read(true).append(true),
         Access::ReadWrite => o.read(true).write(true),
     };
-    let f = o.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK).open(path).map_err(|e| {
-        match e.raw_os_error() {
-            Some(libc::ELOOP) => refused(format!("{} is a symbolic link: not followed, left untouched", path.display())),
-            Some(libc::ENXIO) => refused(format!("{} is not a regular file: left untouched", path.display())),
-            _ => e,
-        }
+    let f = o.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK).open(path).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => refused(format!("{} is a symbolic link: not followed, left untouched", path.display())),
+        Some(libc::ENXIO) => refused(format!("{} is not a regular file: left untouched", path.display())),
+        _ => e,
     })?;
     let m = f.metadata()?;
     if !m.file_type().is_file() {

@@ -61,7 +61,12 @@ pub const PROFILE_MODE: u32 = 0o600;
 /// [`io::ErrorKind::AlreadyExists`] if anything is at the path, a link
 /// included (a link is never followed). Mode [`PROFILE_MODE`].
 pub fn create_new(path: &Path) -> io::Result<File> {
-    OpenOptions::new().write(true).create_new(true).mode(PROFILE_MODE).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(PROFILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
 }
 
 /// Creates `path` for reading and writing, exclusively (as [`create_new`]).
@@ -81,7 +86,9 @@ pub fn create_new_rw(path: &Path) -> io::Result<File> {
 /// the path in between, the creation fails rather than follow it.
 pub fn replace(path: &Path) -> io::Result<File> {
     match path.symlink_metadata() {
-        Ok(m) if m.is_dir() => return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is a directory", path.display()))),
+        Ok(m) if m.is_dir() => {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is a directory", path.display())))
+        }
         Ok(_) => match std::fs::remove_file(path) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -240,10 +247,12 @@ pub fn open_existing(path: &Path, access: Access, owner: Option<u32>) -> io::Res
         Access::Append => o.read(true).append(true),
         Access::ReadWrite => o.read(true).write(true),
     };
-    let f = o.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK).open(path).map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP) => refused(format!("{} is a symbolic link: not followed, left untouched", path.display())),
-        Some(libc::ENXIO) => refused(format!("{} is not a regular file: left untouched", path.display())),
-        _ => e,
+    let f = o.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK).open(path).map_err(|e| {
+        match e.raw_os_error() {
+            Some(libc::ELOOP) => refused(format!("{} is a symbolic link: not followed, left untouched", path.display())),
+            Some(libc::ENXIO) => refused(format!("{} is not a regular file: left untouched", path.display())),
+            _ => e,
+        }
     })?;
     let m = f.metadata()?;
     if !m.file_type().is_file() {

@@ -111,10 +111,10 @@ fn folders_of_another_user_are_refused_and_nothing_is_written_through_their_link
     let log = gen(top.path(), "s1.log");
     let victim = victim(top.path());
     let shared = other_user::shared_dir("private-folders");
-    let (x, y, z) = (shared.join("X"), shared.join("Y"), shared.join("Z"));
+    let (x, y, z, l) = (shared.join("X"), shared.join("Y"), shared.join("Z"), shared.join("L"));
     user.sh(
-        r#"mkdir -m 755 "$1" "$3" "$4" && ln -s "$2" "$1/objects" && ln -s "$2" "$4/objects""#,
-        &[x.as_os_str(), victim.as_os_str(), y.as_os_str(), z.as_os_str()],
+        r#"mkdir -m 755 "$1" "$3" "$4" && ln -s "$2" "$1/objects" && ln -s "$2" "$4/objects" && ln -s "$2" "$5""#,
+        &[x.as_os_str(), victim.as_os_str(), y.as_os_str(), z.as_os_str(), l.as_os_str()],
     );
     let theirs = format!("owned by uid {}", user.uid);
 
@@ -135,6 +135,12 @@ fn folders_of_another_user_are_refused_and_nothing_is_written_through_their_link
     }
     let e = started.expect_err("collect --dataset accepted another user's folder");
     assert!(e.contains(&theirs) && e.contains(s(&z)), "{e}");
+
+    // Their link to a folder of root's, named with a trailing slash.
+    let slash = format!("{}/", l.display());
+    let (code, _, e) = clrprof(&["export", "--format", "parquet", "--dataset", &slash, &log, "--name", "s1", "-q"]);
+    assert_eq!(code, Some(1), "{e}");
+    assert!(e.contains("is a symbolic link"), "{e}");
 
     assert!(tree(&victim).is_empty(), "written through the link: {:?}", tree(&victim));
     assert_eq!(tree(&x), [x.join("objects")], "nothing made in their dataset folder");

@@ -134,6 +134,10 @@ impl PrivateDir {
         if path.as_os_str().is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty folder name"));
         }
+        // Without a trailing `/`, which would make the kernel follow a
+        // link at the last name in spite of O_NOFOLLOW.
+        let path: PathBuf = path.components().collect();
+        let path = path.as_path();
         let c = cstring(path.as_os_str())?;
         // Safety: a NUL-terminated path.
         match cvt(unsafe { libc::mkdir(c.as_ptr(), FOLDER_MODE as libc::mode_t) }) {
@@ -444,6 +448,9 @@ mod tests {
         let link = top.path().join("ds");
         symlink(&victim, &link).unwrap();
         let e = PrivateDir::create_or_check(&link).unwrap_err();
+        assert!(crate::is_refusal(&e) && e.to_string().contains("symbolic link"), "{e}");
+        // With a trailing slash too (which alone would follow the link).
+        let e = PrivateDir::create_or_check(Path::new(&format!("{}/", link.display()))).unwrap_err();
         assert!(crate::is_refusal(&e) && e.to_string().contains("symbolic link"), "{e}");
         // A link inside.
         let ds = top.path().join("ds2");

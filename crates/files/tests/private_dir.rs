@@ -10,12 +10,17 @@ use clrprof_files::{is_refusal, user_temp_dir, PrivateDir};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
+/// The tests one at a time: one of them sets `TMPDIR`, which the other's
+/// shared folder is made in.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn entries(p: &Path) -> Vec<std::path::PathBuf> {
     std::fs::read_dir(p).unwrap().flatten().map(|e| e.path()).collect()
 }
 
 #[test]
 fn folders_and_links_of_another_user_are_refused() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(user) = other_user::get("a folder owned by another user") else { return };
     let shared = other_user::shared_dir("files-private-dir");
     let top = tempfile::tempdir().unwrap();
@@ -38,9 +43,9 @@ fn folders_and_links_of_another_user_are_refused() {
 /// is used, and the caller is told why.
 #[test]
 fn a_squatted_user_temp_dir_is_passed_over() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(user) = other_user::get("squatting the user's private temporary folder") else { return };
     let shared = other_user::shared_dir("files-user-temp");
-    // This test binary's only test that reads TMPDIR.
     std::env::set_var("TMPDIR", &shared);
     let fixed = shared.join(format!("clrprof-{}", clrprof_files::my_uid()));
     user.sh(r#"mkdir -m 777 "$1""#, &[fixed.as_os_str()]);
@@ -58,5 +63,6 @@ fn a_squatted_user_temp_dir_is_passed_over() {
     let (again, note) = user_temp_dir().unwrap();
     assert_eq!((again.path(), note), (fixed.as_path(), None));
     assert_eq!(std::fs::metadata(&fixed).unwrap().permissions().mode() & 0o777, 0o700);
+    std::env::remove_var("TMPDIR");
     std::fs::remove_dir_all(&shared).unwrap();
 }

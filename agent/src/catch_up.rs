@@ -23,7 +23,6 @@
 //! that were accepted but stored nothing (a collector that cannot take
 //! the catch-up).
 
-use std::fs::File;
 use std::io::Read;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -219,7 +218,7 @@ impl CatchUp {
     /// Feeds the spool to `net` until the collector has stored all of it
     /// after the end of the log (true) or the connection fails (false).
     fn follow(&self, net: &Arc<Net>, plan: &Plan) -> bool {
-        let Ok(mut file) = File::open(&plan.spool) else {
+        let Ok(mut file) = clrprof_files::open_existing(&plan.spool, clrprof_files::Access::Read, Some(clrprof_files::my_uid())) else {
             return false;
         };
         let mut buf = vec![0u8; READ_BYTES];

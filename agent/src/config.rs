@@ -37,9 +37,10 @@ pub struct StreamConfig {
     /// (the agent then writes its spool and says why in its status).
     pub token: Option<clrprof_wire::Token>,
     /// `CLRPROF_SPOOL` (`%p` becomes the process id; default
-    /// `$TMPDIR/clrprof_<pid>.spool.log`): where the log goes on when the
-    /// collector cannot be reached or goes away.
-    pub spool: PathBuf,
+    /// `clrprof_<pid>.spool.log` in the user's private temporary folder
+    /// `$TMPDIR/clrprof-<uid>`): where the log goes on when the collector
+    /// cannot be reached or goes away.
+    pub spool: Spool,
     /// `CLRPROF_STREAM_BUFFER_MB` (default 64): log bytes kept in memory
     /// until the collector has stored them; more than this goes to the
     /// spool.
@@ -56,6 +57,31 @@ pub struct StreamConfig {
     /// How its messages on standard error begin (`clrprof agent`, or
     /// `clrprof record` for a sampled session's stream).
     pub speaker: &'static str,
+}
+
+/// Where a stream's spool goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Spool {
+    /// A path the user chose (`CLRPROF_SPOOL`, or beside `clrprof record
+    /// -o`): in the folder they chose.
+    At(PathBuf),
+    /// A file of this name in the user's private temporary folder
+    /// (`clrprof_files::user_temp_dir`: `$TMPDIR/clrprof-<uid>`, mode
+    /// 0700, or a fresh private folder when another user holds that
+    /// name), never in a folder others can write to, where the name could
+    /// be guessed and taken first.
+    Private(String),
+}
+
+impl Spool {
+    /// The path it names, for messages and the status line (for
+    /// [`Spool::Private`], in the folder's usual place).
+    pub fn shown(&self) -> PathBuf {
+        match self {
+            Spool::At(p) => p.clone(),
+            Spool::Private(name) => clrprof_files::user_temp_path().join(name),
+        }
+    }
 }
 
 /// Settings.
@@ -109,9 +135,7 @@ impl Config {
     /// files named by each request).
     pub fn from_client_data(data: &[u8], pid: u32) -> Config {
         let text = String::from_utf8_lossy(data);
-        let get = |k: &str| {
-            text.lines().find_map(|l| l.split_once('=').filter(|(key, _)| key.trim() == k).map(|(_, v)| v.to_string()))
-        };
+        let get = |k: &str| text.lines().find_map(|l| l.split_once('=').filter(|(key, _)| key.trim() == k).map(|(_, v)| v.to_string()));
         let has_log = get("CLRPROF_OUTPUT").is_some_and(|v| !v.is_empty());
         let mut c = Self::from_lookup(get, pid);
         if !has_log {
@@ -148,8 +172,8 @@ impl Config {
             target,
             token: get("CLRPROF_TOKEN").and_then(|t| clrprof_wire::Token::from_hex(&t).ok()),
             spool: match get("CLRPROF_SPOOL").filter(|s| !s.is_empty()) {
-                Some(p) => PathBuf::from(p.replace("%p", &pid.to_string())),
-                None => std::env::temp_dir().join(format!("clrprof_{pid}.spool.log")),
+                Some(p) => Spool::At(PathBuf::from(p.replace("%p", &pid.to_string()))),
+                None => Spool::Private(format!("clrprof_{pid}.spool.log")),
             },
             buffer_bytes: (number("CLRPROF_STREAM_BUFFER_MB", 64) as usize).saturating_mul(1 << 20),
             linger_ms: number("CLRPROF_STREAM_LINGER_MS", 5000),
@@ -187,7 +211,7 @@ impl Config {
     /// `target=ADDR spool=PATH`.
     pub fn destination(&self) -> String {
         match (&self.stream, &self.output) {
-            (Some(s), _) => format!("target={} spool={}", s.target, s.spool.display()),
+            (Some(s), _) => format!("target={} spool={}", s.target, s.spool.shown().display()),
             (None, Some(p)) => format!("output={}", p.display()),
             (None, None) => "output=".to_string(),
         }
@@ -251,11 +275,15 @@ mod tests {
             7,
         );
         let s = c.stream.as_ref().unwrap();
-        assert_eq!((s.target.as_str(), s.spool.as_path(), s.buffer_bytes), ("127.0.0.1:7420", std::path::Path::new("/tmp/s_7.log"), 2 << 20));
+        assert_eq!((s.target.as_str(), &s.spool, s.buffer_bytes), ("127.0.0.1:7420", &Spool::At("/tmp/s_7.log".into()), 2 << 20));
         assert_eq!(s.token.as_ref().map(|t| t.to_hex()), Some(token));
         assert_eq!(c.destination(), "target=127.0.0.1:7420 spool=/tmp/s_7.log");
         let c = Config::from_lookup(|k| (k == "CLRPROF_TARGET").then(|| "unix:/x".to_string()), 7);
-        assert!(c.stream.unwrap().token.is_none());
+        let s = c.stream.unwrap();
+        assert!(s.token.is_none());
+        // No spool given: in the user's private folder, never in $TMPDIR itself.
+        assert_eq!(s.spool, Spool::Private("clrprof_7.spool.log".into()));
+        assert_eq!(s.spool.shown(), clrprof_files::user_temp_path().join("clrprof_7.spool.log"));
     }
 
     #[test]

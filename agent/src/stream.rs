@@ -39,12 +39,12 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::catch_up::{CatchUp, Plan};
-use crate::config::StreamConfig;
+use crate::config::{Spool, StreamConfig};
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -317,6 +317,8 @@ pub struct Streamer {
     spooled_from: Option<u64>,
     /// At the end, whether a catch-up stored the whole log.
     caught_up: bool,
+    /// Why the spool could not be made.
+    spool_error: Option<String>,
 }
 
 /// How a stream ended, for a client to report ([`Streamer::outcome`]).
@@ -332,6 +334,12 @@ pub struct Outcome {
     pub caught_up: bool,
     /// Bytes neither stored nor spooled (the spool could not be written).
     pub lost: u64,
+    /// Bytes the collector confirmed it stored from this connection:
+    /// everything when the stream never switched to the spool, else the
+    /// offset at which it switched (a catch-up's bytes are not counted).
+    pub streamed: u64,
+    /// Why the spool could not be made, when it could not.
+    pub spool_error: Option<String>,
 }
 
 impl Streamer {
@@ -361,7 +369,18 @@ impl Streamer {
         if let Err(e) = spawned {
             net.fail(format!("cannot start the network thread: {e}"));
         }
-        Streamer { net, config, identity, spool: None, switched: false, lost: 0, catch: None, spooled_from: None, caught_up: false }
+        Streamer {
+            net,
+            config,
+            identity,
+            spool: None,
+            switched: false,
+            lost: 0,
+            catch: None,
+            spooled_from: None,
+            caught_up: false,
+            spool_error: None,
+        }
     }
 
     /// Takes a buffer of whole lines.
@@ -466,12 +485,22 @@ impl Streamer {
 
     /// How the stream went (after [`Streamer::finish`]: how it ended).
     pub fn outcome(&self) -> Outcome {
-        let session = self.net.lock().session.as_ref().map(|x| x.name.clone());
+        let (session, acked) = {
+            let s = self.net.lock();
+            (s.session.as_ref().map(|x| x.name.clone()), s.acked)
+        };
         let spool = match (&self.spool, self.spooled_from) {
             (Some((_, p)), Some(from)) => Some((p.clone(), from)),
             _ => None,
         };
-        Outcome { session, spool, caught_up: self.caught_up, lost: self.lost }
+        Outcome {
+            session,
+            spool,
+            caught_up: self.caught_up,
+            lost: self.lost,
+            streamed: self.spooled_from.unwrap_or(acked),
+            spool_error: self.spool_error.clone(),
+        }
     }
 
     fn spool_write(&mut self, bytes: &[u8]) {
@@ -521,10 +550,17 @@ impl Streamer {
         let (acked, mut skip) = from;
         self.spooled_from = Some(acked);
         match create_spool(&self.config.spool) {
-            Ok((f, p)) => self.spool = Some((f, p)),
+            Ok((f, p, note)) => {
+                if let Some(n) = note {
+                    eprintln!("{}: {n}", self.config.speaker);
+                }
+                self.spool = Some((f, p));
+            }
             Err(e) => {
-                eprintln!("{}: cannot create the spool {}: {e}; the rest of the log is lost", self.config.speaker, self.config.spool.display());
+                let shown = self.config.spool.shown();
+                eprintln!("{}: cannot create the spool {}: {e}; the rest of the log is lost", self.config.speaker, shown.display());
                 crate::status::amend(&format!("spool_failed={e}"));
+                self.spool_error = Some(format!("cannot create the spool {}: {e}", shown.display()));
             }
         }
         for b in tail {
@@ -532,8 +568,18 @@ impl Streamer {
             skip = skip.saturating_sub(b.len());
             self.spool_write(part);
         }
-        let path = self.spool.as_ref().map(|(_, p)| p.display().to_string()).unwrap_or_default();
-        eprintln!("{}: streaming to {} stopped ({why}); the log goes on in {path} from byte {acked}", self.config.speaker, self.config.target);
+        match &self.spool {
+            Some((_, p)) => eprintln!(
+                "{}: streaming to {} stopped ({why}); the log goes on in {} from byte {acked}",
+                self.config.speaker,
+                self.config.target,
+                p.display()
+            ),
+            None => eprintln!(
+                "{}: streaming to {} stopped ({why}) at byte {acked}, and there is no spool: everything from byte {acked} on is lost",
+                self.config.speaker, self.config.target
+            ),
+        }
         crate::status::amend(&format!("{} because={why}", self.spool_note("")));
         if !catch_up || self.lost > 0 {
             return;
@@ -581,19 +627,43 @@ impl Streamer {
 
 /// Creates the spool file, never over an existing file or through a link
 /// (`.1`, `.2`, ... are tried after the name itself), mode 0600 less the
-/// umask (`clrprof_files`).
-fn create_spool(path: &Path) -> std::io::Result<(File, PathBuf)> {
-    let mut candidate = path.to_path_buf();
-    for n in 1..1000 {
-        match clrprof_files::create_new(&candidate) {
-            Ok(f) => return Ok((f, candidate)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                candidate = PathBuf::from(format!("{}.{n}", path.display()));
+/// umask (`clrprof_files`). A [`Spool::Private`] spool goes into the
+/// user's private temporary folder, made or checked and held open
+/// ([`clrprof_files::user_temp_dir`]); the third value says why another
+/// private folder was used when that one was refused. Returns the path
+/// used.
+fn create_spool(spool: &Spool) -> std::io::Result<(File, PathBuf, Option<String>)> {
+    let numbered = |name: &str, n: u32| if n == 0 { name.to_string() } else { format!("{name}.{n}") };
+    let taken = || std::io::Error::new(std::io::ErrorKind::AlreadyExists, "1000 spool files of that name exist");
+    match spool {
+        Spool::At(path) => {
+            for n in 0..1000 {
+                let mut candidate = path.clone().into_os_string();
+                if n > 0 {
+                    candidate.push(format!(".{n}"));
+                }
+                let candidate = PathBuf::from(candidate);
+                match clrprof_files::create_new(&candidate) {
+                    Ok(f) => return Ok((f, candidate, None)),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
             }
-            Err(e) => return Err(e),
+            Err(taken())
+        }
+        Spool::Private(name) => {
+            let (dir, note) = clrprof_files::user_temp_dir()?;
+            for n in 0..1000 {
+                let candidate = numbered(name, n);
+                match dir.create_file(&candidate) {
+                    Ok(f) => return Ok((f, dir.shown(&candidate), note)),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(taken())
         }
     }
-    Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "1000 spool files of that name exist"))
 }
 
 /// `clrprof-net`: connect (a resume proving `key`), then send what the

@@ -5,13 +5,12 @@
 //! acknowledgement; a resume proves the key of the session's first
 //! handshake, as the real collector requires. No .NET runtime needed.
 
-use clrprof_agent::config::StreamConfig;
+use clrprof_agent::config::{Spool, StreamConfig};
 use clrprof_agent::stream::{Identity, Streamer};
 use clrprof_wire::frame::{small_frame, HEADER};
 use clrprof_wire::{handshake, FrameHeader, FrameKind, Hello, Nonce, Role, SessionKey, Token};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -139,7 +138,7 @@ fn config(target: &str, name: &str, buffer: usize) -> StreamConfig {
     StreamConfig {
         target: target.to_string(),
         token: Some(token()),
-        spool: dir.join("spool.log"),
+        spool: Spool::At(dir.join("spool.log")),
         buffer_bytes: buffer,
         linger_ms: 5000,
         reconnect_ms: 60_000,
@@ -157,7 +156,7 @@ fn buffers(n: usize) -> Vec<Vec<u8>> {
 }
 
 fn spool_of(c: &StreamConfig) -> Vec<u8> {
-    std::fs::read(&c.spool).unwrap_or_default()
+    std::fs::read(c.spool.shown()).unwrap_or_default()
 }
 
 fn all(b: &[Vec<u8>]) -> Vec<u8> {
@@ -190,7 +189,7 @@ fn a_clean_stream_ends_with_everything_acknowledged_and_no_spool() {
     let (stored, ended) = done.recv_timeout(Duration::from_secs(30)).unwrap();
     assert!(ended);
     assert_eq!(stored, all(&b));
-    assert!(!PathBuf::from(&c.spool).exists(), "no spool for a clean stream");
+    assert!(!c.spool.shown().exists(), "no spool for a clean stream");
 }
 
 #[test]
@@ -248,7 +247,7 @@ fn no_collector_at_start_spools_everything() {
     s.finish();
     assert_eq!(spool_of(&c), all(&b));
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&c.spool).unwrap().permissions().mode();
+    let mode = std::fs::metadata(c.spool.shown()).unwrap().permissions().mode();
     assert_eq!(mode & 0o077, 0, "the spool is private (mode {mode:o})");
     // A token-less agent never connects: everything to the spool too.
     let mut c2 = config(&format!("127.0.0.1:{port}"), "notoken", 64 << 20);

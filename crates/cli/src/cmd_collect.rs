@@ -28,7 +28,8 @@ pub struct Args {
     /// Append each session that ends whole to this Parquet dataset (one
     /// partition per session, named after it; see `clrprof export
     /// --dataset`), as `clrprof export --format parquet --dataset DIR LOG`
-    /// would.
+    /// would. Made 0700 when missing; an existing folder must be the
+    /// collector user's own and closed to others' writes.
     #[arg(long, value_name = "DIR")]
     dataset: Option<PathBuf>,
 }
@@ -70,6 +71,11 @@ pub fn run(args: Args) -> Result<()> {
         Some(a) => a.parse::<ListenAddr>()?,
         None => ListenAddr::default(),
     };
+    if let Some(d) = &args.dataset {
+        // Refused at start, as --dir is: a dataset folder of another user,
+        // a link, or one others can write to (each append checks again).
+        clrprof_export::parquet::dataset::open(d).map_err(|e| anyhow::anyhow!("cannot use --dataset {}: {e}", d.display()))?;
+    }
     let opts = Options {
         listen,
         dir: args.dir,

@@ -33,11 +33,14 @@ pub struct Args {
     /// The format.
     #[arg(long, value_enum)]
     format: Format,
-    /// The file to write (pprof, speedscope) or the folder (parquet).
+    /// The file to write (pprof, speedscope) or the folder (parquet: made
+    /// 0700 when missing; an existing one must be your own, closed to
+    /// others' writes, and hold nothing but an earlier export).
     #[arg(short, long, value_name = "OUT", required_unless_present = "dataset", conflicts_with = "dataset")]
     output: Option<PathBuf>,
-    /// Parquet: append the logs to this dataset folder (created if
-    /// missing), one Hive partition per log (`TABLE/log=NAME/part-0.parquet`)
+    /// Parquet: append the logs to this dataset folder (created 0700 if
+    /// missing; an existing one must be your own, closed to others'
+    /// writes, with no links inside), one Hive partition per log (`TABLE/log=NAME/part-0.parquet`)
     /// and a `logs` table with each log's name, host and start time; a
     /// log whose name the dataset has already is refused.
     #[arg(long, value_name = "DIR")]
@@ -134,6 +137,11 @@ pub fn run(args: Args) -> Result<()> {
         return run_dataset(&args, dataset);
     }
     let Some(out) = &args.output else { bail!("give -o OUT (or --dataset DIR)") };
+    if matches!(args.format, Format::Parquet) && out.symlink_metadata().is_ok() {
+        // An existing folder refused before the load when it is not the
+        // user's own (the export checks it again, on the folder it opens).
+        clrprof_files::PrivateDir::create_or_check(out).map_err(|e| anyhow::anyhow!("cannot export into {}: {e}", out.display()))?;
+    }
     let loaded = args.query.load()?;
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
@@ -233,6 +241,9 @@ fn run_dataset(args: &Args, dataset: &Path) -> Result<()> {
             );
         }
     }
+    // The folder refused (another user's, a link, open to others) before
+    // any log is loaded.
+    clrprof_export::parquet::dataset::open(dataset).map_err(|e| anyhow::anyhow!("cannot append to the dataset: {e}"))?;
     let given_start = args.start.as_deref().map(parse_start).transpose()?;
     let host = match &args.host {
         Some(h) => h.clone(),

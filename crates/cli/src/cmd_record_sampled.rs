@@ -10,6 +10,7 @@
 
 use crate::sampled_stream::ToCollector;
 use anyhow::{bail, Context, Result};
+use clrprof_agent::config::Spool;
 use clrprof_trace::{launch, presets, Session, Stop};
 use std::io::Write;
 use std::path::PathBuf;
@@ -37,7 +38,9 @@ impl Dest {
         match self {
             Dest::File { out, .. } => out,
             Dest::Collector { target, token, spool, client } => {
-                let spool = spool.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("clrprof_sampled_{pid}.spool.nettrace")));
+                // Beside -o when given, else in the user's private folder
+                // ($TMPDIR/clrprof-<uid>), where no one else can plant the name.
+                let spool = spool.clone().map(Spool::At).unwrap_or_else(|| Spool::Private(format!("clrprof_sampled_{pid}.spool.nettrace")));
                 client.get_or_insert_with(|| Box::new(ToCollector::start(target, token.clone(), spool, pid))).as_mut()
             }
         }
@@ -139,29 +142,22 @@ pub fn run(args: &crate::cmd_record::Args) -> Result<ExitCode> {
         Dest::Collector { target, client, .. } => {
             let Some(client) = client else { bail!("process {pid} sent no trace: nothing was streamed to {target}") };
             let outcome = client.finish();
-            let session = outcome.session.as_deref().map(|s| format!(" as session {s}")).unwrap_or_default();
-            let ending = if written.stopped { "stopped" } else { "the process ended" };
-            match &outcome.spool {
-                None => said(&format!(
-                    "{ending}; streamed the trace ({} bytes, {} GCs) to {target}{session}{how}; {}",
-                    written.bytes,
-                    written.gcs,
-                    crate::cmd_record::sessions_hint(args.token_file.as_deref())
-                )),
-                Some((spool, from)) if outcome.caught_up => said(&format!(
-                    "{ending}; streamed the trace ({} bytes, {} GCs) to {target}{session}: the collector was away from byte {from} on and was caught up from the spool {} (the stored trace is whole){how}",
-                    written.bytes,
-                    written.gcs,
-                    spool.display()
-                )),
-                Some((spool, from)) => eprintln!(
-                    "clrprof record: {ending}; streamed the trace to {target}{session} until byte {from}, then to the spool {} ({} bytes in all); `clrprof join` puts the collector's part and the spool together",
-                    spool.display(),
-                    written.bytes
-                ),
+            let (report, kept) = stream_report(&outcome, written.bytes, &target);
+            if kept == Kept::Incomplete {
+                bail!("{report}{how}");
             }
-            if outcome.lost > 0 {
-                bail!("{} bytes of the trace could be neither streamed nor spooled: the trace is incomplete", outcome.lost);
+            let whole = kept == Kept::Whole;
+            let text = format!(
+                "{} ({} GCs in the trace); {report}{how}{}",
+                if written.stopped { "stopped" } else { "the process ended" },
+                written.gcs,
+                if whole { format!("; {}", crate::cmd_record::sessions_hint(args.token_file.as_deref())) } else { String::new() }
+            );
+            if whole {
+                said(&text);
+            } else {
+                // Not whole at the collector: said even with --quiet.
+                eprintln!("clrprof record: {text}");
             }
         }
     }
@@ -169,6 +165,49 @@ pub fn run(args: &crate::cmd_record::Args) -> Result<ExitCode> {
         Some(s) => ExitCode::from(s.code().map_or(1, |c| c.clamp(0, 255) as u8)),
         None => ExitCode::SUCCESS,
     })
+}
+
+/// Where a streamed trace ended up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kept {
+    /// All of it at the collector.
+    Whole,
+    /// The collector's part and the spool: all of it, in two pieces.
+    Split,
+    /// Some bytes are in neither.
+    Incomplete,
+}
+
+/// What became of a streamed trace of `total` bytes, in numbers that add
+/// up: bytes the collector confirmed, bytes in the spool, bytes lost.
+/// Never claims a stream that did not happen.
+fn stream_report(o: &clrprof_agent::stream::Outcome, total: u64, target: &str) -> (String, Kept) {
+    let session = o.session.as_deref().map(|s| format!(" as session {s}")).unwrap_or_default();
+    let streamed = o.streamed.min(total);
+    match &o.spool {
+        None if o.lost == 0 && streamed == total => (format!("streamed the whole trace ({total} bytes) to {target}{session}"), Kept::Whole),
+        Some((spool, from)) if o.caught_up && o.lost == 0 => (format!(
+            "streamed the whole trace ({total} bytes) to {target}{session}: the collector was away from byte {from} on and was caught up from the spool {} (the stored trace is whole)",
+            spool.display()
+        ), Kept::Whole),
+        Some((spool, from)) if o.lost == 0 => (format!(
+            "streamed bytes 0 to {from} of the trace to {target}{session}, then the remaining {} bytes to the spool {} ({total} bytes in all, nothing lost); `clrprof join` puts the collector's part and the spool together",
+            total.saturating_sub(*from),
+            spool.display()
+        ), Kept::Split),
+        spool => {
+            let spooled = total.saturating_sub(streamed).saturating_sub(o.lost);
+            let where_ = match (spool, &o.spool_error) {
+                (Some((p, _)), _) => format!("{spooled} bytes went to the spool {}", p.display()),
+                (None, Some(e)) => format!("nothing was spooled ({e})"),
+                (None, None) => "nothing was spooled".to_string(),
+            };
+            (format!(
+                "the trace is incomplete: of its {total} bytes, the collector at {target} confirmed {streamed}{session}, {where_}, and {} bytes could be neither streamed nor spooled",
+                total.saturating_sub(streamed).saturating_sub(spooled)
+            ), Kept::Incomplete)
+        }
+    }
 }
 
 /// The trace's file (`-o`, or a name from the program or the process id
@@ -180,7 +219,9 @@ fn trace_file(args: &crate::cmd_record::Args) -> Result<(std::io::BufWriter<std:
     let output = match (&args.output, args.pid) {
         (Some(p), _) => p.clone(),
         (None, Some(pid)) => PathBuf::from(format!("pid{pid}_{stamp}.nettrace")),
-        (None, None) => PathBuf::from(crate::cmd_record::default_name(&args.command, &stamp).replace("_%p_", "_").replace(".log", ".nettrace")),
+        (None, None) => {
+            PathBuf::from(crate::cmd_record::default_name(&args.command, &stamp).replace("_%p_", "_").replace(".log", ".nettrace"))
+        }
     };
     let output = crate::cmd_record::absolute(&output)?;
     if output.is_dir() {

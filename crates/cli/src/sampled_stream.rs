@@ -5,10 +5,9 @@
 //! when the collector is away, sent to it again once it is back. The
 //! collector stores the trace byte for byte as `<session>.nettrace`.
 
-use clrprof_agent::config::StreamConfig;
+use clrprof_agent::config::{Spool, StreamConfig};
 use clrprof_agent::stream::{Identity, Outcome, Streamer};
 use std::io::Write;
-use std::path::PathBuf;
 
 /// In-memory bytes the collector may be behind by before the trace goes
 /// to the spool (as the agent's default).
@@ -28,7 +27,7 @@ pub struct ToCollector {
 impl ToCollector {
     /// Starts the client (it connects on a thread of its own; bytes
     /// written meanwhile are kept).
-    pub fn start(target: &str, token: clrprof_wire::Token, spool: PathBuf, pid: u32) -> ToCollector {
+    pub fn start(target: &str, token: clrprof_wire::Token, spool: Spool, pid: u32) -> ToCollector {
         let config = StreamConfig {
             target: target.to_string(),
             token: Some(token),

@@ -620,7 +620,10 @@ fn ended_sessions_are_appended_to_the_dataset() {
     });
     let part = dataset.join("objects").join(format!("log={session}")).join("part-0.parquet");
     eventually("the session's partition", || part.is_file().then_some(()));
-    assert!(collector.log().contains(&format!("session {session} added to the dataset")), "{}", collector.log());
+    // The line comes once the append is done (after the partitions).
+    eventually("the collector's line for the append", || {
+        collector.log().contains(&format!("session {session} added to the dataset")).then_some(())
+    });
     // What the stored log holds, by the library.
     let log = dir.join(format!("{session}.log"));
     let model = clrprof::model::load_path(&log, &Default::default()).expect("load the stored log");

@@ -30,6 +30,11 @@ pub enum Error {
     /// JSON serialization failed.
     #[error("cannot write JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A folder to write in is not the user's own or could be redirected:
+    /// a symbolic link, another user's folder, or one that other users
+    /// can write to. Nothing was written in it.
+    #[error("{0}")]
+    Untrusted(std::io::Error),
     /// The output folder exists and holds files that are not this
     /// export's own (they are never overwritten).
     #[error("{path} exists and is not an empty folder or an earlier Parquet export (it holds {entry}); choose another output")]
@@ -39,6 +44,20 @@ pub enum Error {
         /// A file in it that the export would not write.
         entry: String,
     },
+}
+
+/// An error opening or making a folder to write in: a refusal of
+/// [`clrprof_files::PrivateDir`] (a link, another user's folder, a folder
+/// others can write to: its text names the folder and why) becomes
+/// [`Error::Untrusted`], anything else [`Error::Io`] on `path`.
+pub(crate) fn folder(path: &std::path::Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| {
+        if clrprof_files::is_refusal(&source) {
+            Error::Untrusted(source)
+        } else {
+            Error::Io { path: path.to_path_buf(), source }
+        }
+    }
 }
 
 /// A result of this crate.

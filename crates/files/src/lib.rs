@@ -33,10 +33,20 @@
 //! - [`private_temp_dir`], [`temporary_beside`]: places no one else can
 //!   plant in or guess.
 //! - [`open_existing`]: an existing file of ours, for reading or appending.
+//! - [`PrivateDir`]: a folder of the user's own (made 0700, or checked:
+//!   the user's, not a link, writable by no one else), held open, with
+//!   every folder and file inside it made through the open descriptor,
+//!   never through a link ([`private_dir`]); [`user_temp_dir`] is the
+//!   user's own temporary folder, for spools and other files whose names
+//!   could be guessed.
 //! - [`PROFILE_MODE`]: the mode new files get.
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod private_dir;
+
+pub use private_dir::{user_temp_dir, user_temp_path, PrivateDir};
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};

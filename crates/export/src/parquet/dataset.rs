@@ -19,11 +19,12 @@
 //! table, is refused before anything is written.
 
 use super::writer::{batch, write_table, TableReport, TableSpec};
-use super::{write, TABLES};
+use super::{write_into, TABLES};
 use crate::{Error, ExportOptions, Result};
 use arrow_array::{ArrayRef, Float64Array, StringArray, TimestampMillisecondArray};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use clrprof::model::Model;
+use clrprof_files::PrivateDir;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -91,26 +92,38 @@ fn io_error(path: &Path, kind: io::ErrorKind, message: String) -> Error {
     Error::Io { path: path.to_path_buf(), source: io::Error::new(kind, message) }
 }
 
-/// Appends a log to the dataset at `dataset` (created if missing): every
+/// Opens the dataset folder `dataset`: made (mode 0700, as every folder
+/// the dataset gets) when missing; an existing one must be the user's own,
+/// not a link, and writable by no one else
+/// ([`PrivateDir::create_or_check`]). [`append`] does this itself; call it
+/// to refuse a folder before any work (as `collect --dataset` does at
+/// start).
+pub fn open(dataset: &Path) -> Result<PrivateDir> {
+    PrivateDir::create_or_check(dataset).map_err(crate::error::folder(dataset))
+}
+
+/// Appends a log to the dataset at `dataset` (see [`open`]): every
 /// table of [`super::write`] and the `logs` row, each in its partition
-/// `TABLE/log=NAME/part-0.parquet`. Refused, with nothing written, when
-/// the name is not a valid partition name or when any table already has
-/// a partition of this name. Returns what each file holds.
+/// `TABLE/log=NAME/part-0.parquet`. Every folder and file is made through
+/// the dataset folder held open, never through a link: a link, another
+/// user's folder or a folder others can write to anywhere inside is
+/// refused ([`Error::Untrusted`]) with nothing written through it.
+/// Refused, with nothing written, when the name is not a valid partition
+/// name or when any table already has a partition of this name. Returns
+/// what each file holds.
 pub fn append(model: &Model, options: &ExportOptions, dataset: &Path, info: &LogInfo) -> Result<Vec<TableReport>> {
     check_name(&info.name).map_err(|m| io_error(dataset, io::ErrorKind::InvalidInput, m))?;
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| Error::Io { path: path.clone(), source }
-    };
-    if dataset.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
-        return Err(io_error(dataset, io::ErrorKind::InvalidInput, "it is not a folder".into()));
-    }
+    let root = open(dataset)?;
+    let part_name = format!("log={}", info.name);
     let tables: Vec<&'static str> = std::iter::once(LOGS_TABLE).chain(TABLES).collect();
     for t in &tables {
-        let p = partition(dataset, t, &info.name);
-        if p.symlink_metadata().is_ok() {
+        let taken = match root.existing_subdir(t).map_err(crate::error::folder(&root.shown(t)))? {
+            Some(table) => table.contains(&part_name).map_err(|source| Error::Io { path: table.path().to_path_buf(), source })?,
+            None => false,
+        };
+        if taken {
             return Err(io_error(
-                &p,
+                &partition(dataset, t, &info.name),
                 io::ErrorKind::AlreadyExists,
                 format!(
                     "the dataset has a log named `{}` already (a dataset is appended to, never rewritten): give this log another name",
@@ -119,50 +132,58 @@ pub fn append(model: &Model, options: &ExportOptions, dataset: &Path, info: &Log
             ));
         }
     }
-    std::fs::create_dir_all(dataset).map_err(io(dataset))?;
-    let staging = dataset.join(".staging").join(format!("{}.{}", info.name, std::process::id()));
-    if staging.symlink_metadata().is_ok() {
-        std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
+    let staging_root = root.subdir(STAGING).map_err(crate::error::folder(&root.shown(STAGING)))?;
+    let stage_name = format!("{}.{}.{}", info.name, std::process::id(), STAGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let stage = staging_root.create_subdir(&stage_name).map_err(crate::error::folder(&staging_root.shown(&stage_name)))?;
+    let result = stage_and_move(model, options, &root, &stage, info, &tables);
+    // What is left of the staging folder (the tables not moved, on an
+    // error), then the folders themselves when empty.
+    if let Ok(names) = stage.names() {
+        for n in names {
+            let _ = stage.remove_file(&n.to_string_lossy());
+        }
     }
-    std::fs::create_dir_all(&staging).map_err(io(&staging))?;
-    let result = stage_and_move(model, options, dataset, &staging, info, &tables);
-    let _ = std::fs::remove_dir_all(&staging);
-    let _ = std::fs::remove_dir(dataset.join(".staging"));
+    let _ = staging_root.remove_dir(&stage_name);
+    let _ = root.remove_dir(STAGING);
     let reports = result?;
-    let readme = dataset.join("README.md");
-    if readme.symlink_metadata().is_err() {
-        clrprof_files::write_whole(&readme, README.as_bytes(), false).map_err(io(&readme))?;
+    if !root.contains("README.md").map_err(|source| Error::Io { path: dataset.to_path_buf(), source })? {
+        root.write_whole("README.md", README.as_bytes(), false).map_err(|source| Error::Io { path: root.shown("README.md"), source })?;
     }
     Ok(reports)
 }
 
+/// The staging folder inside a dataset.
+const STAGING: &str = ".staging";
+
+/// Staging folders made by this process: with the process id, a name
+/// no other writer uses at the same time (the folder is made
+/// exclusively, so a name taken anyway is an error, never shared).
+static STAGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 fn stage_and_move(
     model: &Model,
     options: &ExportOptions,
-    dataset: &Path,
-    staging: &Path,
+    root: &PrivateDir,
+    stage: &PrivateDir,
     info: &LogInfo,
     tables: &[&'static str],
 ) -> Result<Vec<TableReport>> {
-    // The tables first: `write` wants a folder holding nothing else.
-    let mut reports = write(model, options, staging)?;
-    reports.insert(0, logs_table(staging, model, info)?);
+    let mut reports = write_into(model, options, stage)?;
+    reports.insert(0, logs_table(stage, model, info)?);
+    let part_name = format!("log={}", info.name);
     for t in tables {
-        let from = staging.join(format!("{t}.parquet"));
-        let table_dir = dataset.join(t);
-        std::fs::create_dir_all(&table_dir).map_err(|source| Error::Io { path: table_dir.clone(), source })?;
-        let to_dir = partition(dataset, t, &info.name);
-        // `create_dir`, not `create_dir_all`: a partition made meanwhile
-        // by another writer is an error, not shared.
-        std::fs::create_dir(&to_dir).map_err(|source| Error::Io { path: to_dir.clone(), source })?;
-        let to = to_dir.join("part-0.parquet");
-        std::fs::rename(&from, &to).map_err(|source| Error::Io { path: to.clone(), source })?;
+        let table_dir = root.subdir(t).map_err(crate::error::folder(&root.shown(t)))?;
+        // `create_subdir`, exclusive: a partition made meanwhile by
+        // another writer is an error, not shared.
+        let to_dir = table_dir.create_subdir(&part_name).map_err(crate::error::folder(&table_dir.shown(&part_name)))?;
+        let from = format!("{t}.parquet");
+        stage.rename(&from, &to_dir, "part-0.parquet").map_err(|source| Error::Io { path: to_dir.shown("part-0.parquet"), source })?;
     }
     Ok(reports)
 }
 
 /// Writes the one-row `logs` table of a log into `dir/logs.parquet`.
-fn logs_table(dir: &Path, model: &Model, info: &LogInfo) -> Result<TableReport> {
+fn logs_table(dir: &PrivateDir, model: &Model, info: &LogInfo) -> Result<TableReport> {
     let spec = TableSpec {
         name: LOGS_TABLE,
         schema: Arc::new(Schema::new(vec![

@@ -8,8 +8,8 @@ use arrow_array::{ArrayRef, BooleanArray, Int32Array, Int64Array, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use clrprof::format::{FunctionId, TypeId};
 use clrprof::query::by_code::class_of;
+use clrprof_files::PrivateDir;
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::Arc;
 
 fn strings(v: Vec<Option<String>>) -> ArrayRef {
@@ -19,7 +19,7 @@ fn strings(v: Vec<Option<String>>) -> ArrayRef {
 /// Writes `functions`: every defined function, and every function a stack
 /// names that the log never defined (`defined` false, named
 /// `???? function N` as CLRProfiler names it).
-pub(crate) fn functions(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn functions(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "functions",
         schema: Arc::new(Schema::new(vec![
@@ -65,7 +65,7 @@ pub(crate) fn functions(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
 }
 
 /// Writes `modules`: every `m` record, in load order.
-pub(crate) fn modules(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn modules(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "modules",
         schema: Arc::new(Schema::new(vec![
@@ -91,7 +91,7 @@ pub(crate) fn modules(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
 
 /// Writes `types`: every defined type, and every type a stack names that
 /// the log never defined (`defined` false, named `???? type N`).
-pub(crate) fn types(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn types(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "types",
         schema: Arc::new(Schema::new(vec![

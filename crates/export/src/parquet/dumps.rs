@@ -9,14 +9,14 @@ use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, 
 use arrow_schema::{DataType, Field, Schema};
 use clrprof::model::HeapDump;
 use clrprof::query::dumps::{list, root_name, RootKind};
-use std::path::Path;
+use clrprof_files::PrivateDir;
 use std::sync::Arc;
 
 /// Dump objects per row group.
 const GROUP: usize = 1 << 20;
 
 /// Writes `heap_dumps`: one row per dump started by an `e`/`r` record.
-pub(crate) fn dumps(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn dumps(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "heap_dumps",
         schema: Arc::new(Schema::new(vec![
@@ -69,7 +69,7 @@ fn dump_of<'a>(cx: &Context<'a>, d: usize) -> Option<&'a HeapDump> {
 }
 
 /// Writes `dump_objects`: the `o` records of each dump.
-pub(crate) fn objects(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn objects(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "dump_objects",
         schema: Arc::new(Schema::new(vec![
@@ -115,7 +115,7 @@ pub(crate) fn objects(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
 
 /// Writes `dump_references`: one row per reference listed on an `o`
 /// record.
-pub(crate) fn references(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn references(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "dump_references",
         schema: Arc::new(Schema::new(vec![
@@ -145,7 +145,7 @@ pub(crate) fn references(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
 }
 
 /// Writes `dump_roots`: the roots of each dump.
-pub(crate) fn roots(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn roots(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "dump_roots",
         schema: Arc::new(Schema::new(vec![

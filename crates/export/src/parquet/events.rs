@@ -6,12 +6,12 @@ use crate::Result;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use clrprof::model::HandleEvent;
+use clrprof_files::PrivateDir;
 use std::collections::HashSet;
-use std::path::Path;
 use std::sync::Arc;
 
 /// Writes `handles`: every `h` (created) and `j` (destroyed) record.
-pub(crate) fn handles(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn handles(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "handles",
         schema: Arc::new(Schema::new(vec![
@@ -47,7 +47,7 @@ pub(crate) fn handles(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
 }
 
 /// Writes `finalizations`: the `l` records that named a live object.
-pub(crate) fn finalizations(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn finalizations(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "finalizations",
         schema: Arc::new(Schema::new(vec![
@@ -71,7 +71,7 @@ pub(crate) fn finalizations(dir: &Path, cx: &Context<'_>) -> Result<TableReport>
 }
 
 /// Writes `comments`: the `z` records CLRProfiler keeps.
-pub(crate) fn comments(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn comments(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "comments",
         schema: Arc::new(Schema::new(vec![

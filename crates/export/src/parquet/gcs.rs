@@ -6,11 +6,11 @@ use crate::Result;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use clrprof::model::{GcIndex, GcSource};
-use std::path::Path;
+use clrprof_files::PrivateDir;
 use std::sync::Arc;
 
 /// Writes `gcs`: every GC the heap simulation acted on, in log order.
-pub(crate) fn gcs(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn gcs(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "gcs",
         schema: Arc::new(Schema::new(vec![
@@ -50,7 +50,7 @@ pub(crate) fn gcs(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
 }
 
 /// Writes `gc_ranges`: the generation ranges of each GC's end line.
-pub(crate) fn ranges(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn ranges(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "gc_ranges",
         schema: Arc::new(Schema::new(vec![

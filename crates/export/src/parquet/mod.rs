@@ -51,6 +51,7 @@ pub use writer::TableReport;
 
 use crate::{Error, ExportOptions, Result};
 use clrprof::model::Model;
+use clrprof_files::PrivateDir;
 use context::Context;
 use std::path::Path;
 
@@ -73,36 +74,35 @@ pub const TABLES: [&str; 14] = [
     "dump_roots",
 ];
 
-/// Checks that `dir` is missing, empty, or holds only files of an earlier
-/// export (which are written anew); creates it.
-fn prepare(dir: &Path) -> Result<()> {
-    let io = |source| Error::Io { path: dir.to_path_buf(), source };
-    if dir.exists() && !dir.is_dir() {
-        return Err(Error::OutputNotEmpty { path: dir.to_path_buf(), entry: "(it is a file)".to_string() });
-    }
-    match std::fs::read_dir(dir) {
-        Ok(entries) => {
-            for e in entries {
-                let name = e.map_err(io)?.file_name().to_string_lossy().into_owned();
-                let ours = name == "README.md" || TABLES.iter().any(|t| name == format!("{t}.parquet"));
-                if !ours {
-                    return Err(Error::OutputNotEmpty { path: dir.to_path_buf(), entry: name });
-                }
-            }
-            Ok(())
+/// Opens the folder `dir` for an export: made (mode 0700) when missing;
+/// an existing one must be the user's own, not a link, writable by no
+/// one else ([`PrivateDir::create_or_check`]), and empty or holding only
+/// files of an earlier export (which are written anew).
+fn prepare(dir: &Path) -> Result<PrivateDir> {
+    let d = PrivateDir::create_or_check(dir).map_err(crate::error::folder(dir))?;
+    for name in d.names().map_err(|source| Error::Io { path: dir.to_path_buf(), source })? {
+        let name = name.to_string_lossy().into_owned();
+        let ours = name == "README.md" || TABLES.iter().any(|t| name == format!("{t}.parquet"));
+        if !ours {
+            return Err(Error::OutputNotEmpty { path: dir.to_path_buf(), entry: name });
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir).map_err(io),
-        Err(e) => Err(io(e)),
     }
+    Ok(d)
 }
 
-/// Writes every table into the folder `dir` (created if missing; refused
-/// if it holds anything but an earlier export's files). Returns what each
-/// file holds.
+/// Writes every table into the folder `dir` (created 0700 if missing;
+/// refused if it is not the user's own, or holds anything but an earlier
+/// export's files). Every file is made inside the folder held open,
+/// never through a link. Returns what each file holds.
 pub fn write(model: &Model, options: &ExportOptions, dir: &Path) -> Result<Vec<TableReport>> {
-    prepare(dir)?;
+    let d = prepare(dir)?;
+    write_into(model, options, &d)
+}
+
+/// Writes every table into the open folder `dir` (see [`write`]).
+pub(crate) fn write_into(model: &Model, options: &ExportOptions, dir: &PrivateDir) -> Result<Vec<TableReport>> {
     let cx = Context::new(model, options);
-    type Writer = fn(&Path, &Context<'_>) -> Result<TableReport>;
+    type Writer = fn(&PrivateDir, &Context<'_>) -> Result<TableReport>;
     let writers: [Writer; 14] = [
         objects::write,
         stacks::write,
@@ -123,8 +123,7 @@ pub fn write(model: &Model, options: &ExportOptions, dir: &Path) -> Result<Vec<T
     for w in writers {
         reports.push(w(dir, &cx)?);
     }
-    let readme = dir.join("README.md");
-    clrprof_files::write_whole(&readme, README.as_bytes(), true).map_err(|source| Error::Io { path: readme.clone(), source })?;
+    dir.write_whole("README.md", README.as_bytes(), true).map_err(|source| Error::Io { path: dir.shown("README.md"), source })?;
     Ok(reports)
 }
 

@@ -8,7 +8,7 @@ use arrow_array::types::Int8Type;
 use arrow_array::{ArrayRef, DictionaryArray, Int8Array, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use clrprof::model::{Fate, ObjectId};
-use std::path::Path;
+use clrprof_files::PrivateDir;
 use std::sync::Arc;
 
 /// Objects per row group.
@@ -42,7 +42,7 @@ fn spec() -> TableSpec {
 }
 
 /// Writes the table.
-pub(crate) fn write(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn write(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = spec();
     let model = cx.model;
     let filter = &cx.options.filter;

@@ -5,11 +5,11 @@ use super::writer::{batch, write_table, TableReport, TableSpec};
 use crate::Result;
 use arrow_array::{ArrayRef, Int32Array, Int64Array};
 use arrow_schema::{DataType, Field, Schema};
-use std::path::Path;
+use clrprof_files::PrivateDir;
 use std::sync::Arc;
 
 /// Writes the table.
-pub(crate) fn write(dir: &Path, cx: &Context<'_>) -> Result<TableReport> {
+pub(crate) fn write(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
     let spec = TableSpec {
         name: "stacks",
         schema: Arc::new(Schema::new(vec![

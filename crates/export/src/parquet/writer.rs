@@ -9,6 +9,7 @@
 use crate::{Error, Result};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
+use clrprof_files::PrivateDir;
 use parquet::arrow::arrow_writer::{compute_leaves, get_column_writers, ArrowColumnChunk};
 use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter};
 use parquet::basic::{Compression, Encoding};
@@ -17,7 +18,6 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use rayon::prelude::*;
 use std::io::BufWriter;
-use std::path::Path;
 use std::sync::Arc;
 
 /// What was written for one table.
@@ -49,7 +49,7 @@ fn err(table: &'static str) -> impl Fn(parquet::errors::ParquetError) -> Error {
 /// Writes `groups` row groups, group `k` being `build(k)`, to
 /// `dir/NAME.parquet`. Empty batches are skipped.
 pub(crate) fn write_table(
-    dir: &Path,
+    dir: &PrivateDir,
     spec: &TableSpec,
     groups: usize,
     build: impl Fn(usize) -> Result<RecordBatch> + Sync,
@@ -72,10 +72,12 @@ pub(crate) fn write_table(
     add_encoded_arrow_schema_to_metadata(&spec.schema, &mut props);
     let props = Arc::new(props);
     let parquet_schema = ArrowSchemaConverter::new().convert(&spec.schema).map_err(err(name))?;
-    let path = dir.join(format!("{name}.parquet"));
+    let file_name = format!("{name}.parquet");
+    let path = dir.shown(&file_name);
     // An earlier export's table is replaced, never written through (a link
-    // at its name is removed, not followed); mode 0600 less the umask.
-    let file = clrprof_files::replace(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
+    // at its name is removed, not followed), inside the folder held open;
+    // mode 0600 less the umask.
+    let file = dir.replace_file(&file_name).map_err(|source| Error::Io { path: path.clone(), source })?;
     let mut writer = SerializedFileWriter::new(BufWriter::with_capacity(1 << 20, file), parquet_schema.root_schema_ptr(), props.clone())
         .map_err(err(name))?;
     let encode = |k: usize| -> Result<(Vec<ArrowColumnChunk>, usize)> {
@@ -114,8 +116,7 @@ pub(crate) fn write_table(
     }
     let mut out = writer.into_inner().map_err(err(name))?;
     std::io::Write::flush(&mut out).map_err(|source| Error::Io { path: path.clone(), source })?;
-    drop(out);
-    let bytes = std::fs::metadata(&path).map_err(|source| Error::Io { path: path.clone(), source })?.len();
+    let bytes = out.get_ref().metadata().map_err(|source| Error::Io { path: path.clone(), source })?.len();
     Ok(TableReport { name, rows, row_groups, bytes })
 }
 

@@ -96,6 +96,11 @@ pub struct Args {
     /// process ends or on Ctrl-C).
     #[arg(long, value_name = "SECONDS", requires = "pid")]
     pub(crate) duration: Option<f64>,
+    /// With --sampled: the most bytes of trace one recording writes
+    /// (suffixes K, M, G, T; 0 for no cap). A trace that reaches it is cut
+    /// there, kept, and reported incomplete.
+    #[arg(long, value_name = "SIZE", value_parser = crate::interrupt::parse_bytes, default_value = "4G", requires = "sampled")]
+    pub(crate) max_bytes: u64,
     /// The program and its arguments, e.g. `dotnet app.dll` or `./app`
     /// (`app.dll` alone runs with the `dotnet` on PATH; a missing
     /// `app.runtimeconfig.json` is written for that `dotnet`'s runtime).

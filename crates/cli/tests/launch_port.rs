@@ -1,0 +1,223 @@
+//! The launch port of `record --sampled -- CMD` against another local
+//! user: the program and every process it starts inherit
+//! `DOTNET_DiagnosticPorts=<folder>/diagnostics.sock,connect,suspend`, so
+//! the port must be served, and its folder kept, until the whole process
+//! tree has ended. A squatter of another Unix user watches the temporary
+//! folder and makes every `clrprof-port-*` folder it has seen again, with
+//! a socket that keeps every byte, the moment the name is free; it must
+//! never get a connection. Meanwhile a .NET child started by the program
+//! (and a .NET grandchild started by `sh` after the program has ended)
+//! must be resumed by the port and run to their end.
+//!
+//! Needs `scripts/setup-dotnet.sh` and root (for the second user).
+
+mod common;
+
+use common::dotnet::{self, Dotnet, Runtime};
+use common::other_user::{self, OtherUser};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn dotnet_env() -> Option<&'static Dotnet> {
+    dotnet::dotnet(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("launch-port-{}", std::process::id())))
+}
+
+/// The squatter: as the other user, it lists `base` every few ms, and
+/// makes each `clrprof-port-*` folder it has seen again (mode 0777) with a
+/// listening socket at `diagnostics.sock` as soon as the name is free.
+/// Every connection is counted in `<log>.connections`, every byte kept in
+/// `<log>`, every folder it took in `<log>.squatted`.
+const SQUATTER: &str = r#"
+import os, socket, sys, threading, time
+base, log = sys.argv[1], sys.argv[2]
+open(log, "wb").close()
+open(log + ".connections", "w").close()
+open(log + ".squatted", "w").close()
+def note(name, text):
+    with open(name, "a") as f:
+        f.write(text)
+def read(c):
+    c.settimeout(30)
+    try:
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            with open(log, "ab") as f:
+                f.write(d)
+    except OSError:
+        pass
+def serve(s):
+    while True:
+        c, _ = s.accept()
+        note(log + ".connections", "connection\n")
+        threading.Thread(target=read, args=(c,), daemon=True).start()
+seen = set()
+open(log + ".ready", "w").close()
+while True:
+    try:
+        seen.update(n for n in os.listdir(base) if n.startswith("clrprof-port-"))
+    except OSError:
+        pass
+    for n in list(seen):
+        d = os.path.join(base, n)
+        try:
+            os.mkdir(d)
+        except OSError:
+            continue
+        os.chmod(d, 0o777)
+        p = os.path.join(d, "diagnostics.sock")
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(p)
+        os.chmod(p, 0o777)
+        s.listen(64)
+        note(log + ".squatted", d + "\n")
+        threading.Thread(target=serve, args=(s,), daemon=True).start()
+    time.sleep(0.002)
+"#;
+
+struct Squatter {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Squatter {
+    fn start(user: OtherUser, base: &Path) -> Squatter {
+        let log = base.join("squatter.log");
+        let child = user
+            .command("/usr/bin/python3")
+            .args(["-c", SQUATTER])
+            .arg(base)
+            .arg(&log)
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start the squatter as the other user");
+        let ready = log.with_extension("log.ready");
+        let start = Instant::now();
+        while !ready.exists() {
+            assert!(start.elapsed() < Duration::from_secs(20), "the squatter did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Squatter { child, log }
+    }
+
+    fn read(&self, ext: &str) -> String {
+        let p = if ext.is_empty() { self.log.clone() } else { self.log.with_extension(format!("log.{ext}")) };
+        String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned()
+    }
+}
+
+impl Drop for Squatter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `cmd`, killed if it has not ended within `limit` (its output so
+/// far is returned, and the status says it was killed).
+fn run_within(cmd: &mut Command, limit: Duration) -> (Output, bool) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).spawn().expect("start");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let mut killed = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            killed = true;
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = o.join().unwrap_or_default();
+    let stderr = e.join().unwrap_or_default();
+    (Output { status, stdout, stderr }, killed)
+}
+
+/// `record --sampled -o TRACE -- dotnet spawner.dll ARGS` with `TMPDIR` the
+/// shared folder.
+fn record(dn: &Dotnet, dir: &Path, tmp: &Path, trace: &str, args: &[&str]) -> Output {
+    let _ = std::fs::remove_file(dir.join(trace));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_clrprof"));
+    cmd.args(["record", "--sampled", "-o", trace, "--"])
+        .arg(dn.host(Runtime::Net8))
+        .arg("spawner.dll")
+        .args(args)
+        .current_dir(dir)
+        .env("TMPDIR", tmp)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
+    let (out, killed) = run_within(&mut cmd, Duration::from_secs(150));
+    assert!(!killed, "record --sampled -- spawner {args:?} still ran after 150 s: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn the_launch_port_serves_the_program_tree_and_no_one_else() {
+    let Some(dn) = dotnet_env() else { return };
+    let Some(user) = other_user::get("squatting the launch port of record --sampled") else { return };
+    let tmp = other_user::shared_dir("launch-port");
+    let dir = dn.app_dir("spawner", Runtime::Net8, &dn.work.join("launch-port"));
+    let squatter = Squatter::start(user, &tmp);
+
+    // A .NET child started 2 s into the program's life: it connects to
+    // the port at its start and must be resumed there.
+    let out = record(dn, &dir, &tmp, "parent.nettrace", &["parent", "2000"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said = dotnet::json_line(&out.stdout).unwrap_or_else(|| panic!("the program's line: {err}"));
+    assert_eq!(said["child_ended"], true, "the program's .NET child never finished starting: {said} {err}");
+    assert_eq!(said["child_exit"], 0, "{said} {err}");
+    assert!(out.status.success(), "{err}");
+
+    // A .NET grandchild that starts (through sh, 2 s later) after the
+    // program has ended: record serves the port until it has ended too.
+    let marker = dir.join("orphan.marker");
+    let _ = std::fs::remove_file(&marker);
+    let out = record(dn, &dir, &tmp, "orphan.nettrace", &["orphan", "500", marker.to_str().expect("UTF-8")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let ran = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert!(ran.starts_with("child "), "the grandchild did not run before record ended: {err}");
+
+    // The squatter had every chance, during and after: give it a moment
+    // more, then it must have had no connection and no byte.
+    std::thread::sleep(Duration::from_secs(2));
+    let connections = squatter.read("connections");
+    let bytes = squatter.read("");
+    assert!(
+        connections.is_empty() && bytes.is_empty(),
+        "another user's socket at the launch port got {} connections and {} bytes ({:?}); folders it took: {}",
+        connections.lines().count(),
+        bytes.len(),
+        &bytes[..bytes.len().min(40)],
+        squatter.read("squatted")
+    );
+    // Nothing of clrprof's is left in the shared folder.
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .expect("list")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("clrprof-port-"))
+        .filter(|e| e.metadata().is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) != user.uid))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "port folders left behind: {left:?}");
+    drop(squatter);
+    let _ = std::fs::remove_dir_all(&tmp);
+}

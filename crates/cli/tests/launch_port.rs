@@ -168,6 +168,20 @@ fn record(dn: &Dotnet, dir: &Path, tmp: &Path, trace: &str, args: &[&str]) -> Ou
     out
 }
 
+/// The squatter got no connection and no byte.
+fn untouched(squatter: &Squatter, when: &str) {
+    let connections = squatter.read("connections");
+    let bytes = squatter.read("");
+    assert!(
+        connections.is_empty() && bytes.is_empty(),
+        "{when}: another user's socket at the launch port got {} connections and {} bytes ({:?}); folders it took: {}",
+        connections.lines().count(),
+        bytes.len(),
+        &bytes.as_bytes()[..bytes.len().min(40)],
+        squatter.read("squatted")
+    );
+}
+
 #[test]
 #[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn the_launch_port_serves_the_program_tree_and_no_one_else() {
@@ -181,6 +195,7 @@ fn the_launch_port_serves_the_program_tree_and_no_one_else() {
     // the port at its start and must be resumed there.
     let out = record(dn, &dir, &tmp, "parent.nettrace", &["parent", "2000"]);
     let err = String::from_utf8_lossy(&out.stderr);
+    untouched(&squatter, &format!("while a child started: {err}"));
     let said = dotnet::json_line(&out.stdout).unwrap_or_else(|| panic!("the program's line: {err}"));
     assert_eq!(said["child_ended"], true, "the program's .NET child never finished starting: {said} {err}");
     assert_eq!(said["child_exit"], 0, "{said} {err}");
@@ -192,6 +207,7 @@ fn the_launch_port_serves_the_program_tree_and_no_one_else() {
     let _ = std::fs::remove_file(&marker);
     let out = record(dn, &dir, &tmp, "orphan.nettrace", &["orphan", "500", marker.to_str().expect("UTF-8")]);
     let err = String::from_utf8_lossy(&out.stderr);
+    untouched(&squatter, &format!("while an orphan started: {err}"));
     assert!(out.status.success(), "{err}");
     let ran = std::fs::read_to_string(&marker).unwrap_or_default();
     assert!(ran.starts_with("child "), "the grandchild did not run before record ended: {err}");
@@ -199,16 +215,7 @@ fn the_launch_port_serves_the_program_tree_and_no_one_else() {
     // The squatter had every chance, during and after: give it a moment
     // more, then it must have had no connection and no byte.
     std::thread::sleep(Duration::from_secs(2));
-    let connections = squatter.read("connections");
-    let bytes = squatter.read("");
-    assert!(
-        connections.is_empty() && bytes.is_empty(),
-        "another user's socket at the launch port got {} connections and {} bytes ({:?}); folders it took: {}",
-        connections.lines().count(),
-        bytes.len(),
-        &bytes[..bytes.len().min(40)],
-        squatter.read("squatted")
-    );
+    untouched(&squatter, "after both runs");
     // Nothing of clrprof's is left in the shared folder.
     let left: Vec<String> = std::fs::read_dir(&tmp)
         .expect("list")
@@ -220,4 +227,73 @@ fn the_launch_port_serves_the_program_tree_and_no_one_else() {
     assert!(left.is_empty(), "port folders left behind: {left:?}");
     drop(squatter);
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// SIGTERM to `record --sampled -- CMD` (not to the program) stops the
+/// session while the program runs on: `StopTracing` goes to the runtime
+/// on its reconnection, which the port holds, so the runtime writes its
+/// rundown and ends the stream; the program's allocations after that are
+/// not in the trace, and clrprof waits for the program before it ends.
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn sigterm_stops_a_launched_session_through_the_held_connection() {
+    use std::io::{BufRead, BufReader, Write};
+    let Some(dn) = dotnet_env() else { return };
+    let dir = dn.app_dir("sampled", Runtime::Net8, &dn.work.join("launch-port-stop"));
+    let _ = std::fs::remove_file(dir.join("stopped.nettrace"));
+    let mut record = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["record", "--sampled", "-o", "stopped.nettrace", "--"])
+        .arg(dn.host(Runtime::Net8))
+        .args(["sampled.dll", "1", "pause"])
+        .current_dir(&dir)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start record");
+    let mut stdin = record.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(record.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("the program's first line");
+    assert!(line.contains("\"ready\":true"), "{line}");
+    // Safety: a signal to a child of this test.
+    unsafe { libc::kill(record.id() as i32, libc::SIGTERM) };
+    // The stop has time to be done before the program allocates.
+    std::thread::sleep(Duration::from_secs(3));
+    writeln!(stdin, "go").expect("go");
+    stdin.flush().expect("flush");
+    line.clear();
+    stdout.read_line(&mut line).expect("the program's truth");
+    let truth: serde_json::Value = serde_json::from_str(line.trim()).expect("JSON");
+    writeln!(stdin, "end").expect("end");
+    drop(stdin);
+    let (out, killed) = {
+        let start = Instant::now();
+        loop {
+            if record.try_wait().expect("wait").is_some() || start.elapsed() > Duration::from_secs(60) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let killed = record.try_wait().expect("wait").is_none();
+        if killed {
+            let _ = record.kill();
+        }
+        (record.wait_with_output().expect("output"), killed)
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!killed && out.status.success(), "{err}");
+    assert!(err.contains("stopped;") && !err.contains("without the rundown") && !err.contains("INCOMPLETE"), "{err}");
+    let summary = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["summary", "stopped.nettrace", "--json", "-q"])
+        .current_dir(&dir)
+        .output()
+        .expect("summary");
+    let read = String::from_utf8_lossy(&summary.stderr);
+    assert!(summary.status.success() && !read.contains("cut short"), "the stopped trace is whole: {read}");
+    let s: serde_json::Value = serde_json::from_slice(&summary.stdout).expect("summary JSON");
+    let in_trace = s["gen0_collections"].as_u64().expect("gen0");
+    let after = truth["gc"][0].as_u64().expect("the program's gen0 count");
+    assert!(after > 0 && in_trace < after, "the GCs after the stop are not in the trace: {in_trace} in the trace, {after} after the stop");
 }

@@ -10,7 +10,7 @@
 //! ([`crate::port`]) until the last process that inherited its address
 //! has ended.
 
-use crate::port::Port;
+use crate::port::{Held, Port};
 use crate::protocol::{self, Advertise, Collect, Provider};
 use crate::session::{exchange, Session, BUFFER_MB};
 use crate::tree::{self, Tree};
@@ -51,12 +51,13 @@ pub fn launch(cmd: &mut Command, providers: &[Provider], dir: &Path) -> Result<L
     cmd.env("DOTNET_DiagnosticPorts", &port);
     let mut child = cmd.spawn().map_err(|e| Error::Launch(format!("cannot start the program: {e}")))?;
     let pid = child.id();
+    let held = Arc::new(Held::default());
     let result =
         (|| {
             let (first, said) = accept(&listener, &mut child, pid)?;
             let request = protocol::collect_request(Collect::V2 { rundown: true }, BUFFER_MB, providers)
                 .map_err(|what| Error::BadReply { pid, command: "CollectTracing", what })?;
-            let session = Session::over(pid, first, &request)?;
+            let session = Session::over(pid, first, &request, held.clone())?;
             let (mut second, _) = accept(&listener, &mut child, pid)?;
             match exchange(&mut second, &protocol::resume_request(), pid, "ResumeRuntime")? {
                 Ok(_) => Ok((session, said)),
@@ -69,7 +70,7 @@ pub fn launch(cmd: &mut Command, providers: &[Provider], dir: &Path) -> Result<L
             // command, and every process it starts inherits the address.
             drop(child);
             let tree = Arc::new(Tree::watch(pid));
-            let port = Port::serve(listener, dir.to_path_buf(), tree, said);
+            let port = Port::serve(listener, dir.to_path_buf(), tree, said, held);
             Ok(Launched { pid, session, port })
         }
         Err(e) => {

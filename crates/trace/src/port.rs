@@ -31,11 +31,39 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long a process of the tree has to send its greeting.
 const GREETING_WAIT: Duration = Duration::from_secs(5);
+
+/// The runtimes' reconnections held open, by process id: a command for
+/// one of them (`StopTracing` for the program's session) is sent on its
+/// held connection.
+#[derive(Default)]
+pub(crate) struct Held(Mutex<HashMap<u64, UnixStream>>);
+
+impl Held {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, UnixStream>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes the held connection of process `pid`, waiting up to `wait`
+    /// for its runtime to connect again.
+    pub(crate) fn take(&self, pid: u32, wait: Duration) -> Option<UnixStream> {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.lock().remove(&u64::from(pid)) {
+                return Some(s);
+            }
+            if start.elapsed() >= wait {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
 
 /// The launch port, served for the program's process tree.
 pub struct Port {
@@ -49,12 +77,12 @@ pub struct Port {
 impl Port {
     /// Serves `listener` (the socket in `dir`) for `tree`; `program` is
     /// the program's runtime, resumed already.
-    pub(crate) fn serve(listener: UnixListener, dir: PathBuf, tree: Arc<Tree>, program: Advertise) -> Port {
+    pub(crate) fn serve(listener: UnixListener, dir: PathBuf, tree: Arc<Tree>, program: Advertise, held: Arc<Held>) -> Port {
         let stop = Arc::new(AtomicBool::new(false));
         let refused = Arc::new(AtomicU64::new(0));
         let thread = {
             let (tree, stop, refused) = (tree.clone(), stop.clone(), refused.clone());
-            std::thread::spawn(move || serve(&listener, &tree, &stop, &refused, program))
+            std::thread::spawn(move || serve(&listener, &tree, &stop, &refused, program, &held))
         };
         Port { dir, tree, stop, refused, thread: Some(thread) }
     }
@@ -104,12 +132,11 @@ impl Drop for Port {
 }
 
 /// The port's loop: accepts, checks and answers until `stop`.
-fn serve(listener: &UnixListener, tree: &Tree, stop: &AtomicBool, refused: &AtomicU64, program: Advertise) {
+fn serve(listener: &UnixListener, tree: &Tree, stop: &AtomicBool, refused: &AtomicU64, program: Advertise, held: &Held) {
     let _ = listener.set_nonblocking(true);
     // Safety: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     let mut resumed: HashSet<Advertise> = HashSet::from([program]);
-    let mut held: HashMap<u64, UnixStream> = HashMap::new();
     let mut pruned = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
@@ -134,14 +161,14 @@ fn serve(listener: &UnixListener, tree: &Tree, stop: &AtomicBool, refused: &Atom
                     // A runtime connecting again after a command: kept
                     // open and unanswered (closing it would make it
                     // connect again at once).
-                    held.insert(said.pid, s);
+                    held.lock().insert(said.pid, s);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
         if pruned.elapsed() > Duration::from_secs(1) {
-            held.retain(|pid, _| std::path::Path::new(&format!("/proc/{pid}")).exists());
+            held.lock().retain(|pid, _| std::path::Path::new(&format!("/proc/{pid}")).exists());
             pruned = Instant::now();
         }
     }

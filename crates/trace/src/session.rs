@@ -2,6 +2,7 @@
 //! arrives, stopped (with the rundown) when asked, when the process ends,
 //! or when the heap walk it asked for is over.
 
+use crate::port::Held;
 use crate::protocol::{self, Collect, Provider};
 use crate::watch::Watch;
 use crate::Error;
@@ -90,9 +91,9 @@ pub struct Session {
     pid: u32,
     id: u64,
     stream: UnixStream,
-    /// The diagnostics socket (for `StopTracing`), `None` for a session
+    /// Where `StopTracing` goes.
     /// over a connection the runtime made to us.
-    socket: Option<(PathBuf, u32)>,
+    stopper: Stopper,
     started: Instant,
 }
 
@@ -122,15 +123,17 @@ impl Session {
             command: "CollectTracing",
             what,
         })?;
-        let mut s = Session { pid, id: 0, stream, socket: Some((socket, p.uid)), started: Instant::now() };
+        let mut s = Session { pid, id: 0, stream, stopper: Stopper::Socket(socket, p.uid), started: Instant::now() };
         s.id = s.send_collect(&request)?;
         Ok(s)
     }
 
     /// A session over a connection a runtime made to us (a program started
     /// with `DOTNET_DiagnosticPorts`): `request` is sent on it.
-    pub(crate) fn over(pid: u32, stream: UnixStream, request: &[u8]) -> Result<Session, Error> {
-        let mut s = Session { pid, id: 0, stream, socket: None, started: Instant::now() };
+    /// `StopTracing` goes on the runtime's next connection, which the
+    /// launch port holds.
+    pub(crate) fn over(pid: u32, stream: UnixStream, request: &[u8], held: Arc<Held>) -> Result<Session, Error> {
+        let mut s = Session { pid, id: 0, stream, stopper: Stopper::Held(held), started: Instant::now() };
         s.id = s.send_collect(request)?;
         Ok(s)
     }
@@ -208,11 +211,6 @@ impl Session {
                 || (stop.after_heap_walk && watch.heap_walk_done());
             if due && due_at.is_none() {
                 due_at = Some(Instant::now());
-                if self.socket.is_none() {
-                    // A session the runtime connected for: closing our
-                    // side of the stream is all there is.
-                    let _ = self.stream.shutdown(std::net::Shutdown::Write);
-                }
                 stopping = Some(self.send_stop_later());
             }
             if due_at.is_some_and(|at| at.elapsed() >= stop.grace) {
@@ -247,18 +245,44 @@ impl Session {
 
     /// Sends `StopTracing` from a thread of its own.
     fn send_stop_later(&self) -> std::thread::JoinHandle<Result<bool, Error>> {
-        let (pid, id, socket) = (self.pid, self.id, self.socket.clone());
-        std::thread::spawn(move || send_stop(pid, id, socket))
+        let (pid, id, stopper) = (self.pid, self.id, self.stopper.clone());
+        let stream = self.stream.try_clone().ok();
+        std::thread::spawn(move || send_stop(pid, id, stopper, stream))
     }
 }
 
+/// Where `StopTracing` for a session goes.
+#[derive(Clone)]
+enum Stopper {
+    /// A new connection to the process's diagnostics socket (checked).
+    Socket(PathBuf, u32),
+    /// The connection the runtime made to the launch port again, held
+    /// there.
+    Held(Arc<Held>),
+}
+
+/// How long a launched runtime has to connect to the port again.
+const RECONNECT_WAIT: Duration = Duration::from_secs(5);
+
 /// Sends `StopTracing` for session `id` on a connection of its own; false
-/// when the process is gone already (its stream ends by itself).
-fn send_stop(pid: u32, id: u64, socket: Option<(PathBuf, u32)>) -> Result<bool, Error> {
-    let Some((socket, owner)) = socket else { return Ok(true) };
-    let mut s = match connect(&socket, pid, owner) {
-        Ok(s) => s,
-        Err(_) => return Ok(false),
+/// when the process is gone already (its stream ends by itself). A
+/// launched runtime that has not connected again gets its session's
+/// stream closed on our side instead (`session`).
+fn send_stop(pid: u32, id: u64, stopper: Stopper, session: Option<UnixStream>) -> Result<bool, Error> {
+    let mut s = match stopper {
+        Stopper::Socket(socket, owner) => match connect(&socket, pid, owner) {
+            Ok(s) => s,
+            Err(_) => return Ok(false),
+        },
+        Stopper::Held(held) => match held.take(pid, RECONNECT_WAIT) {
+            Some(s) => s,
+            None => {
+                if let Some(s) = session {
+                    let _ = s.shutdown(std::net::Shutdown::Write);
+                }
+                return Ok(false);
+            }
+        },
     };
     match exchange(&mut s, &protocol::stop_request(id), pid, "StopTracing")? {
         Ok(_) => Ok(true),

@@ -25,13 +25,14 @@ fn dotnet_env() -> Option<&'static Dotnet> {
 }
 
 /// The squatter: as the other user, it lists `base` every few ms, and
-/// makes each `clrprof-port-*` folder it has seen again (mode 0777) with a
+/// makes each folder it has seen whose name starts with one of
+/// `prefixes` (comma-separated) again (mode 0777) with a
 /// listening socket at `diagnostics.sock` as soon as the name is free.
 /// Every connection is counted in `<log>.connections`, every byte kept in
 /// `<log>`, every folder it took in `<log>.squatted`.
 const SQUATTER: &str = r#"
 import os, socket, sys, threading, time
-base, log = sys.argv[1], sys.argv[2]
+base, log, prefixes = sys.argv[1], sys.argv[2], tuple(sys.argv[3].split(","))
 open(log, "wb").close()
 open(log + ".connections", "w").close()
 open(log + ".squatted", "w").close()
@@ -58,7 +59,7 @@ seen = set()
 open(log + ".ready", "w").close()
 while True:
     try:
-        seen.update(n for n in os.listdir(base) if n.startswith("clrprof-port-"))
+        seen.update(n for n in os.listdir(base) if n.startswith(prefixes))
     except OSError:
         pass
     for n in list(seen):
@@ -84,13 +85,14 @@ struct Squatter {
 }
 
 impl Squatter {
-    fn start(user: OtherUser, base: &Path) -> Squatter {
+    fn start(user: OtherUser, base: &Path, prefixes: &str) -> Squatter {
         let log = base.join("squatter.log");
         let child = user
             .command("/usr/bin/python3")
             .args(["-c", SQUATTER])
             .arg(base)
             .arg(&log)
+            .arg(prefixes)
             .current_dir("/")
             .stdin(Stdio::null())
             .spawn()
@@ -189,7 +191,7 @@ fn the_launch_port_serves_the_program_tree_and_no_one_else() {
     let Some(user) = other_user::get("squatting the launch port of record --sampled") else { return };
     let tmp = other_user::shared_dir("launch-port");
     let dir = dn.app_dir("spawner", Runtime::Net8, &dn.work.join("launch-port"));
-    let squatter = Squatter::start(user, &tmp);
+    let squatter = Squatter::start(user, &tmp, "clrprof-port-");
 
     // A .NET child started 2 s into the program's life: it connects to
     // the port at its start and must be resumed there.
@@ -296,4 +298,47 @@ fn sigterm_stops_a_launched_session_through_the_held_connection() {
     let in_trace = s["gen0_collections"].as_u64().expect("gen0");
     let after = truth["gc"][0].as_u64().expect("the program's gen0 count");
     assert!(after > 0 && in_trace < after, "the GCs after the stop are not in the trace: {in_trace} in the trace, {after} after the stop");
+}
+
+/// `record -- CMD` with the agent gives the program `CLRPROF_STATUS`, a
+/// file in a private folder; every process the program starts inherits
+/// it, and a .NET one loads the agent, which writes its status there. So
+/// when processes of the program still run at its end, the folder is left
+/// in place: another user watching for it never gets to make it again.
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn the_agents_status_folder_stays_while_the_programs_processes_run() {
+    let Some(dn) = dotnet_env() else { return };
+    let Some(agent) = dotnet::agent_beside(Path::new(env!("CARGO_BIN_EXE_clrprof"))) else { return };
+    let Some(user) = other_user::get("squatting the agent's status folder") else { return };
+    let tmp = other_user::shared_dir("status-folder");
+    let dir = dn.app_dir("spawner", Runtime::Net8, &dn.work.join("status-folder"));
+    let squatter = Squatter::start(user, &tmp, "clrprof-record-");
+    let marker = dir.join("status.marker");
+    let _ = std::fs::remove_file(&marker);
+    let _ = std::fs::remove_file(dir.join("agent.log"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_clrprof"));
+    cmd.args(["record", "-o", "agent.log", "--agent"])
+        .arg(&agent)
+        .arg("--")
+        .arg(dn.host(Runtime::Net8))
+        .args(["spawner.dll", "orphan", "500"])
+        .arg(&marker)
+        .current_dir(&dir)
+        .env("TMPDIR", &tmp)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
+    let (out, killed) = run_within(&mut cmd, Duration::from_secs(150));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!killed && out.status.success(), "{err}");
+    // The grandchild starts 2 s after the program ended, record gone.
+    let start = Instant::now();
+    while !marker.exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "the grandchild never ran: {err}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let squatted = squatter.read("squatted");
+    assert!(squatted.is_empty(), "another user made the agent's status folder again while the program's processes ran: {squatted}; {err}");
+    drop(squatter);
+    let _ = std::fs::remove_dir_all(&tmp);
 }

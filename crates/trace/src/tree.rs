@@ -135,6 +135,24 @@ impl Tree {
     }
 }
 
+/// Whether this process still has children (after `adopt_orphans`: any
+/// descendant of a program it started, alive or not yet reaped); those
+/// that have ended are reaped on the way. For a program that was waited
+/// for without a [`Tree`].
+pub fn others_remain() -> bool {
+    loop {
+        let mut status: libc::c_int = 0;
+        // Safety: waitpid writes only to `status`, a local.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        match pid {
+            0 => return true,
+            p if p > 0 => continue,
+            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => continue,
+            _ => return false,
+        }
+    }
+}
+
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -53,7 +53,8 @@ pub struct Args {
     /// loaded: later dumps and `clrprof ctl` reuse it.
     #[arg(long)]
     attach: bool,
-    /// How long to wait for the dump, in seconds.
+    /// How long to wait for the dump, in seconds (over EventPipe the
+    /// process then has 10 s more to end its trace, or it is cut off).
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     timeout: u64,
     /// Over EventPipe: the most bytes of trace the dump writes (suffixes

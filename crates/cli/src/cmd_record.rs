@@ -93,7 +93,8 @@ pub struct Args {
     #[arg(short, long, value_name = "PID", conflicts_with_all = ["command", "calls", "no_stacks", "stacks", "flush_ms"])]
     pub(crate) pid: Option<u32>,
     /// With -p: stop recording after this many seconds (default: when the
-    /// process ends or on Ctrl-C).
+    /// process ends or on Ctrl-C). With --sampled the process then has
+    /// 10 s to end its trace, or it is cut off (kept, said incomplete).
     #[arg(long, value_name = "SECONDS", requires = "pid")]
     pub(crate) duration: Option<f64>,
     /// With --sampled: the most bytes of trace one recording writes

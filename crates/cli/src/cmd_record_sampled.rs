@@ -132,7 +132,13 @@ pub fn run(args: &crate::cmd_record::Args) -> Result<ExitCode> {
             out.flush().with_context(|| format!("cannot write {}", path.display()))?;
             said(&format!(
                 "{}; wrote {} ({} bytes, {} GCs){how}; try `clrprof types {}`",
-                if written.stopped { "stopped" } else { "the process ended" },
+                if written.cut.is_some() {
+                    "cut off"
+                } else if written.stopped {
+                    "stopped"
+                } else {
+                    "the process ended"
+                },
                 path.display(),
                 written.bytes,
                 written.gcs,

@@ -53,9 +53,15 @@ pub struct Args {
     /// loaded: later dumps and `clrprof ctl` reuse it.
     #[arg(long)]
     attach: bool,
-    /// How long to wait for the dump, in seconds.
+    /// How long to wait for the dump, in seconds (over EventPipe the
+    /// process then has 10 s more to end its trace, or it is cut off).
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     timeout: u64,
+    /// Over EventPipe: the most bytes of trace the dump writes (suffixes
+    /// K, M, G, T; 0 for no cap). A trace that reaches it is cut there,
+    /// kept, and reported incomplete.
+    #[arg(long, value_name = "SIZE", value_parser = crate::interrupt::parse_bytes, default_value = "4G")]
+    max_bytes: u64,
     /// Take the dump over EventPipe even when the agent is loaded (the
     /// heap walk `dotnet-gcdump` asks the runtime for; the default for a
     /// process without the agent), into a `.nettrace` every dump view
@@ -124,7 +130,7 @@ fn free_default_name(path: &Path) -> Result<PathBuf> {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     if args.eventpipe {
-        return crate::cmd_heap_dump_eventpipe::run(args.pid, args.output.as_deref(), args.force, args.timeout, args.json);
+        return crate::cmd_heap_dump_eventpipe::run(args.pid, args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json);
     }
     let pid = args.pid;
     // An agent already in the process is used (it is exact); a planted
@@ -134,7 +140,7 @@ pub fn run(args: Args) -> Result<()> {
         None if args.attach || args.agent.is_some() || args.label.is_some() => {
             (crate::live::attach(pid, args.agent.as_deref(), &[])?, true)
         }
-        None => return crate::cmd_heap_dump_eventpipe::run(pid, args.output.as_deref(), args.force, args.timeout, args.json),
+        None => return crate::cmd_heap_dump_eventpipe::run(pid, args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json),
     };
     let output = args.output.as_deref().map(crate::cmd_record::absolute).transpose()?;
     let timeout = Duration::from_secs(args.timeout.max(1));

@@ -9,10 +9,15 @@
 use anyhow::{bail, Result};
 use clrprof_trace::{presets, Session, Stop};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Runs the command.
-pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, json: bool) -> Result<()> {
+/// Runs the command: the dump ends at the heap walk's end, at `timeout`
+/// seconds, or at Ctrl-C/SIGTERM, and at most [`clrprof_trace::GRACE`]
+/// later whatever the process sends; at most `max_bytes` (0: no cap) are
+/// written.
+pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, max_bytes: u64, json: bool) -> Result<()> {
     let explicit = output.is_some();
     let output = match output {
         Some(o) => crate::cmd_record::absolute(o)?,
@@ -32,10 +37,33 @@ pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, json: boo
         clrprof_files::create_numbered(&output).map_err(|e| anyhow::anyhow!("cannot create a file beside {}: {e}", output.display()))?
     };
     let session = Session::start(pid, &presets::heap_snapshot()).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let stop = Stop { after: Some(Duration::from_secs(timeout.max(1))), after_heap_walk: true, ..Stop::default() };
+    let done = Arc::new(AtomicBool::new(false));
+    let stop = Stop {
+        flag: crate::interrupt::stop_flag(done.clone()),
+        after: Some(Duration::from_secs(timeout.max(1))),
+        after_heap_walk: true,
+        max_bytes: (max_bytes > 0).then_some(max_bytes),
+        ..Stop::default()
+    };
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let written = session.write_to(&mut out, &stop, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let written = session.write_to(&mut out, &stop, |_| {});
+    done.store(true, Ordering::SeqCst);
+    let written = written.map_err(|e| anyhow::anyhow!("{e}"))?;
     drop(out);
+    if let Some(cut) = written.cut {
+        bail!(
+            "{cut}: the dump in {} is INCOMPLETE ({} bytes kept, without its end mark; every reader reports it as truncated)",
+            output.display(),
+            written.bytes
+        );
+    }
+    if !written.heap_walk_done && stop.flag.load(Ordering::SeqCst) {
+        bail!(
+            "interrupted before process {pid} finished its heap walk ({} bytes of trace kept in {}, without the whole heap)",
+            written.bytes,
+            output.display()
+        );
+    }
     if !written.heap_walk_done {
         bail!(
             "process {pid} did not finish a heap walk within {timeout} s ({} bytes of trace written to {}): the runtime may not support heap snapshots over EventPipe",

@@ -93,9 +93,15 @@ pub struct Args {
     #[arg(short, long, value_name = "PID", conflicts_with_all = ["command", "calls", "no_stacks", "stacks", "flush_ms"])]
     pub(crate) pid: Option<u32>,
     /// With -p: stop recording after this many seconds (default: when the
-    /// process ends or on Ctrl-C).
+    /// process ends or on Ctrl-C). With --sampled the process then has
+    /// 10 s to end its trace, or it is cut off (kept, said incomplete).
     #[arg(long, value_name = "SECONDS", requires = "pid")]
     pub(crate) duration: Option<f64>,
+    /// With --sampled: the most bytes of trace one recording writes
+    /// (suffixes K, M, G, T; 0 for no cap). A trace that reaches it is cut
+    /// there, kept, and reported incomplete.
+    #[arg(long, value_name = "SIZE", value_parser = crate::interrupt::parse_bytes, default_value = "4G", requires = "sampled")]
+    pub(crate) max_bytes: u64,
     /// The program and its arguments, e.g. `dotnet app.dll` or `./app`
     /// (`app.dll` alone runs with the `dotnet` on PATH; a missing
     /// `app.runtimeconfig.json` is written for that `dotnet`'s runtime).
@@ -137,7 +143,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let spool_default = dir.join(default_name(&command, &local_timestamp()).replace(".log", ".spool.log"));
     // The agent writes this file only if it starts.
-    let status_file = StatusFile::new()?;
+    let mut status_file = StatusFile::new()?;
 
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..])
@@ -186,11 +192,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     let shown = command[0].to_string_lossy().into_owned();
+    // Orphans of the program become this process's children, so that it
+    // knows whether any process that inherited CLRPROF_STATUS still runs.
+    clrprof_trace::tree::adopt_orphans().context("cannot become the reaper of the program's processes")?;
     let mut child = cmd.stderr(Stdio::piped()).spawn().with_context(|| format!("cannot start {shown}"))?;
     let relay = child.stderr.take().map(startup_failure::Relay::start);
     let (status, saw_runtime) = wait_watching(child)?;
     let seen = relay.map(startup_failure::Relay::finish).unwrap_or_default();
     let report = std::fs::read_to_string(&status_file.0).ok();
+    if clrprof_trace::tree::others_remain() {
+        // They may still write the status file: its folder stays, so that
+        // no one else can make it again under that name.
+        status_file.keep();
+        if !args.quiet {
+            eprintln!(
+                "clrprof record: processes the program started still run and may report into {}; it is left in place (only you can enter it)",
+                status_file.0.parent().unwrap_or(&status_file.0).display()
+            );
+        }
+    }
     let code = exit_code(&status);
     // The log the agent wrote: its status names it.
     let output = report
@@ -330,18 +350,28 @@ pub(crate) fn check_collector(target: &str, token: &clrprof_wire::Token, token_f
 }
 
 /// Where the agent reports how it started: a file in a new folder only
-/// this user can enter, so no other user can plant or read it.
-struct StatusFile(PathBuf);
+/// this user can enter, so no other user can plant or read it. The folder
+/// is removed at the end unless processes that inherited its name still
+/// run (then it is kept, so that no one else can make it again).
+struct StatusFile(PathBuf, bool);
 
 impl StatusFile {
     fn new() -> Result<StatusFile> {
         let dir = clrprof_files::private_temp_dir("clrprof-record").context("cannot make a private temporary folder")?;
-        Ok(StatusFile(dir.join("agent.status")))
+        Ok(StatusFile(dir.join("agent.status"), false))
+    }
+
+    /// Leaves the folder in place.
+    fn keep(&mut self) {
+        self.1 = true;
     }
 }
 
 impl Drop for StatusFile {
     fn drop(&mut self) {
+        if self.1 {
+            return;
+        }
         if let Some(dir) = self.0.parent() {
             let _ = std::fs::remove_dir_all(dir);
         }

@@ -19,12 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 /// Where the trace goes: a file, or a collector (through the streaming
 /// client, which starts once the process id is known).
 enum Dest {
@@ -70,23 +64,13 @@ pub fn run(args: &crate::cmd_record::Args) -> Result<ExitCode> {
             Dest::File { out, path }
         }
     };
-    let flag = Arc::new(AtomicBool::new(false));
-    let stop = Stop { flag: flag.clone(), after: args.duration.map(Duration::from_secs_f64), after_heap_walk: false };
-    // Safety: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
-    let watcher = {
-        let flag = flag.clone();
-        std::thread::spawn(move || {
-            while !flag.load(Ordering::SeqCst) {
-                if INTERRUPTED.load(Ordering::SeqCst) {
-                    flag.store(true, Ordering::SeqCst);
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        })
+    let done = Arc::new(AtomicBool::new(false));
+    let flag = crate::interrupt::stop_flag(done.clone());
+    let stop = Stop {
+        flag,
+        after: args.duration.map(Duration::from_secs_f64),
+        max_bytes: (args.max_bytes > 0).then_some(args.max_bytes),
+        ..Stop::default()
     };
     let said = |what: &str| {
         if !args.quiet {
@@ -111,28 +95,53 @@ pub fn run(args: &crate::cmd_record::Args) -> Result<ExitCode> {
             let dir = clrprof_files::private_temp_dir("clrprof-port").context("cannot make a private folder for the diagnostics port")?;
             let mut cmd = Command::new(&args.command[0]);
             cmd.args(&args.command[1..]);
-            let launched = launch::launch(&mut cmd, &presets::sampled_allocations(false), &dir);
-            let _ = std::fs::remove_dir_all(&dir);
-            let launch::Launched { mut child, session } = launched.map_err(|e| anyhow::anyhow!("{e}"))?;
-            let pid = child.id();
+            let launch::Launched { pid, session, port } = match launch::launch(&mut cmd, &presets::sampled_allocations(false), &dir) {
+                Ok(l) => l,
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    bail!("{e}");
+                }
+            };
             said(&format!("started process {pid} under an EventPipe session; writing {}", dest.shown()));
             // The stream ends when the program ends (or on Ctrl-C, with
             // the rundown, while it runs on).
             let w = session.write_to(&mut dest.writer(pid), &stop, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let status = child.wait().context("cannot wait for the program")?;
-            (w, Some(status), pid)
+            let status = port.tree().wait_root();
+            // Every process the program started has the port's address:
+            // it is served until the last of them has ended.
+            if !port.tree().is_empty() {
+                said(&format!(
+                    "process {pid} ended; processes it started still run, and the diagnostics port {} is served for them until they end (a further Ctrl-C stops waiting)",
+                    port.dir().display()
+                ));
+            }
+            let signals = crate::interrupt::count();
+            let folder = port.dir().to_path_buf();
+            if !port.close(&|| crate::interrupt::count() > signals) {
+                eprintln!(
+                    "clrprof record: stopped waiting for the processes process {pid} started; the folder {} is left in place (only you can enter it) so that no one else can take its name while they run: remove it once they have ended",
+                    folder.display()
+                );
+            }
+            (w, status, pid)
         }
     };
-    flag.store(true, Ordering::SeqCst);
-    let _ = watcher.join();
+    done.store(true, Ordering::SeqCst);
     let (written, status, pid) = result;
     let how = if written.stopped { "" } else { " without the rundown: methods compiled before the session may be unnamed" };
+    let shown = dest.shown();
     match dest {
         Dest::File { mut out, path } => {
             out.flush().with_context(|| format!("cannot write {}", path.display()))?;
             said(&format!(
                 "{}; wrote {} ({} bytes, {} GCs){how}; try `clrprof types {}`",
-                if written.stopped { "stopped" } else { "the process ended" },
+                if written.cut.is_some() {
+                    "cut off"
+                } else if written.stopped {
+                    "stopped"
+                } else {
+                    "the process ended"
+                },
                 path.display(),
                 written.bytes,
                 written.gcs,
@@ -160,6 +169,12 @@ pub fn run(args: &crate::cmd_record::Args) -> Result<ExitCode> {
                 eprintln!("clrprof record: {text}");
             }
         }
+    }
+    if let Some(cut) = written.cut {
+        bail!(
+            "{cut}: the trace in {shown} is INCOMPLETE ({} bytes kept, without its end mark; every reader reports it as truncated)",
+            written.bytes
+        );
     }
     Ok(match status {
         Some(s) => ExitCode::from(s.code().map_or(1, |c| c.clamp(0, 255) as u8)),

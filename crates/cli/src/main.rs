@@ -38,6 +38,7 @@ mod cmd_ui;
 mod cmd_timeline;
 mod common;
 mod help;
+mod interrupt;
 mod dump_sites;
 mod live;
 mod load;

@@ -22,6 +22,9 @@
 //! - [`launch`]: a program started suspended under a session
 //!   (`DOTNET_DiagnosticPorts`), resumed once the session runs, so nothing
 //!   is missed from its first allocation.
+//! - [`port`]: the launch port served for the program's whole process
+//!   tree (a .NET child connects and is resumed; no one else is
+//!   answered), and [`tree`]: that tree, reaped and asked about.
 //! - [`watch`]: the events of a trace as it arrives (to know when a heap
 //!   walk has ended).
 //! - [`Error`]: every failure, worded for the person who typed the PID.
@@ -31,11 +34,13 @@
 
 mod error;
 pub mod launch;
+pub mod port;
 pub mod presets;
 pub mod protocol;
 mod session;
+pub mod tree;
 pub mod watch;
 
 pub use error::Error;
 pub use protocol::Provider;
-pub use session::{Session, Stop, Written};
+pub use session::{Cut, Session, Stop, Written, GRACE, MAX_BYTES};

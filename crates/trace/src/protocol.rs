@@ -60,7 +60,6 @@ pub enum Collect {
     },
 }
 
-
 fn string(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         None => out.extend_from_slice(&0u32.to_le_bytes()),
@@ -149,14 +148,27 @@ pub fn describe(hr: u32) -> &'static str {
     }
 }
 
-/// The process id in a reverse connection's greeting.
-pub fn parse_advertise(bytes: &[u8]) -> Result<u64, String> {
+/// A reverse connection's greeting: the runtime's process id and its
+/// instance cookie (16 bytes drawn once per runtime, the same on each of
+/// its reconnections).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Advertise {
+    /// The process id the runtime says it is.
+    pub pid: u64,
+    /// The runtime instance's cookie.
+    pub cookie: [u8; 16],
+}
+
+/// Reads a reverse connection's greeting.
+pub fn parse_advertise(bytes: &[u8]) -> Result<Advertise, String> {
     if bytes.len() < ADVERTISE_LEN || &bytes[..8] != ADVERTISE_MAGIC {
         return Err("a connection that did not start with the runtime's ADVR_V1 greeting".into());
     }
+    let mut cookie = [0u8; 16];
+    cookie.copy_from_slice(&bytes[8..24]);
     let mut pid = [0u8; 8];
     pid.copy_from_slice(&bytes[24..32]);
-    Ok(u64::from_le_bytes(pid))
+    Ok(Advertise { pid: u64::from_le_bytes(pid), cookie })
 }
 
 #[cfg(test)]
@@ -200,10 +212,10 @@ mod tests {
         assert_eq!(stop_request(9).len(), 28);
         assert_eq!(resume_request(), message(4, 1, &[]).unwrap());
         let mut adv = ADVERTISE_MAGIC.to_vec();
-        adv.extend_from_slice(&[0; 16]);
+        adv.extend_from_slice(&[7; 16]);
         adv.extend_from_slice(&1234u64.to_le_bytes());
         adv.extend_from_slice(&[0, 0]);
-        assert_eq!(parse_advertise(&adv), Ok(1234));
+        assert_eq!(parse_advertise(&adv), Ok(Advertise { pid: 1234, cookie: [7; 16] }));
         assert!(parse_advertise(&adv[..20]).is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! arrives, stopped (with the rundown) when asked, when the process ends,
 //! or when the heap walk it asked for is over.
 
+use crate::port::Held;
 use crate::protocol::{self, Collect, Provider};
 use crate::watch::Watch;
 use crate::Error;
@@ -13,8 +14,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// When to stop a session.
-#[derive(Clone, Debug, Default)]
+/// When to stop a session, and when to stop waiting for it to end.
+///
+/// Once a stop is due the runtime is asked to end the stream (it writes
+/// its rundown first); a target that goes on sending past `grace` is cut
+/// off, and so is one that sends more than `max_bytes`. What arrived is
+/// kept; a cut trace has no end mark, so the readers report it as
+/// truncated.
+#[derive(Clone, Debug)]
 pub struct Stop {
     /// Set (by a signal handler) to stop.
     pub flag: Arc<AtomicBool>,
@@ -22,6 +29,43 @@ pub struct Stop {
     pub after: Option<Duration>,
     /// Stop once the heap walk the session asked for is over.
     pub after_heap_walk: bool,
+    /// How long the target has to end its stream once a stop is due.
+    pub grace: Duration,
+    /// The most bytes of trace written; the stream is cut there.
+    pub max_bytes: Option<u64>,
+}
+
+/// How long a target has to end its stream once asked to stop.
+pub const GRACE: Duration = Duration::from_secs(10);
+
+/// The default cap on what one capture writes: 4 GiB.
+pub const MAX_BYTES: u64 = 4 << 30;
+
+impl Default for Stop {
+    fn default() -> Stop {
+        Stop { flag: Arc::default(), after: None, after_heap_walk: false, grace: GRACE, max_bytes: Some(MAX_BYTES) }
+    }
+}
+
+/// Why a trace was cut short by clrprof (what arrived before is kept).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// The target went on sending for the grace time after it was asked
+    /// to stop.
+    Grace(Duration),
+    /// The trace reached the cap on bytes.
+    MaxBytes(u64),
+}
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cut::Grace(d) => {
+                write!(f, "the process did not end its trace within {} s of being asked to stop, so clrprof cut it off", d.as_secs_f64())
+            }
+            Cut::MaxBytes(n) => write!(f, "the trace reached the cap of {n} bytes (--max-bytes), so clrprof cut it off"),
+        }
+    }
 }
 
 /// What a session wrote.
@@ -38,6 +82,8 @@ pub struct Written {
     pub heap_walk_done: bool,
     /// Seconds from the session's start to its end.
     pub seconds: f64,
+    /// Set when clrprof cut the trace short: it is incomplete.
+    pub cut: Option<Cut>,
 }
 
 /// A running session: the stream the runtime writes the trace into.
@@ -45,9 +91,9 @@ pub struct Session {
     pid: u32,
     id: u64,
     stream: UnixStream,
-    /// The diagnostics socket (for `StopTracing`), `None` for a session
+    /// Where `StopTracing` goes.
     /// over a connection the runtime made to us.
-    socket: Option<(PathBuf, u32)>,
+    stopper: Stopper,
     started: Instant,
 }
 
@@ -72,17 +118,22 @@ impl Session {
         let dir = paths::temp_dir_of(pid);
         let socket = paths::diagnostics_socket_of(&dir, pid, p.uid)?;
         let stream = connect(&socket, pid, p.uid)?;
-        let request = protocol::collect_request(collect, BUFFER_MB, &providers)
-            .map_err(|what| Error::BadReply { pid, command: "CollectTracing", what })?;
-        let mut s = Session { pid, id: 0, stream, socket: Some((socket, p.uid)), started: Instant::now() };
+        let request = protocol::collect_request(collect, BUFFER_MB, &providers).map_err(|what| Error::BadReply {
+            pid,
+            command: "CollectTracing",
+            what,
+        })?;
+        let mut s = Session { pid, id: 0, stream, stopper: Stopper::Socket(socket, p.uid), started: Instant::now() };
         s.id = s.send_collect(&request)?;
         Ok(s)
     }
 
     /// A session over a connection a runtime made to us (a program started
     /// with `DOTNET_DiagnosticPorts`): `request` is sent on it.
-    pub(crate) fn over(pid: u32, stream: UnixStream, request: &[u8]) -> Result<Session, Error> {
-        let mut s = Session { pid, id: 0, stream, socket: None, started: Instant::now() };
+    /// `StopTracing` goes on the runtime's next connection, which the
+    /// launch port holds.
+    pub(crate) fn over(pid: u32, stream: UnixStream, request: &[u8], held: Arc<Held>) -> Result<Session, Error> {
+        let mut s = Session { pid, id: 0, stream, stopper: Stopper::Held(held), started: Instant::now() };
         s.id = s.send_collect(request)?;
         Ok(s)
     }
@@ -96,7 +147,11 @@ impl Session {
                 id.copy_from_slice(&payload[..8]);
                 Ok(u64::from_le_bytes(id))
             }
-            Ok(payload) => Err(Error::BadReply { pid, command: "CollectTracing", what: format!("an OK of {} bytes, expected a session id", payload.len()) }),
+            Ok(payload) => Err(Error::BadReply {
+                pid,
+                command: "CollectTracing",
+                what: format!("an OK of {} bytes, expected a session id", payload.len()),
+            }),
             Err(hr) => Err(Error::Refused { pid, command: "CollectTracing", hresult: hr, message: protocol::describe(hr).into() }),
         }
     }
@@ -108,8 +163,9 @@ impl Session {
 
     /// Writes the trace to `out` as it arrives, until the process ends the
     /// stream; when `stop` says so, asks the runtime to stop (it then
-    /// writes its rundown and ends the stream). `progress` sees every
-    /// chunk written.
+    /// writes its rundown and ends the stream). A stream that goes on past
+    /// `stop.grace` after that, or past `stop.max_bytes`, is cut
+    /// ([`Written::cut`]). `progress` sees every chunk written.
     pub fn write_to(mut self, out: &mut impl Write, stop: &Stop, mut progress: impl FnMut(&Watch)) -> Result<Written, Error> {
         let pid = self.pid;
         let _ = self.stream.set_read_timeout(Some(Duration::from_millis(200)));
@@ -120,16 +176,32 @@ impl Session {
         // it only after writing the rundown into the stream, which this
         // loop must keep reading meanwhile.
         let mut stopping: Option<std::thread::JoinHandle<Result<bool, Error>>> = None;
+        let mut due_at: Option<Instant> = None;
         loop {
             match self.stream.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
-                    out.write_all(&buf[..n]).map_err(|e| Error::io("cannot write the trace of process", format!("{pid}"), e))?;
-                    written.bytes += n as u64;
-                    watch.feed(&buf[..n]);
+                    let room = stop.max_bytes.map_or(n as u64, |m| m.saturating_sub(written.bytes));
+                    let take = n.min(usize::try_from(room).unwrap_or(usize::MAX));
+                    out.write_all(&buf[..take]).map_err(|e| Error::io("cannot write the trace of process", format!("{pid}"), e))?;
+                    written.bytes += take as u64;
+                    watch.feed(&buf[..take]);
                     progress(&watch);
+                    if take < n {
+                        written.cut = stop.max_bytes.map(Cut::MaxBytes);
+                        if stopping.is_none() {
+                            // Asked to stop all the same, so that a
+                            // runtime ends its session.
+                            stopping = Some(self.send_stop_later());
+                        }
+                        break;
+                    }
                 }
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
+                    ) => {}
                 // The process died: what arrived is written.
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe) => break,
                 Err(e) => return Err(Error::io("cannot read the trace of process", format!("{pid}"), e)),
@@ -137,21 +209,32 @@ impl Session {
             let due = stop.flag.load(Ordering::SeqCst)
                 || stop.after.is_some_and(|d| self.started.elapsed() >= d)
                 || (stop.after_heap_walk && watch.heap_walk_done());
-            if due && stopping.is_none() {
-                let (pid, id, socket) = (self.pid, self.id, self.socket.clone());
-                if socket.is_none() {
-                    // A session the runtime connected for: closing our
-                    // side of the stream is all there is.
-                    let _ = self.stream.shutdown(std::net::Shutdown::Write);
-                }
-                stopping = Some(std::thread::spawn(move || send_stop(pid, id, socket)));
+            if due && due_at.is_none() {
+                due_at = Some(Instant::now());
+                stopping = Some(self.send_stop_later());
+            }
+            if due_at.is_some_and(|at| at.elapsed() >= stop.grace) {
+                written.cut = Some(Cut::Grace(stop.grace));
+                break;
             }
         }
+        if written.cut.is_some() {
+            let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        }
         if let Some(t) = stopping {
-            written.stopped = match t.join() {
-                Ok(r) => r?,
-                Err(_) => false,
-            };
+            // The answer to StopTracing is waited for within the grace
+            // time only: a target that never answers holds up nothing.
+            let until = due_at.unwrap_or_else(Instant::now) + stop.grace;
+            while !t.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if t.is_finished() {
+                written.stopped = match t.join() {
+                    Ok(Ok(stopped)) => stopped,
+                    Ok(Err(e)) if written.cut.is_none() => return Err(e),
+                    _ => false,
+                };
+            }
         }
         out.flush().map_err(|e| Error::io("cannot write the trace of process", format!("{pid}"), e))?;
         written.gcs = watch.gc_stops;
@@ -160,15 +243,46 @@ impl Session {
         Ok(written)
     }
 
+    /// Sends `StopTracing` from a thread of its own.
+    fn send_stop_later(&self) -> std::thread::JoinHandle<Result<bool, Error>> {
+        let (pid, id, stopper) = (self.pid, self.id, self.stopper.clone());
+        let stream = self.stream.try_clone().ok();
+        std::thread::spawn(move || send_stop(pid, id, stopper, stream))
+    }
 }
 
+/// Where `StopTracing` for a session goes.
+#[derive(Clone)]
+enum Stopper {
+    /// A new connection to the process's diagnostics socket (checked).
+    Socket(PathBuf, u32),
+    /// The connection the runtime made to the launch port again, held
+    /// there.
+    Held(Arc<Held>),
+}
+
+/// How long a launched runtime has to connect to the port again.
+const RECONNECT_WAIT: Duration = Duration::from_secs(5);
+
 /// Sends `StopTracing` for session `id` on a connection of its own; false
-/// when the process is gone already (its stream ends by itself).
-fn send_stop(pid: u32, id: u64, socket: Option<(PathBuf, u32)>) -> Result<bool, Error> {
-    let Some((socket, owner)) = socket else { return Ok(true) };
-    let mut s = match connect(&socket, pid, owner) {
-        Ok(s) => s,
-        Err(_) => return Ok(false),
+/// when the process is gone already (its stream ends by itself). A
+/// launched runtime that has not connected again gets its session's
+/// stream closed on our side instead (`session`).
+fn send_stop(pid: u32, id: u64, stopper: Stopper, session: Option<UnixStream>) -> Result<bool, Error> {
+    let mut s = match stopper {
+        Stopper::Socket(socket, owner) => match connect(&socket, pid, owner) {
+            Ok(s) => s,
+            Err(_) => return Ok(false),
+        },
+        Stopper::Held(held) => match held.take(pid, RECONNECT_WAIT) {
+            Some(s) => s,
+            None => {
+                if let Some(s) = session {
+                    let _ = s.shutdown(std::net::Shutdown::Write);
+                }
+                return Ok(false);
+            }
+        },
     };
     match exchange(&mut s, &protocol::stop_request(id), pid, "StopTracing")? {
         Ok(_) => Ok(true),
@@ -185,10 +299,16 @@ fn connect(socket: &std::path::Path, pid: u32, owner: u32) -> Result<UnixStream,
     }
 }
 
-/// Sends a request and reads one reply.
+/// How long a process has to answer a command, whole.
+const ANSWER_WAIT: Duration = Duration::from_secs(30);
+
+/// Sends a request and reads one reply, within [`ANSWER_WAIT`] in all
+/// (a reply sent a byte at a time does not stretch it).
 pub(crate) fn exchange(s: &mut UnixStream, request: &[u8], pid: u32, command: &'static str) -> Result<Result<Vec<u8>, u32>, Error> {
     let io = |what: &str, e| Error::io(format!("{command}: cannot {what} the diagnostics connection of process"), format!("{pid}"), e);
-    s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| io("use", e))?;
+    let until = Instant::now() + ANSWER_WAIT;
+    s.set_read_timeout(Some(ANSWER_WAIT)).map_err(|e| io("use", e))?;
+    s.set_write_timeout(Some(ANSWER_WAIT)).map_err(|e| io("use", e))?;
     s.write_all(request).map_err(|e| io("write to", e))?;
     let mut reply = Vec::new();
     let mut byte = [0u8; 256];
@@ -205,13 +325,18 @@ pub(crate) fn exchange(s: &mut UnixStream, request: &[u8], pid: u32, command: &'
             None => 16 - reply.len(),
         };
         let take = want.min(byte.len());
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::BadReply { pid, command, what: format!("no whole answer within {} seconds", ANSWER_WAIT.as_secs()) });
+        }
+        s.set_read_timeout(Some(left)).map_err(|e| io("use", e))?;
         match s.read(&mut byte[..take]) {
             Ok(0) => {
                 return Err(Error::BadReply { pid, command, what: format!("the connection closed after {} bytes of reply", reply.len()) })
             }
             Ok(n) => reply.extend_from_slice(&byte[..n]),
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                return Err(Error::BadReply { pid, command, what: "no answer within 30 seconds".into() })
+                return Err(Error::BadReply { pid, command, what: format!("no answer within {} seconds", ANSWER_WAIT.as_secs()) })
             }
             Err(e) => return Err(io("read from", e)),
         }

@@ -1,0 +1,299 @@
+//! Every capture ends, whatever the target does: a fake .NET process of
+//! this user (it maps a file named `libcoreclr.so` and listens on its own
+//! `dotnet-diagnostic-PID-0-socket`, so it passes the checks of a real
+//! one) acknowledges `CollectTracing` and `StopTracing` and never stops
+//! sending a trace (a NetTrace header, then sequence points, about
+//! 3 MB/s). `record --sampled -p PID --duration 3`, the same stopped by
+//! SIGTERM, `heap-dump PID --timeout 5`, and a capture that reaches
+//! `--max-bytes` each end within three times the stated grace (10 s)
+//! after the stop is due, keep what arrived, and say it is incomplete;
+//! the readers report the kept trace as cut short.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The grace the capture commands state (clrprof_trace::GRACE).
+const GRACE: Duration = Duration::from_secs(10);
+
+const FAKE: &str = r#"
+import mmap, os, socket, sys, threading, time
+lib, head_file, chunk_file, log = sys.argv[1:5]
+f = open(lib, "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+head = open(head_file, "rb").read()
+chunk = open(chunk_file, "rb").read()
+tmp = os.environ["TMPDIR"]
+path = os.path.join(tmp, "dotnet-diagnostic-%d-0-socket" % os.getpid())
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(16)
+def reply(payload):
+    return b"DOTNET_IPC_V1\0" + (20 + len(payload)).to_bytes(2, "little") + bytes([0xFF, 0x00, 0, 0]) + payload
+def exact(c, n):
+    b = b""
+    while len(b) < n:
+        d = c.recv(n - len(b))
+        if not d:
+            raise OSError("closed")
+        b += d
+    return b
+def serve(c):
+    try:
+        h = exact(c, 20)
+        exact(c, int.from_bytes(h[14:16], "little") - 20)
+        with open(log, "a") as f:
+            f.write("%d %d\n" % (h[16], h[17]))
+        if (h[16], h[17]) in ((2, 2), (2, 3)):
+            c.sendall(reply((1).to_bytes(8, "little")))
+            c.sendall(head)
+            while True:
+                c.sendall(chunk)
+                time.sleep(0.02)
+        else:
+            c.sendall(reply((1).to_bytes(8, "little")))
+    except OSError:
+        pass
+    c.close()
+open(log, "a").close()
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
+/// A NetTrace V6 header and trace block, and a run of sequence-point
+/// blocks (64 KiB), written by hand from the format's description.
+fn trace_parts() -> (Vec<u8>, Vec<u8>) {
+    let mut head = b"Nettrace".to_vec();
+    head.extend(0u32.to_le_bytes());
+    head.extend(6u32.to_le_bytes());
+    head.extend(0u32.to_le_bytes());
+    let mut t = Vec::new();
+    for v in [2026u16, 11, 29, 0, 0, 0, 0, 0] {
+        t.extend(v.to_le_bytes());
+    }
+    t.extend(1u64.to_le_bytes());
+    t.extend(1_000_000_000u64.to_le_bytes());
+    t.extend(8u32.to_le_bytes());
+    t.extend(0u32.to_le_bytes());
+    head.extend((t.len() as u32 | 1 << 24).to_le_bytes());
+    head.extend(t);
+    let mut chunk = Vec::new();
+    let mut ts = 2u64;
+    while chunk.len() + 20 <= 64 << 10 {
+        chunk.extend((16u32 | 4 << 24).to_le_bytes());
+        chunk.extend(ts.to_le_bytes());
+        chunk.extend(0u32.to_le_bytes());
+        chunk.extend(0u32.to_le_bytes());
+        ts += 1;
+    }
+    (head, chunk)
+}
+
+/// The fake target, killed when dropped.
+struct Fake {
+    child: Child,
+    pid: u32,
+    dir: PathBuf,
+}
+
+impl Fake {
+    fn start(name: &str) -> Fake {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hostile-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let lib = dir.join("shared/Microsoft.NETCore.App/8.0.0");
+        std::fs::create_dir_all(&lib).expect("mkdir");
+        std::fs::write(lib.join("libcoreclr.so"), vec![0u8; 4096]).expect("the fake runtime library");
+        let (head, chunk) = trace_parts();
+        std::fs::write(dir.join("head.bin"), head).expect("write");
+        std::fs::write(dir.join("chunk.bin"), chunk).expect("write");
+        let mut child = Command::new("/usr/bin/python3")
+            .args(["-c", FAKE])
+            .arg(lib.join("libcoreclr.so"))
+            .arg(dir.join("head.bin"))
+            .arg(dir.join("chunk.bin"))
+            .arg(dir.join("commands.log"))
+            .env("TMPDIR", &dir)
+            .current_dir(&dir)
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start the fake target");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("the fake's first line");
+        assert_eq!(line.trim(), "ready");
+        let pid = child.id();
+        Fake { child, pid, dir }
+    }
+
+    fn commands(&self) -> String {
+        std::fs::read_to_string(self.dir.join("commands.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Waits for `child` at most `limit`: its output, and whether it had to
+/// be killed.
+fn finish_within(mut child: Child, limit: Duration) -> (Output, bool) {
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let mut killed = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            killed = true;
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (Output { status, stdout: o.join().unwrap_or_default(), stderr: e.join().unwrap_or_default() }, killed)
+}
+
+fn clrprof(dir: &Path, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start clrprof")
+}
+
+/// The capture ended by itself within `limit`, failed, said the trace is
+/// incomplete, and kept a non-empty file that the reader calls cut short.
+fn check_cut(fake: &Fake, what: &str, (out, killed): (Output, bool), limit: Duration, file: &Path, said: &str) -> u64 {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!killed, "{what}: still running after {} s against a target that never stops sending: {err}", limit.as_secs());
+    assert!(!out.status.success(), "{what}: a cut capture must fail: {err}");
+    assert!(err.contains("INCOMPLETE") && err.contains(said), "{what}: {err}");
+    let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 0, "{what}: what arrived was not kept in {}: {err}", file.display());
+    let stats = Command::new(env!("CARGO_BIN_EXE_clrprof")).arg("summary").arg(file).output().expect("run summary");
+    let read = String::from_utf8_lossy(&stats.stderr);
+    assert!(read.contains("cut short"), "{what}: the kept trace reads as whole: {read}");
+    assert!(fake.commands().lines().any(|l| l == "2 3"), "{what}: no CollectTracing2 reached the fake: {}", fake.commands());
+    size
+}
+
+#[test]
+fn record_sampled_with_a_duration_ends_against_a_target_that_never_stops() {
+    let fake = Fake::start("duration");
+    let pid = fake.pid.to_string();
+    let file = fake.dir.join("d.nettrace");
+    let child = clrprof(&fake.dir, &["record", "--sampled", "-p", &pid, "--duration", "3", "-o", "d.nettrace"]);
+    let limit = Duration::from_secs(3) + 3 * GRACE;
+    check_cut(&fake, "record --duration 3", finish_within(child, limit), limit, &file, "within 10 s");
+    assert!(fake.commands().lines().any(|l| l == "2 1"), "StopTracing was sent: {}", fake.commands());
+}
+
+#[test]
+fn record_sampled_stopped_by_sigterm_ends_against_a_target_that_never_stops() {
+    let fake = Fake::start("sigterm");
+    let pid = fake.pid.to_string();
+    let file = fake.dir.join("t.nettrace");
+    let mut child = clrprof(&fake.dir, &["record", "--sampled", "-p", &pid, "-o", "t.nettrace"]);
+    // Once the session runs (its first line), SIGTERM.
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    err.read_line(&mut line).expect("record's first line");
+    assert!(line.contains("EventPipe session with process"), "{line}");
+    std::thread::sleep(Duration::from_secs(1));
+    // Safety: a signal to a child of this test.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let limit = 3 * GRACE;
+    let (mut out, killed) = {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut rest = Vec::new();
+            let _ = err.read_to_end(&mut rest);
+            let _ = tx.send(rest);
+        });
+        let (o, k) = finish_within_without_stderr(child, limit);
+        (Output { stderr: rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default(), ..o }, k)
+    };
+    out.stderr.splice(0..0, line.into_bytes());
+    check_cut(&fake, "record stopped by SIGTERM", (out, killed), limit, &file, "within 10 s");
+}
+
+/// As [`finish_within`], for a child whose standard error is read
+/// elsewhere.
+fn finish_within_without_stderr(mut child: Child, limit: Duration) -> (Output, bool) {
+    let mut out = child.stdout.take().expect("stdout");
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let mut killed = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            killed = true;
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (Output { status, stdout: o.join().unwrap_or_default(), stderr: Vec::new() }, killed)
+}
+
+#[test]
+fn heap_dump_with_a_timeout_ends_against_a_target_that_never_stops() {
+    let fake = Fake::start("heapdump");
+    let pid = fake.pid.to_string();
+    let file = fake.dir.join("h.nettrace");
+    let child = clrprof(&fake.dir, &["heap-dump", &pid, "--eventpipe", "--timeout", "5", "-o", "h.nettrace"]);
+    let limit = Duration::from_secs(5) + 3 * GRACE;
+    check_cut(&fake, "heap-dump --timeout 5", finish_within(child, limit), limit, &file, "within 10 s");
+}
+
+#[test]
+fn a_capture_stops_at_its_byte_cap() {
+    let fake = Fake::start("cap");
+    let pid = fake.pid.to_string();
+    let file = fake.dir.join("c.nettrace");
+    let child = clrprof(&fake.dir, &["record", "--sampled", "-p", &pid, "--max-bytes", "1M", "-o", "c.nettrace"]);
+    let limit = 3 * GRACE;
+    let size = check_cut(&fake, "record --max-bytes 1M", finish_within(child, limit), limit, &file, "cap of 1048576 bytes");
+    assert_eq!(size, 1 << 20, "the trace is cut at the cap");
+    // heap-dump's cap too.
+    let child = clrprof(&fake.dir, &["heap-dump", &pid, "--max-bytes", "300K", "-o", "hc.nettrace"]);
+    let size = check_cut(
+        &fake,
+        "heap-dump --max-bytes 300K",
+        finish_within(child, limit),
+        limit,
+        &fake.dir.join("hc.nettrace"),
+        "cap of 307200 bytes",
+    );
+    assert_eq!(size, 300 << 10);
+}

@@ -1,7 +1,8 @@
 //! Every view's request, through the HTTP handlers (the axum router, with
 //! the token check, JSON encoding and the blocking-pool hop), on the
 //! seed-scale model (19.7 M objects): `clrprof gen --preset seed` written
-//! once to `$CLRPROF_BENCH_SEED` (default `/tmp/clrprof-bench-seed.log`).
+//! once to `$CLRPROF_BENCH_SEED` (default `target/tmp/clrprof-bench-seed.log`, Cargo's folder for
+//! benchmarks' files, never a guessable name in a shared `/tmp`).
 //! The whole-log answers the server computes after loading (lifetime,
 //! ages, the flame tree, dominator trees) are computed before timing, as
 //! they are before a user can ask.
@@ -34,14 +35,16 @@ use tower::ServiceExt;
 mod fake_agent;
 
 fn seed_log() -> Vec<u8> {
-    let path = std::env::var_os("CLRPROF_BENCH_SEED").map_or_else(|| PathBuf::from("/tmp/clrprof-bench-seed.log"), PathBuf::from);
+    let path = std::env::var_os("CLRPROF_BENCH_SEED").map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("clrprof-bench-seed.log"), PathBuf::from);
     if let Ok(bytes) = std::fs::read(&path) {
         if !bytes.is_empty() {
             return bytes;
         }
+        // An empty file left by an interrupted run: made anew below.
+        let _ = std::fs::remove_file(&path);
     }
     eprintln!("generating the seed preset into {} (once)", path.display());
-    let file = std::io::BufWriter::new(std::fs::File::create(&path).expect("create the seed log"));
+    let file = std::io::BufWriter::new(std::fs::File::options().write(true).create_new(true).open(&path).expect("create the seed log"));
     let (file, _) = clrprof_gen::generate(&clrprof_gen::Preset::Seed.options(), file).expect("generate the seed log");
     file.into_inner().expect("write the seed log");
     std::fs::read(&path).expect("read the seed log")
@@ -194,7 +197,7 @@ fn bench(c: &mut Criterion) {
 fn sessions(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     use clrprof_collect::record::{self, SessionRecord, SessionState};
     let dir = tempfile::tempdir().expect("tempdir");
-    let seed = std::env::var_os("CLRPROF_BENCH_SEED").map_or_else(|| PathBuf::from("/tmp/clrprof-bench-seed.log"), PathBuf::from);
+    let seed = std::env::var_os("CLRPROF_BENCH_SEED").map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("clrprof-bench-seed.log"), PathBuf::from);
     for k in 0..200u32 {
         let session = format!("app_{k}_20260101_000000");
         std::fs::write(record::log_path(dir.path(), &session), "z x\n").expect("log");

@@ -769,4 +769,40 @@ mod tests {
         let a = t.alloc_stack(StackId(3)).unwrap();
         assert_eq!((a.type_id, a.size), (TypeId(4), 16));
     }
+
+    #[test]
+    fn ancestors_by_jump_pointers_equal_parent_walks() {
+        let mut t = StackTable::new();
+        let mut nodes: Vec<u32> = vec![0];
+        for i in 1..400usize {
+            // Mostly one long chain, with branches off earlier nodes.
+            let parent = if i % 7 == 3 { nodes[i / 2] } else { nodes[i - 1] };
+            nodes.push(t.add_node(parent, i as i32).unwrap());
+        }
+        for &n in &nodes {
+            for d in 0..=t.depth[n as usize] {
+                let mut m = n;
+                while t.depth[m as usize] > d {
+                    m = t.parent[m as usize];
+                }
+                assert_eq!(t.ancestor_at_depth(n, d), m, "node {n} depth {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn copies_from_the_other_kind_stop_at_the_allowance() {
+        let mut t = StackTable::new();
+        t.allow_copies(10);
+        n(&mut t, 1, 0, None, None, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        // Frames from offset 2 of a frames-only stack: copied (6 frames).
+        n(&mut t, 2, 8 * 4 + 2, None, Some(1), &[]);
+        assert_eq!(t.list(t.row_of(2).unwrap()), vec![3, 4, 5, 6, 7, 8]);
+        let e = t.define_compressed(StackId(3), 8 * 4 + 2, None, Some(StackId(1)), std::iter::empty(), 1000);
+        assert!(matches!(e, Err(Problem::OverMemoryRule { count: 12, limit: 10, .. })), "{e:?}");
+        // Shared prefixes of the same kind cost nothing.
+        for id in 4..100 {
+            n(&mut t, id, 8 * 4, None, Some(1), &[9]);
+        }
+    }
 }

@@ -79,4 +79,6 @@ put("wire", "frames", b"D\x00\x00\x00\x05hello" + b"C\x00\x00\x00\x06" + b"1 dum
 put("control", "dump", b"dump\tlabel=after warm-up\toutput=/tmp/d.log\n")
 put("control", "status_reply", b"ok\tpid=42\tlog=/tmp/a.log\tattached=1\tallocations=1\tcalls=0\tdumps=2\tversion=0.1.0\n")
 put("control", "dump_reply", b"ok\tindex=1\tlog=/tmp/a.log\tobjects=10\troots=2\tbytes=100\tmillis=5\n")
+# Found by fuzzing: an `ok` with a dump and a status (both write `log`).
+put("control", "dump_and_status_reply", b"ok\tindex=1\tlog=/tmp/a.log\tobjects=1\troots=1\tbytes=1\tmillis=1\tpid=4\tattached=1\tallocations=1\tcalls=0\tdumps=1\tversion=1\n")
 put("control", "many_fields", b"dump" + b"\ta=1" * 20000 + b"\n")

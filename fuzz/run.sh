@@ -14,10 +14,11 @@ seconds=${2:-300}
 timeout=30
 case $target in
 parse) max_len=131072 ;;
-# Each input is loaded about a dozen times (parallel, sequential, growing);
-# one that fills the memory rule's allowance (the bomb seeds) takes 2-4 s a
-# load in the instrumented build.
-load) max_len=131072 timeout=120 ;;
+# Each input is loaded about a dozen times (parallel in chunks of 1-64
+# bytes, sequential, growing): inputs of 16 KB at most, and one that fills
+# the memory rule's allowance (the bomb seeds) takes seconds a load in the
+# instrumented build.
+load) max_len=16384 timeout=120 ;;
 nettrace) max_len=262144 ;;
 *) max_len=65536 ;;
 esac

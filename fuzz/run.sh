@@ -13,7 +13,7 @@ seconds=${2:-300}
 [ $# -ge 2 ] && shift 2 || shift 1
 timeout=30
 case $target in
-parse) max_len=131072 ;;
+parse) max_len=16384 ;;
 # Each input is loaded about a dozen times (parallel in chunks of 1-64
 # bytes, sequential, growing): inputs of 16 KB at most, and one that fills
 # the memory rule's allowance (the bomb seeds) takes seconds a load in the

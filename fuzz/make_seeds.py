@@ -64,9 +64,9 @@ def zstd_rle(blocks):
 
 for target in ("parse", "load"):
     put(target, "huge_objects_100.log", huge_objects(100))
-    put(target, "deep_prefix_copied.log", deep_prefix(30000, 5000, True))
-    put(target, "deep_prefix_shared.log", deep_prefix(30000, 5000, False))
-    put(target, "moves_in_one_gc.log", moves(2000, 200))
+    put(target, "deep_prefix_copied.log", deep_prefix(3000, 700, True))
+    put(target, "deep_prefix_shared.log", deep_prefix(3000, 700, False))
+    put(target, "moves_in_one_gc.log", moves(600, 150))
 # The log targets take text; compressed bombs are read by `clrprof` (see
 # crates/cli/tests/memory_rule.rs). Kept here as inputs for the wire
 # target's data frames.

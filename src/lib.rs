@@ -89,6 +89,7 @@ pub mod eventpipe;
 pub mod format;
 pub mod gcdump;
 pub mod import;
+pub mod limits;
 #[cfg(feature = "model")]
 pub mod model;
 #[cfg(feature = "model")]

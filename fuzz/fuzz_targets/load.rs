@@ -5,6 +5,10 @@
 //! the log read as it grows (`GrowingLog`: loaded up to a point on the
 //! pool, then given the rest in two parts) gives `load`'s model for what it
 //! has read after every part, and `load`'s model of the whole at its end.
+//!
+//! Run: `fuzz/run.sh load [SECONDS]` (`-rss_limit_mb=2048 -max_len=131072`:
+//! an input that takes memory out of proportion to its size fails the run;
+//! the seeds from `fuzz/make_seeds.py` hold the memory bombs).
 #![no_main]
 
 use clrprof::format::{read_all, ChunkOptions};
@@ -57,7 +61,10 @@ fn growing(data: &[u8], opts: &LoadOptions, a: usize, b: usize) -> Result<String
     let check = |g: &GrowingLog| {
         let parsed = g.parsed_bytes() as usize;
         let want = load(&data[..parsed], opts).map(|m| figures(&m)).map_err(|e| e.to_string());
-        assert_eq!(g.model().map(|m| figures(&m)).map_err(|e| e.to_string()), want, "parsed {parsed}");
+        let got = g.model().map(|m| figures(&m)).map_err(|e| e.to_string());
+        if !over_memory_rule(&want) && !over_memory_rule(&got) {
+            assert_eq!(got, want, "parsed {parsed}");
+        }
     };
     check(&g);
     let _ = g.extend(&data[a..b]);
@@ -67,6 +74,14 @@ fn growing(data: &[u8], opts: &LoadOptions, a: usize, b: usize) -> Result<String
     g.model_at_end().map(|m| figures(&m)).map_err(|e| e.to_string())
 }
 
+/// Whether a load was refused by the memory rule: its allowance is for
+/// the bytes a reader was given (`clrprof::limits`), so a growing log,
+/// given a line more than it has read, may be refused a record later than
+/// a load of the bytes it has read (or the other way round at the end).
+fn over_memory_rule(r: &Result<String, String>) -> bool {
+    r.as_ref().is_err_and(|e| e.contains("memory rule"))
+}
+
 fuzz_target!(|data: &[u8]| {
     let chunk = 1 + data.first().copied().unwrap_or(0) as usize % 64;
     let opts = LoadOptions { chunks: ChunkOptions { chunk_bytes: chunk, threads: None, in_flight: 0 } };
@@ -74,5 +89,8 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(sequential(data), parallel);
     let a = data.len() * data.get(1).copied().unwrap_or(0) as usize / 255;
     let b = a + (data.len() - a) * data.get(2).copied().unwrap_or(0) as usize / 255;
-    assert_eq!(growing(data, &opts, a, b), parallel);
+    let grown = growing(data, &opts, a, b);
+    if !over_memory_rule(&grown) && !over_memory_rule(&parallel) {
+        assert_eq!(grown, parallel);
+    }
 });

@@ -46,6 +46,31 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A compressed log that expands past the decompression limits
+    /// ([`crate::limits::DecompressLimits`]): decompression stopped there.
+    #[error(
+        "{}: the {format} stream expands past {limit} bytes ({}x its {compressed} compressed bytes, at most {} bytes in all are read); stopped after {decompressed} bytes of log, {}; if the file is trusted, raise the limits (clrprof: --max-ratio, --max-decompressed)",
+        path.display(),
+        limits.max_ratio,
+        limits.max_bytes,
+        if *lines == 0 { "no line complete".to_string() } else { format!("the last complete line is line {lines}") }
+    )]
+    TooExpanded {
+        /// The file.
+        path: PathBuf,
+        /// `gzip` or `zstd`.
+        format: &'static str,
+        /// Bytes of log text decompressed before the stop.
+        decompressed: u64,
+        /// Complete lines among them.
+        lines: u64,
+        /// Compressed bytes the limit was computed from.
+        compressed: u64,
+        /// The decompressed bytes allowed.
+        limit: u64,
+        /// The limits in force.
+        limits: crate::limits::DecompressLimits,
+    },
     /// In strict mode: the first irregularity, with its position.
     #[error("line {line}, byte {offset}: {message}")]
     Malformed {
@@ -67,9 +92,7 @@ impl Error {
         let kind = match w.kind {
             UnknownRecord { byte } | UnknownRecordAtEnd { byte } => Some(byte as char),
             TrailingText { after } => Some(after.letter()),
-            Field { kind, .. } | TruncatedDropped { kind } | TruncatedApplied { kind } | UndefinedStack { kind, .. } => {
-                Some(kind.letter())
-            }
+            Field { kind, .. } | TruncatedDropped { kind } | TruncatedApplied { kind } | UndefinedStack { kind, .. } => Some(kind.letter()),
             UnreadableGeneration { .. } => Some('b'),
         };
         Error::Malformed { line: w.line, offset: w.offset, kind, message: w.kind.to_string() }

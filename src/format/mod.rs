@@ -50,7 +50,7 @@ pub use list::{List, ListItem, ListIter};
 pub use parallel::{cut, parse_chunks, ChunkOptions};
 pub use reader::{read_all, DumpState, FrequentVisitor, RecordReader};
 pub use record::{Kind, Parsed, Record};
-pub use decompress::open_read;
+pub use decompress::{open_read, open_read_with};
 pub use sniff::{sniff, Content, SNIFF_BYTES};
 pub use source::{display_path, LogSource};
 pub use stream::{RecordStream, StreamOptions};

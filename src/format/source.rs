@@ -4,6 +4,7 @@
 use super::decompress::{decompress_all, not_a_log, read_head};
 use super::error::{Error, Result};
 use super::sniff::{sniff, Content};
+use crate::limits::DecompressLimits;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -22,19 +23,28 @@ pub enum LogSource {
 }
 
 impl LogSource {
-    /// Opens `path`; `-` reads standard input.
+    /// Opens `path`; `-` reads standard input. A compressed log is
+    /// decompressed within the default [`DecompressLimits`].
     pub fn open(path: &Path) -> Result<LogSource> {
+        Self::open_with(path, &DecompressLimits::default())
+    }
+
+    /// [`LogSource::open`] with decompression limits of the caller's
+    /// choice (a stream that expands past them is
+    /// [`Error::TooExpanded`]).
+    pub fn open_with(path: &Path, limits: &DecompressLimits) -> Result<LogSource> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
         if path.as_os_str() == "-" {
             let mut stdin = std::io::stdin();
             let head = read_head(&mut stdin).map_err(io)?;
-            return Self::from_reader(path, head, stdin);
+            return Self::from_reader(path, head, stdin, limits, None);
         }
         let mut file = std::fs::File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         let head = read_head(&mut file).map_err(io)?;
         if !matches!(sniff(&head), Content::Text | Content::NetTrace | Content::GcDump) {
-            return Self::from_reader(path, head, file);
+            let size = meta.is_file().then_some(meta.len());
+            return Self::from_reader(path, head, file, limits, size);
         }
         if meta.is_file() && meta.len() > 0 {
             // Safety: the map is read-only and private to this process. A log
@@ -56,7 +66,13 @@ impl LogSource {
     }
 
     /// The log read from `r`, whose first bytes `head` were already read.
-    fn from_reader(path: &Path, head: Vec<u8>, mut r: impl Read + Send) -> Result<LogSource> {
+    fn from_reader(
+        path: &Path,
+        head: Vec<u8>,
+        mut r: impl Read + Send,
+        limits: &DecompressLimits,
+        compressed_size: Option<u64>,
+    ) -> Result<LogSource> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
         match sniff(&head) {
             Content::Text | Content::NetTrace | Content::GcDump => {
@@ -64,7 +80,7 @@ impl LogSource {
                 r.read_to_end(&mut v).map_err(io)?;
                 Ok(LogSource::Owned(v))
             }
-            c @ (Content::Gzip | Content::Zstd) => Ok(LogSource::Owned(decompress_all(path, c, head, r)?)),
+            c @ (Content::Gzip | Content::Zstd) => Ok(LogSource::Owned(decompress_all(path, c, head, r, limits, compressed_size)?)),
             other => Err(not_a_log(path, other)),
         }
     }

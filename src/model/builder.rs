@@ -2,8 +2,9 @@
 
 use super::allocations::AllocationTable;
 use super::comments::{Comment, CommentTable};
-use super::error::{Error, Problem};
+use super::deferred::{Deferred, Outbox, Recorder};
 use super::dump_follow::DumpFollower;
+use super::error::{Error, Problem};
 use super::finalizers::{Finalization, FinalizerTable};
 use super::functions::{Function, FunctionTable};
 use super::gc::{Gc, GcBookkeeping, GcSource, GcTable, GenerationRange};
@@ -15,7 +16,6 @@ use super::ids::{ObjectId, StackRef, TickIndex};
 use super::modules::{AssemblyLoad, Module, ModuleTable};
 use super::names::NameTable;
 use super::ops::Op;
-use super::deferred::{Deferred, Outbox, Recorder};
 use super::stacks::StackTable;
 use super::threads::ThreadTable;
 use super::time::TimeTable;
@@ -88,7 +88,7 @@ impl<'a> Builder<'a> {
     pub fn new(data: &'a [u8]) -> Self {
         let mut names = NameTable::new();
         let types = TypeTable::new(&mut names);
-        Builder {
+        let mut b = Builder {
             data,
             base: 0,
             base_line: 0,
@@ -121,7 +121,23 @@ impl<'a> Builder<'a> {
             call_log: Vec::new(),
             had_alloc_info: false,
             had_call_info: false,
-        }
+        };
+        b.allow(data.len() as u64);
+        b
+    }
+
+    /// The memory rule's shares of the tables that can grow faster than
+    /// the records making them, for a log of `input` bytes (see
+    /// [`crate::limits`]; only ever raised).
+    fn allow(&mut self, input: u64) {
+        self.out.allow_history(crate::limits::history_bytes(input));
+        self.stacks.allow_copies(crate::limits::copied_frames(input));
+    }
+
+    /// Records queued for the recorder and not yet handed over.
+    #[inline]
+    pub(crate) fn queued(&self) -> usize {
+        self.out.queue_len()
     }
 
     /// The same builder, reading `data` from now on: the part of the log
@@ -129,7 +145,7 @@ impl<'a> Builder<'a> {
     /// been written, or nothing while it waits for more (see
     /// [`super::GrowingLog`]). The part must hold the last record read.
     pub(crate) fn rebind<'b>(self, data: &'b [u8], base: u64, base_line: u64) -> Builder<'b> {
-        Builder {
+        let mut b = Builder {
             data,
             base,
             base_line,
@@ -162,7 +178,9 @@ impl<'a> Builder<'a> {
             call_log: self.call_log,
             had_alloc_info: self.had_alloc_info,
             had_call_info: self.had_call_info,
-        }
+        };
+        b.allow(base + data.len() as u64);
+        b
     }
 
     /// The line number of the log's byte `offset` (which `data` holds).
@@ -193,12 +211,7 @@ impl<'a> Builder<'a> {
 
     #[cold]
     fn error(&self, p: &Parsed<'_>, problem: Problem) -> Error {
-        Error {
-            line: self.line_at(p.offset),
-            offset: p.offset,
-            kind: Some(p.record.kind().letter()),
-            problem,
-        }
+        Error { line: self.line_at(p.offset), offset: p.offset, kind: Some(p.record.kind().letter()), problem }
     }
 
     /// Applies one record. After an error the builder must not be used
@@ -228,10 +241,7 @@ impl<'a> Builder<'a> {
 
     fn effects(&mut self) -> (&mut Heap, Effects<'_>) {
         let tick = self.time.current().0;
-        (
-            &mut self.heap,
-            Effects { stacks: &self.stacks, out: &mut self.out, objects: &mut self.objects, tick },
-        )
+        (&mut self.heap, Effects { stacks: &self.stacks, out: &mut self.out, objects: &mut self.objects, tick })
     }
 
     /// An allocation (`!` or `a`).
@@ -402,13 +412,7 @@ impl<'a> Builder<'a> {
             }
             Record::HandleCreated(h) => {
                 let thread = self.threads.intern(Some(h.thread));
-                self.handles.create(HandleEvent {
-                    tick: self.time.current(),
-                    thread,
-                    handle: h.handle,
-                    object: h.initial,
-                    stack: h.stack,
-                });
+                self.handles.create(HandleEvent { tick: self.time.current(), thread, handle: h.handle, object: h.initial, stack: h.stack });
                 if h.stack.0 < 0 {
                     return Err(Problem::NegativeStackId { id: h.stack.0 as i64 });
                 }
@@ -497,12 +501,7 @@ impl<'a> Builder<'a> {
             Record::Assembly(y) => {
                 let thread = self.threads.intern(Some(y.thread));
                 let name = self.names.intern(&scan::decode_latin1(y.name));
-                self.modules.add_assembly(AssemblyLoad {
-                    thread,
-                    assembly: y.assembly,
-                    name,
-                    tick: self.time.current(),
-                });
+                self.modules.add_assembly(AssemblyLoad { thread, assembly: y.assembly, name, tick: self.time.current() });
             }
             Record::AssemblyD(_) => {}
         }
@@ -542,12 +541,7 @@ impl<'a> Builder<'a> {
                 }
             } else {
                 self.heap.intervals.generation_range(r.start.0, r.length, r.generation);
-                self.gc_ranges.push(GenerationRange {
-                    generation: r.generation,
-                    start: r.start.0,
-                    length: r.length,
-                    reserved: r.reserved,
-                });
+                self.gc_ranges.push(GenerationRange { generation: r.generation, start: r.start.0, length: r.length, reserved: r.reserved });
             }
             self.gc_book.range(r.generation, r.length)?;
         }
@@ -696,12 +690,7 @@ impl<'a> Builder<'a> {
         // (Lines are counted only for an error: reading the whole log
         // again would bring back the pages the loader gave back.)
         let (data, base_line) = (self.data, self.base_line);
-        let err = |problem| Error {
-            line: base_line + crate::format::line_of(data, data.len() as u64),
-            offset: end,
-            kind: None,
-            problem,
-        };
+        let err = |problem| Error { line: base_line + crate::format::line_of(data, data.len() as u64), offset: end, kind: None, problem };
         let mut recorder = std::mem::take(&mut self.out).into_recorder();
         if let Some(problem) = recorder.failed.take() {
             return Err(err(problem));
@@ -787,5 +776,4 @@ impl<'a> Builder<'a> {
     pub fn heap_bytes(&self) -> usize {
         self.heap.heap_bytes() + self.out.heap_bytes() + self.objects.heap_bytes() + self.stacks.heap_bytes()
     }
-
 }

@@ -70,9 +70,7 @@ impl Recorder {
                 self.allocated.add(StackRef(row));
                 Ok(())
             }
-            Deferred::Change { start, end, change, alloc, type_id } => {
-                self.samples.record_change(start, end, change, alloc, type_id)
-            }
+            Deferred::Change { start, end, change, alloc, type_id } => self.samples.record_change(start, end, change, alloc, type_id),
             Deferred::GcTick { generation, tick } => {
                 self.samples.gc_tick(generation, tick);
                 Ok(())
@@ -116,6 +114,20 @@ impl Outbox {
     /// An outbox applying every record at once.
     pub(crate) fn inline() -> Self {
         Outbox { inline: Some(Box::new(Recorder::new())), queue: Vec::new() }
+    }
+
+    /// Raises the most bytes the inline recorder's sample table may take
+    /// (see [`crate::limits::history_bytes`]).
+    pub(crate) fn allow_history(&mut self, bytes: u64) {
+        if let Some(r) = &mut self.inline {
+            r.samples.allow(bytes);
+        }
+    }
+
+    /// Records queued and not yet handed over.
+    #[inline]
+    pub(crate) fn queue_len(&self) -> usize {
+        self.queue.len()
     }
 
     /// Takes the recorder out: records are queued from now on.

@@ -128,6 +128,27 @@ pub enum Problem {
         /// The range length in bytes.
         bytes: u64,
     },
+    /// Loading the log would take more memory than the memory rule allows
+    /// for its size (see [`crate::limits`]): its records describe far more
+    /// than their bytes (objects of gigabytes scattered over the address
+    /// space, stacks copying long prefixes of each other).
+    #[error(
+        "this record takes the log past the memory rule: {count} {what}, where a log of this size may have at most {limit} (see \"The memory rule\" in the guide's Security chapter)"
+    )]
+    OverMemoryRule {
+        /// What grew (with its unit).
+        what: &'static str,
+        /// How much of it the log would need so far.
+        count: u64,
+        /// The most the memory rule allows for this log.
+        limit: u64,
+    },
+    /// A stack deeper than [`crate::limits::MAX_STACK_DEPTH`] frames.
+    #[error("a stack deeper than {limit} frames")]
+    StackTooDeep {
+        /// The deepest stack allowed.
+        limit: u32,
+    },
     /// A [`super::GrowingLog`] whose last read was interrupted (by a panic)
     /// midway: its state is lost, and the log has to be read again.
     #[error("an earlier read of this growing log was interrupted; it must be read again from the start")]

@@ -14,12 +14,12 @@
 //! Those cases only arise on inconsistent logs, and are reproduced exactly.
 
 use super::allocations::AllocationTable;
-use super::histogram::StackCounts;
+use super::deferred::Outbox;
 use super::error::Problem;
+use super::histogram::StackCounts;
 use super::ids::StackRef;
 use super::intervals::{Interval, Intervals};
 use super::live::{Header, LiveObjects, Placed, RunMove, RAW};
-use super::deferred::Outbox;
 use super::stacks::StackTable;
 use crate::format::TypeId;
 
@@ -116,11 +116,7 @@ impl Stamp {
 
 #[inline]
 fn words_of(index: u32, tick: u32) -> [u16; 3] {
-    [
-        0x8000 | (index & 0x7FFF) as u16,
-        (((index >> 15) | ((tick & 0xFF) << 7)) & 0xFFFF) as u16,
-        ((tick >> 8) & 0xFFFF) as u16,
-    ]
+    [0x8000 | (index & 0x7FFF) as u16, (((index >> 15) | ((tick & 0xFF) << 7)) & 0xFFFF) as u16, ((tick >> 8) & 0xFFFF) as u16]
 }
 
 impl Heap {
@@ -369,16 +365,12 @@ impl Heap {
             // Nothing near: no predecessor to erase, no header words to
             // damage, nothing in the body. One search.
             let w = a >> 2;
-            let clear_end = if appended {
-                0
-            } else {
-                (a.wrapping_add(12) >> 2).saturating_add(((size - 12).wrapping_add(3) & 0xFFFF_FFFC) as u64 / 4)
-            };
+            let clear_end =
+                if appended { 0 } else { (a.wrapping_add(12) >> 2).saturating_add(((size - 12).wrapping_add(3) & 0xFFFF_FFFC) as u64 / 4) };
             let stacks = fx.stacks;
             let header = Header { row: row.0, tick: alloc_tick, obj, size };
-            let pred_clear = |k: u64, h: Header| {
-                Self::decode(stacks, k, h).is_ok_and(|o| o.start.checked_add(o.size as u64).is_some_and(|e| e <= a))
-            };
+            let pred_clear =
+                |k: u64, h: Header| Self::decode(stacks, k, h).is_ok_and(|o| o.start.checked_add(o.size as u64).is_some_and(|e| e <= a));
             if self.live.place_fast(w, clear_end, !appended, pred_clear, header) == Placed::Done {
                 return Self::sample_insert(fx, a, size, alloc_tick, row, type_id);
             }
@@ -482,6 +474,7 @@ impl Heap {
             let dest = new.wrapping_add(f.start.wrapping_sub(old));
             self.place(fx, dest, f.row, None, f.size, f.header.tick, false, f.header.obj)?;
             self.relocated.push(f.row.0);
+            self.bound_relocations();
             o = self.object_in(fx.stacks, next, end)?;
         }
         Ok(())
@@ -538,6 +531,7 @@ impl Heap {
             Self::sample_insert(fx, dest, h.size, h.tick, StackRef(h.row), None)?;
             self.relocated.push(h.row);
         }
+        self.bound_relocations();
         #[cfg(test)]
         {
             self.taken.moved_in_runs += n as usize;
@@ -624,6 +618,16 @@ impl Heap {
         self.gcs += 1;
         fx.objects.gc_ended(generation);
         Ok(())
+    }
+
+    /// Counts the relocations logged so far when there are many (moves
+    /// within one GC are otherwise logged until its end, and a GC can move
+    /// the same objects again and again).
+    #[inline]
+    fn bound_relocations(&mut self) {
+        if self.relocated.len() >= 1 << 20 {
+            self.flush_relocations();
+        }
     }
 
     fn flush_relocations(&mut self) {

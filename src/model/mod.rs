@@ -45,16 +45,14 @@
 mod allocations;
 mod blockhash;
 mod builder;
+#[cfg(test)]
+mod calls_test;
 mod comments;
 mod deferred;
+mod dump_follow;
 mod error;
 #[cfg(test)]
 mod fast_paths_test;
-#[cfg(test)]
-mod calls_test;
-#[cfg(test)]
-mod test_rng;
-mod dump_follow;
 mod finalizers;
 mod functions;
 mod gc;
@@ -74,6 +72,8 @@ mod ops;
 mod sampled;
 mod samples;
 mod stacks;
+#[cfg(test)]
+mod test_rng;
 mod threads;
 mod time;
 mod types;
@@ -211,9 +211,7 @@ impl Model {
     #[inline]
     pub fn death_tick_of(&self, fate: Fate) -> Option<TickIndex> {
         match fate {
-            Fate::DiedAtGc { gc, .. } => {
-                Some(self.gcs.get(gc).map_or(TickIndex(self.time.len().saturating_sub(1) as u32), |g| g.end))
-            }
+            Fate::DiedAtGc { gc, .. } => Some(self.gcs.get(gc).map_or(TickIndex(self.time.len().saturating_sub(1) as u32), |g| g.end)),
             Fate::Erased { tick, .. } => Some(tick),
             Fate::Alive | Fate::Untracked => None,
         }
@@ -358,6 +356,10 @@ pub fn load_with_progress(data: &[u8], options: &LoadOptions, mut progress: impl
 /// Batches of deferred records in flight to the recorder, at most.
 const RECORDER_QUEUE: usize = 4;
 
+/// Queued records past which the simulation hands a batch to the recorder
+/// in the middle of a chunk (32 MB of records).
+const QUEUE_HANDOVER: usize = 1 << 20;
+
 /// [`load_with_progress`] with the recorder on its own thread; `None` when
 /// the recorder failed.
 fn load_pipelined(data: &[u8], options: &LoadOptions, progress: &mut impl FnMut(u64)) -> Result<Option<Model>> {
@@ -456,10 +458,14 @@ fn simulate<'a>(
                     if let Err((problem, kind)) = builder.push_op(op, &chunk.rare) {
                         // The calls of a run come at its end: one of them
                         // may have failed earlier in the log (see `ops`).
-                        let (offset, problem, kind) =
-                            chunk.first_failure(data, k, problem, kind, |id| builder.check_call(id));
+                        let (offset, problem, kind) = chunk.first_failure(data, k, problem, kind, |id| builder.check_call(id));
                         failed = Some(builder.error_at(offset, Some(kind), problem));
                         break;
+                    }
+                    // A record can queue many changes (a `u` moving a
+                    // whole heap): hand them over before the chunk ends.
+                    if builder.queued() >= QUEUE_HANDOVER {
+                        after_chunk(builder);
                     }
                 }
                 after_chunk(builder);

@@ -479,6 +479,13 @@ pub struct SampleTable {
     grains: GrainIndex,
     gc_ticks: Vec<(i32, TickIndex)>,
     last_change: TickIndex,
+    /// The most bytes the packed samples and the grain index may take while
+    /// the log loads (see [`crate::limits::history_bytes`]; 0: no cap).
+    #[serde(skip)]
+    limit: u64,
+    /// Grain blocks and sample chunks when the size was last checked.
+    #[serde(skip)]
+    checked: (usize, usize),
 }
 
 impl SampleTable {
@@ -498,16 +505,18 @@ impl SampleTable {
         loop {
             let grain = g >> GRAIN_SHIFT;
             let b = self.grains.block(grain >> BLOCK_BITS);
+            if self.grains.newest.len() != self.checked.0 {
+                self.check_limit()?;
+            }
             let k = (grain as usize) & (BLOCK - 1);
             let newest = self.grains.newest[b][k];
             if newest == 0 || self.grains.types[b][k] != type_id || self.grains.allocs[b][k] != alloc {
                 let prev = (newest != 0).then(|| SampleId(newest - 1));
-                let id = self.samples.push(Sample {
-                    type_id: TypeId(type_id),
-                    change: TickIndex(change),
-                    alloc: TickIndex(alloc),
-                    prev,
-                })?;
+                let id =
+                    self.samples.push(Sample { type_id: TypeId(type_id), change: TickIndex(change), alloc: TickIndex(alloc), prev })?;
+                if self.samples.chunks.len() != self.checked.1 {
+                    self.check_limit()?;
+                }
                 if newest == 0 {
                     self.grains.slots_used += 1;
                 }
@@ -519,6 +528,28 @@ impl SampleTable {
                 Some(n) if n < end => g = n,
                 _ => break,
             }
+        }
+        Ok(())
+    }
+
+    /// Raises the most bytes the table may take while the log loads (see
+    /// [`crate::limits::history_bytes`]).
+    pub(crate) fn allow(&mut self, bytes: u64) {
+        self.limit = self.limit.max(bytes);
+    }
+
+    /// The memory rule's share: called when the grain index or the packed
+    /// samples grew by a block or a chunk.
+    #[cold]
+    fn check_limit(&mut self) -> Result<(), Problem> {
+        self.checked = (self.grains.newest.len(), self.samples.chunks.len());
+        let bytes = self.heap_bytes() as u64;
+        if self.limit > 0 && bytes > self.limit {
+            return Err(Problem::OverMemoryRule {
+                what: "bytes of address history (objects over that much address space)",
+                count: bytes,
+                limit: self.limit,
+            });
         }
         Ok(())
     }

@@ -65,6 +65,16 @@ pub struct StackTable {
     frame: Vec<i32>,
     depth: Vec<u32>,
     max_frame: Vec<i32>,
+    /// A jump pointer per node (an ancestor; see
+    /// [`StackTable::ancestor_at_depth`]), while the log loads.
+    #[serde(skip)]
+    jump: Vec<u32>,
+    /// Frames copied so far from references of the other kind, and the
+    /// most that may be (see [`crate::limits::copied_frames`]; 0: no cap).
+    #[serde(skip)]
+    copied: u64,
+    #[serde(skip)]
+    copy_limit: u64,
     // Rows.
     /// By stack index: the row and a copy of its head and flags (one memory
     /// access per allocation).
@@ -183,6 +193,9 @@ impl StackTable {
             frame: vec![-1],
             depth: vec![0],
             max_frame: vec![i32::MIN],
+            jump: vec![0],
+            copied: 0,
+            copy_limit: 0,
             by_index: IndexSlots::default(),
             index_of_row: Vec::new(),
             node: Vec::new(),
@@ -201,18 +214,55 @@ impl StackTable {
 
     // ----- the prefix tree
 
-    fn add_node(&mut self, parent: u32, frame: i32) -> u32 {
-        let id = self.parent.len() as u32;
-        self.parent.push(parent);
-        self.frame.push(frame);
-        self.depth.push(self.depth[parent as usize] + 1);
-        self.max_frame.push(self.max_frame[parent as usize].max(frame));
-        id
+    /// Sets how many frames may be copied from references of the other
+    /// kind (see [`crate::limits::copied_frames`]); only ever raised.
+    pub(crate) fn allow_copies(&mut self, frames: u64) {
+        self.copy_limit = self.copy_limit.max(frames);
     }
 
+    fn add_node(&mut self, parent: u32, frame: i32) -> Result<u32, Problem> {
+        let id = self.parent.len() as u32;
+        let p = parent as usize;
+        let depth = self.depth[p] + 1;
+        if depth > crate::limits::MAX_STACK_DEPTH {
+            return Err(Problem::StackTooDeep { limit: crate::limits::MAX_STACK_DEPTH });
+        }
+        if id == u32::MAX {
+            return Err(Problem::TooMany { what: "stack frames" });
+        }
+        // The jump pointer (Myers' skew-binary scheme): the parent's jump's
+        // jump when the parent's two jumps span equal depths, else the
+        // parent. Any ancestor is then reached in O(log depth) steps.
+        let jump = match self.jump.get(p) {
+            Some(&j) if self.jump.len() == self.parent.len() => {
+                let jj = self.jump[j as usize];
+                let (dp, dj, djj) = (self.depth[p], self.depth[j as usize], self.depth[jj as usize]);
+                if p != 0 && dp - dj == dj - djj {
+                    jj
+                } else {
+                    parent
+                }
+            }
+            _ => parent,
+        };
+        if self.jump.len() == self.parent.len() {
+            self.jump.push(jump);
+        }
+        self.parent.push(parent);
+        self.frame.push(frame);
+        self.depth.push(depth);
+        self.max_frame.push(self.max_frame[p].max(frame));
+        Ok(id)
+    }
+
+    /// The ancestor of `node` at `depth` (at most `node`'s depth), in
+    /// O(log depth) steps while the jump pointers are kept (the log
+    /// loads), by parent steps afterwards.
     fn ancestor_at_depth(&self, mut node: u32, depth: u32) -> u32 {
+        let jumps = self.jump.len() == self.parent.len();
         while self.depth[node as usize] > depth {
-            node = self.parent[node as usize];
+            let n = node as usize;
+            node = if jumps && self.depth[self.jump[n] as usize] >= depth { self.jump[n] } else { self.parent[n] };
         }
         node
     }
@@ -414,7 +464,17 @@ impl StackTable {
                         node = anc;
                     } else {
                         // The reference's type and size are copied as
-                        // function ids, or frames are copied from an offset.
+                        // function ids, or frames are copied from an offset:
+                        // new nodes, within the log's allowance.
+                        let copied = self.copied.saturating_add(shared as u64);
+                        if self.copy_limit > 0 && copied > self.copy_limit {
+                            return Err(Problem::OverMemoryRule {
+                                what: "stack frames copied from reference stacks of the other kind",
+                                count: copied,
+                                limit: self.copy_limit,
+                            });
+                        }
+                        self.copied = copied;
                         let mut list = Vec::with_capacity(ref_len);
                         if ref_head == 2 {
                             list.extend_from_slice(&self.info[r].head);
@@ -426,14 +486,14 @@ impl StackTable {
                             }
                         }
                         for &f in &list[had..had + shared] {
-                            node = self.add_node(node, f);
+                            node = self.add_node(node, f)?;
                         }
                     }
                 }
             }
         }
         for f in frames {
-            node = self.add_node(node, f.0);
+            node = self.add_node(node, f.0)?;
         }
         self.add(id, head, node, alloc.is_some())
     }
@@ -442,7 +502,7 @@ impl StackTable {
     pub(crate) fn define_plain(&mut self, id: StackId, frames: impl Iterator<Item = FunctionId>) -> Result<(), Problem> {
         let mut node = 0u32;
         for f in frames {
-            node = self.add_node(node, f.0);
+            node = self.add_node(node, f.0)?;
         }
         self.add(id, None, node, false)
     }
@@ -620,6 +680,7 @@ impl StackTable {
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.parent.capacity() * 16
+            + self.jump.capacity() * 4
             + self.by_index.heap_bytes()
             + self.index_of_row.capacity() * 4
             + self.node.capacity() * 4
@@ -633,6 +694,8 @@ impl StackTable {
         self.frame.shrink_to_fit();
         self.depth.shrink_to_fit();
         self.max_frame.shrink_to_fit();
+        // Only the builder looks up ancestors.
+        self.jump = Vec::new();
         self.by_index.shrink();
         self.index_of_row.shrink_to_fit();
         self.node.shrink_to_fit();
@@ -705,5 +768,41 @@ mod tests {
         n(&mut t, 3, 0, None, None, &[4, 16]);
         let a = t.alloc_stack(StackId(3)).unwrap();
         assert_eq!((a.type_id, a.size), (TypeId(4), 16));
+    }
+
+    #[test]
+    fn ancestors_by_jump_pointers_equal_parent_walks() {
+        let mut t = StackTable::new();
+        let mut nodes: Vec<u32> = vec![0];
+        for i in 1..400usize {
+            // Mostly one long chain, with branches off earlier nodes.
+            let parent = if i % 7 == 3 { nodes[i / 2] } else { nodes[i - 1] };
+            nodes.push(t.add_node(parent, i as i32).unwrap());
+        }
+        for &n in &nodes {
+            for d in 0..=t.depth[n as usize] {
+                let mut m = n;
+                while t.depth[m as usize] > d {
+                    m = t.parent[m as usize];
+                }
+                assert_eq!(t.ancestor_at_depth(n, d), m, "node {n} depth {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn copies_from_the_other_kind_stop_at_the_allowance() {
+        let mut t = StackTable::new();
+        t.allow_copies(10);
+        n(&mut t, 1, 0, None, None, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        // Frames from offset 2 of a frames-only stack: copied (6 frames).
+        n(&mut t, 2, 8 * 4 + 2, None, Some(1), &[]);
+        assert_eq!(t.list(t.row_of(2).unwrap()), vec![3, 4, 5, 6, 7, 8]);
+        let e = t.define_compressed(StackId(3), 8 * 4 + 2, None, Some(StackId(1)), std::iter::empty(), 1000);
+        assert!(matches!(e, Err(Problem::OverMemoryRule { count: 12, limit: 10, .. })), "{e:?}");
+        // Shared prefixes of the same kind cost nothing.
+        for id in 4..100 {
+            n(&mut t, id, 8 * 4, None, Some(1), &[9]);
+        }
     }
 }

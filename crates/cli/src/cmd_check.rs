@@ -146,7 +146,7 @@ fn run(args: Args) -> Result<ExitCode> {
             bail!("{} exists; choose another file or give --force to replace it", path.display());
         }
     }
-    let open = |log: &PathBuf| LoadArgs { log: log.clone(), threads: args.threads, strict: false };
+    let open = |log: &PathBuf| LoadArgs { log: log.clone(), threads: args.threads, strict: false, decompress: Default::default() };
     let quiet = args.quiet || args.json;
     let a = load(&open(&args.baseline), quiet)?;
     let b = load(&open(&args.candidate), quiet)?;

@@ -27,7 +27,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.a.as_os_str() == "-" && args.b.as_os_str() == "-" {
         bail!("standard input (`-`) can be read once: give at most one of the two logs as `-`");
     }
-    let open = |log: &PathBuf| LoadArgs { log: log.clone(), threads: args.threads, strict: false };
+    let open = |log: &PathBuf| LoadArgs { log: log.clone(), threads: args.threads, strict: false, decompress: Default::default() };
     let a = load(&open(&args.a), args.out.quiet)?;
     let b = load(&open(&args.b), args.out.quiet)?;
     let mut d = diff(&a.model, &b.model);

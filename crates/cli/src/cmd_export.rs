@@ -251,7 +251,7 @@ fn run_dataset(args: &Args, dataset: &Path) -> Result<()> {
     };
     let mut done = Vec::new();
     for (log, name) in logs.iter().zip(&names) {
-        let load = crate::common::LoadArgs { log: log.clone(), threads: args.query.load.threads, strict: args.query.load.strict };
+        let load = crate::common::LoadArgs { log: log.clone(), threads: args.query.load.threads, strict: args.query.load.strict, decompress: args.query.load.decompress };
         let loaded = crate::load::load(&load, args.query.out.quiet)?;
         let model = &loaded.model;
         let filter = args.query.filter(model)?;

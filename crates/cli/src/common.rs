@@ -17,6 +17,47 @@ pub struct LoadArgs {
     /// Treat the first irregularity in the log as an error.
     #[arg(long)]
     pub strict: bool,
+    /// Limits on decompressing a `.gz` or `.zst` log.
+    #[command(flatten)]
+    pub decompress: DecompressArgs,
+}
+
+/// Limits on decompressing a log (see "The memory rule" in the guide).
+#[derive(clap::Args, Clone, Copy, Debug, Default)]
+pub struct DecompressArgs {
+    /// Largest expansion of a compressed log that is read (decompressed
+    /// bytes per compressed byte; the first 64 MiB are always read) [default: 250]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_ratio: Option<u64>,
+    /// Largest decompressed log that is read, in bytes (K, M, G and T
+    /// suffixes: powers of 1024) [default: 32G]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_decompressed: Option<u64>,
+}
+
+impl DecompressArgs {
+    /// The library's limits from the flags.
+    pub fn limits(&self) -> clrprof::limits::DecompressLimits {
+        let d = clrprof::limits::DecompressLimits::default();
+        clrprof::limits::DecompressLimits {
+            max_ratio: self.max_ratio.unwrap_or(d.max_ratio),
+            max_bytes: self.max_decompressed.unwrap_or(d.max_bytes),
+            ..d
+        }
+    }
+}
+
+/// A size in bytes with an optional K, M, G or T suffix (powers of 1024).
+fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let (digits, shift) = match s.as_bytes().last().map(u8::to_ascii_uppercase) {
+        Some(b'K') => (&s[..s.len() - 1], 10),
+        Some(b'M') => (&s[..s.len() - 1], 20),
+        Some(b'G') => (&s[..s.len() - 1], 30),
+        Some(b'T') => (&s[..s.len() - 1], 40),
+        _ => (s, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("`{s}` is not a size (a number of bytes, or with K, M, G, T)"))?;
+    n.checked_mul(1u64 << shift).ok_or_else(|| format!("`{s}` is too large"))
 }
 
 impl LoadArgs {
@@ -27,7 +68,7 @@ impl LoadArgs {
 
     /// Opens the log.
     pub fn open(&self) -> Result<LogSource> {
-        Ok(LogSource::open(&self.log)?)
+        Ok(LogSource::open_with(&self.log, &self.decompress.limits())?)
     }
 
     /// The path for messages.
@@ -239,10 +280,7 @@ impl QueryArgs {
     /// Tells on standard error how many warnings the load produced.
     pub fn report_warnings(&self, model: &Model) {
         if model.diagnostics().total() > 0 && !self.out.quiet {
-            eprintln!(
-                "clrprof: {} while reading; `clrprof stats` lists them",
-                count(model.diagnostics().total(), "warning", "warnings")
-            );
+            eprintln!("clrprof: {} while reading; `clrprof stats` lists them", count(model.diagnostics().total(), "warning", "warnings"));
         }
     }
 }

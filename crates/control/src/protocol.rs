@@ -251,7 +251,11 @@ impl<'a> Fields<'a> {
 
     fn only(&self, allowed: &[&str]) -> Result<(), String> {
         match self.fields.iter().find(|(k, _)| !allowed.contains(k)) {
-            Some((k, _)) => Err(format!("{} takes no field {k:?} (it takes: {})", self.verb, if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") })),
+            Some((k, _)) => Err(format!(
+                "{} takes no field {k:?} (it takes: {})",
+                self.verb,
+                if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
+            )),
             None => Ok(()),
         }
     }
@@ -313,6 +317,11 @@ pub fn parse_reply(line: &[u8]) -> Result<Reply, String> {
     match f.verb {
         "error" => Ok(Reply::error(f.get("message").unwrap_or("failed (no reason given)"))),
         "ok" => {
+            // Both would write `log`: such a reply could not be written
+            // back (found by fuzzing).
+            if f.get("index").is_some() && f.get("pid").is_some() {
+                return Err("a reply carries a dump (index=) or a status (pid=), not both".to_string());
+            }
             let mut r = Reply::ok();
             if f.get("index").is_some() {
                 r.dump = Some(DumpInfo {
@@ -347,6 +356,13 @@ pub fn parse_reply(line: &[u8]) -> Result<Reply, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_with_a_dump_and_a_status_is_refused() {
+        let line = b"ok\tindex=1\tlog=/tmp/a.log\tobjects=1\troots=1\tbytes=1\tmillis=1\tpid=4\tattached=1\tallocations=1\tcalls=0\tdumps=1\tversion=1\n";
+        let e = parse_reply(line).unwrap_err();
+        assert!(e.contains("not both"), "{e}");
+    }
 
     #[test]
     fn requests_round_trip_and_bad_ones_say_why() {
@@ -392,10 +408,7 @@ mod tests {
             Reply::ok(),
             Reply::error("no\tlog"),
             Reply { previous: Some(true), ..Reply::ok() },
-            Reply {
-                dump: Some(DumpInfo { index: 2, log: "/t/a b.log".into(), objects: 5, roots: 6, bytes: 7, millis: 8 }),
-                ..Reply::ok()
-            },
+            Reply { dump: Some(DumpInfo { index: 2, log: "/t/a b.log".into(), objects: 5, roots: 6, bytes: 7, millis: 8 }), ..Reply::ok() },
             Reply {
                 status: Some(Status {
                     pid: 9,
@@ -417,7 +430,9 @@ mod tests {
                 assert_eq!(back.error.as_deref(), Some("no log"));
             }
         }
-        assert!(parse_reply(b"ok\tindex=x\tlog=a\tobjects=1\troots=1\tbytes=1\tmillis=1").unwrap_err().contains("index=x: expected a decimal number"));
+        assert!(parse_reply(b"ok\tindex=x\tlog=a\tobjects=1\troots=1\tbytes=1\tmillis=1")
+            .unwrap_err()
+            .contains("index=x: expected a decimal number"));
         assert!(parse_reply(b"maybe").unwrap_err().contains("ok or error"));
     }
 }

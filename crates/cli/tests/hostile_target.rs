@@ -143,37 +143,6 @@ impl Drop for Fake {
     }
 }
 
-/// Waits for `child` at most `limit`: its output, and whether it had to
-/// be killed.
-fn finish_within(mut child: Child, limit: Duration) -> (Output, bool) {
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let o = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let e = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let start = Instant::now();
-    let mut killed = false;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > limit {
-            killed = true;
-            let _ = child.kill();
-            break child.wait().expect("wait");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    (Output { status, stdout: o.join().unwrap_or_default(), stderr: e.join().unwrap_or_default() }, killed)
-}
-
 fn clrprof(dir: &Path, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_clrprof"))
         .args(args)
@@ -208,7 +177,7 @@ fn record_sampled_with_a_duration_ends_against_a_target_that_never_stops() {
     let file = fake.dir.join("d.nettrace");
     let child = clrprof(&fake.dir, &["record", "--sampled", "-p", &pid, "--duration", "3", "-o", "d.nettrace"]);
     let limit = Duration::from_secs(3) + 3 * GRACE;
-    check_cut(&fake, "record --duration 3", finish_within(child, limit), limit, &file, "within 10 s");
+    check_cut(&fake, "record --duration 3", common::finish_within(child, limit), limit, &file, "within 10 s");
     assert!(fake.commands().lines().any(|l| l == "2 1"), "StopTracing was sent: {}", fake.commands());
 }
 
@@ -234,36 +203,11 @@ fn record_sampled_stopped_by_sigterm_ends_against_a_target_that_never_stops() {
             let _ = err.read_to_end(&mut rest);
             let _ = tx.send(rest);
         });
-        let (o, k) = finish_within_without_stderr(child, limit);
+        let (o, k) = common::finish_within(child, limit);
         (Output { stderr: rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default(), ..o }, k)
     };
     out.stderr.splice(0..0, line.into_bytes());
     check_cut(&fake, "record stopped by SIGTERM", (out, killed), limit, &file, "within 10 s");
-}
-
-/// As [`finish_within`], for a child whose standard error is read
-/// elsewhere.
-fn finish_within_without_stderr(mut child: Child, limit: Duration) -> (Output, bool) {
-    let mut out = child.stdout.take().expect("stdout");
-    let o = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let start = Instant::now();
-    let mut killed = false;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > limit {
-            killed = true;
-            let _ = child.kill();
-            break child.wait().expect("wait");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    (Output { status, stdout: o.join().unwrap_or_default(), stderr: Vec::new() }, killed)
 }
 
 #[test]
@@ -273,7 +217,7 @@ fn heap_dump_with_a_timeout_ends_against_a_target_that_never_stops() {
     let file = fake.dir.join("h.nettrace");
     let child = clrprof(&fake.dir, &["heap-dump", &pid, "--eventpipe", "--timeout", "5", "-o", "h.nettrace"]);
     let limit = Duration::from_secs(5) + 3 * GRACE;
-    check_cut(&fake, "heap-dump --timeout 5", finish_within(child, limit), limit, &file, "within 10 s");
+    check_cut(&fake, "heap-dump --timeout 5", common::finish_within(child, limit), limit, &file, "within 10 s");
 }
 
 #[test]
@@ -283,14 +227,14 @@ fn a_capture_stops_at_its_byte_cap() {
     let file = fake.dir.join("c.nettrace");
     let child = clrprof(&fake.dir, &["record", "--sampled", "-p", &pid, "--max-bytes", "1M", "-o", "c.nettrace"]);
     let limit = 3 * GRACE;
-    let size = check_cut(&fake, "record --max-bytes 1M", finish_within(child, limit), limit, &file, "cap of 1048576 bytes");
+    let size = check_cut(&fake, "record --max-bytes 1M", common::finish_within(child, limit), limit, &file, "cap of 1048576 bytes");
     assert_eq!(size, 1 << 20, "the trace is cut at the cap");
     // heap-dump's cap too.
     let child = clrprof(&fake.dir, &["heap-dump", &pid, "--max-bytes", "300K", "-o", "hc.nettrace"]);
     let size = check_cut(
         &fake,
         "heap-dump --max-bytes 300K",
-        finish_within(child, limit),
+        common::finish_within(child, limit),
         limit,
         &fake.dir.join("hc.nettrace"),
         "cap of 307200 bytes",

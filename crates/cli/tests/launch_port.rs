@@ -119,40 +119,6 @@ impl Drop for Squatter {
     }
 }
 
-/// Runs `cmd`, killed if it has not ended within `limit` (its output so
-/// far is returned, and the status says it was killed).
-fn run_within(cmd: &mut Command, limit: Duration) -> (Output, bool) {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).spawn().expect("start");
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let o = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let e = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let start = Instant::now();
-    let mut killed = false;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > limit {
-            killed = true;
-            let _ = child.kill();
-            break child.wait().expect("wait");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stdout = o.join().unwrap_or_default();
-    let stderr = e.join().unwrap_or_default();
-    (Output { status, stdout, stderr }, killed)
-}
-
 /// `record --sampled -o TRACE -- dotnet spawner.dll ARGS` with `TMPDIR` the
 /// shared folder.
 fn record(dn: &Dotnet, dir: &Path, tmp: &Path, trace: &str, args: &[&str]) -> Output {
@@ -165,7 +131,7 @@ fn record(dn: &Dotnet, dir: &Path, tmp: &Path, trace: &str, args: &[&str]) -> Ou
         .current_dir(dir)
         .env("TMPDIR", tmp)
         .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
-    let (out, killed) = run_within(&mut cmd, Duration::from_secs(150));
+    let (out, killed) = common::run_within(&mut cmd, Duration::from_secs(150));
     assert!(!killed, "record --sampled -- spawner {args:?} still ran after 150 s: {}", String::from_utf8_lossy(&out.stderr));
     out
 }
@@ -327,7 +293,7 @@ fn the_agents_status_folder_stays_while_the_programs_processes_run() {
         .current_dir(&dir)
         .env("TMPDIR", &tmp)
         .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
-    let (out, killed) = run_within(&mut cmd, Duration::from_secs(150));
+    let (out, killed) = common::run_within(&mut cmd, Duration::from_secs(150));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!killed && out.status.success(), "{err}");
     // The grandchild starts 2 s after the program ended, record gone.

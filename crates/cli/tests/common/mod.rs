@@ -14,11 +14,7 @@ use std::process::{Command, Output};
 
 /// Runs `clrprof` from the repository root.
 pub fn clrprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clrprof"))
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-        .expect("run clrprof")
+    Command::new(env!("CARGO_BIN_EXE_clrprof")).args(args).current_dir(repo_root()).output().expect("run clrprof")
 }
 
 /// Compares `actual` with `crates/cli/tests/golden/NAME`, or writes it when
@@ -29,8 +25,8 @@ pub fn golden(name: &str, actual: &str) {
         std::fs::write(&path, actual).expect("write golden");
         return;
     }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
+    let expected =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
     assert_eq!(actual, expected, "output differs from {}", path.display());
 }
 
@@ -60,7 +56,8 @@ pub fn http(base: &str, token: &str, method: &str, path: &str) -> (u16, serde_js
     use std::io::{Read, Write};
     let host = base.trim_start_matches("http://");
     let mut s = std::net::TcpStream::connect(host).expect("connect to the UI");
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: {host}\r\nx-clrprof-token: {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").expect("request");
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: {host}\r\nx-clrprof-token: {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .expect("request");
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).expect("response");
     let text = String::from_utf8_lossy(&raw).into_owned();
@@ -102,4 +99,48 @@ pub fn start_ui(args: &[&str]) -> (Killed, String, String) {
     let url = first.trim().strip_prefix("clrprof ui: open ").unwrap_or_else(|| panic!("{first:?}")).to_string();
     let (base, token) = url.split_once("/?token=").expect("address and token");
     (Killed(child), base.to_string(), token.to_string())
+}
+
+/// Waits for `child` at most `limit`, reading its standard output and, if
+/// it was piped and not taken, its standard error: the output, and
+/// whether the child had to be killed (its status then says so).
+pub fn finish_within(mut child: std::process::Child, limit: std::time::Duration) -> (Output, bool) {
+    use std::io::Read;
+    fn drain(r: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    }
+    let o = drain(child.stdout.take());
+    let e = drain(child.stderr.take());
+    let start = std::time::Instant::now();
+    let mut killed = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            killed = true;
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    (Output { status, stdout: o.join().unwrap_or_default(), stderr: e.join().unwrap_or_default() }, killed)
+}
+
+/// Runs `cmd` with its output piped, killed if it has not ended within
+/// `limit` (as [`finish_within`]).
+pub fn run_within(cmd: &mut Command, limit: std::time::Duration) -> (Output, bool) {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("start");
+    finish_within(child, limit)
 }

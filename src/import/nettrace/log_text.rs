@@ -45,11 +45,15 @@ pub(super) struct LogText {
     /// Scratch for a stack's function ids.
     frames: Vec<i32>,
     pub unresolved_frames: u64,
+    /// Stacks deeper than [`MAX_FRAMES`], cut to their outermost frames.
+    pub cut_stacks: u64,
 }
 
-/// The most frames an allocation stack can share with its call stack
-/// (the `n` line's flag is 4 x frames + 1, a 32-bit number).
-const MAX_SHARED_FRAMES: usize = (i32::MAX as usize - 1) / 4;
+/// The most frames a stack keeps (its outermost ones): the deepest stack
+/// the model takes (2^20 frames; a .NET thread overflows its stack long
+/// before), well within what an `n` line's flag can share (4 x frames + 1,
+/// a 32-bit number).
+const MAX_FRAMES: usize = 1 << 20;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum FrameKey {
@@ -74,6 +78,7 @@ impl LogText {
             last_ms: None,
             frames: Vec::new(),
             unresolved_frames: 0,
+            cut_stacks: 0,
         }
     }
 
@@ -162,11 +167,13 @@ impl LogText {
         for ip in stack.frames() {
             ids.push(self.function(ip, methods));
         }
-        // CLRProfiler's stacks run from the outermost frame. A stack
-        // deeper than the flag field can share (2^29 frames) keeps its
-        // outermost frames only.
+        // CLRProfiler's stacks run from the outermost frame. A deeper
+        // stack than the model takes keeps its outermost frames only.
         ids.reverse();
-        ids.truncate(MAX_SHARED_FRAMES);
+        if ids.len() > MAX_FRAMES {
+            ids.truncate(MAX_FRAMES);
+            self.cut_stacks += 1;
+        }
         let known = match self.frame_lists.get(ids.as_slice()) {
             Some(&known) => known,
             None if ids.is_empty() => (0, 0),

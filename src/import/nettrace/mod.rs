@@ -166,6 +166,9 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
             w.gc.cut_ranges
         ));
     }
+    if w.log.cut_stacks > 0 {
+        warnings.push(format!("{} stack(s) deeper than 2^20 frames kept their outermost frames only", w.log.cut_stacks));
+    }
     if w.snapshot.stray_edges > 0 {
         warnings.push(format!("{} heap-walk edge(s) came with no node and were left out", w.snapshot.stray_edges));
     }

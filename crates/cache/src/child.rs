@@ -150,7 +150,7 @@ fn why(status: std::process::ExitStatus, said: &str, budget: u64, input_bytes: u
         };
         return format!("loading it needs more memory than its budget of {} MiB{rule}; it was stopped", budget >> 20);
     }
-    let last = said.lines().map(str::trim).filter(|l| !l.is_empty()).last();
+    let last = said.lines().map(str::trim).filter(|l| !l.is_empty()).next_back();
     match (last, status.signal()) {
         (Some(l), None) => l.strip_prefix("clrprof: ").unwrap_or(l).to_string(),
         (Some(l), Some(_)) => format!("the loader stopped ({status}): {l}"),

@@ -4,7 +4,9 @@
 //! the graph's objects.
 //!
 //! Run: `cargo +nightly fuzz run gcdump -- -max_len=65536 -rss_limit_mb=512`
-//! (seed the corpus with `../shared/corpus/eventpipe/test1.gcdump`).
+//! (seed the corpus with `../shared/corpus/eventpipe/test1.gcdump` and the
+//! bombs of `fuzz/seeds/gcdump/`, written by
+//! `UPDATE_SEEDS=1 cargo test --release -p clrprof-cli --test trace_bombs`).
 #![no_main]
 
 use clrprof::gcdump;

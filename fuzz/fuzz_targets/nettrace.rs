@@ -2,7 +2,15 @@
 //! its stack's frames and its decoded fields, then the summary. The
 //! reader must return (no panic), in time linear in the input (no hang),
 //! with memory bounded by the input (no allocation a length field asks
-//! for that the input cannot hold).
+//! for that the input cannot hold). Then the import into CLRProfiler
+//! records and the model: the made log at most 64 times the trace (plus
+//! 8 MiB), so that ranges, counts and stacks that claim more than the
+//! trace holds fail here, not only past `-rss_limit_mb`.
+//!
+//! The bombs of `fuzz/seeds/nettrace/` (a surviving range of 2^64 - 1
+//! bytes, one deep stack with many sizes; written by
+//! `UPDATE_SEEDS=1 cargo test --release -p clrprof-cli --test trace_bombs`)
+//! are seeds too: add `../fuzz/seeds/nettrace` to the folders below.
 //!
 //! Seeds: the corpus traces (read in place) and generated ones, e.g.
 //!
@@ -39,4 +47,13 @@ fuzz_target!(|data: &[u8]| {
     let _ = reader.warnings().len();
     let summary = reader.finish();
     std::hint::black_box((sum, summary.events, summary.lost_events));
+    if let Ok(imported) = clrprof::import::nettrace::to_log(data) {
+        assert!(
+            imported.log.len() <= 64 * data.len() + (8 << 20),
+            "a {}-byte trace made a {}-byte log",
+            data.len(),
+            imported.log.len()
+        );
+        let _ = clrprof::model::load(&imported.log, &Default::default());
+    }
 });

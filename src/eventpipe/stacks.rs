@@ -36,6 +36,12 @@ impl<'a> Stack<'a> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The stack's bytes (its instruction pointers), borrowed from the
+    /// trace: two events whose stacks are the same bytes of the trace
+    /// have the same stack.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
     /// The instruction pointers, innermost (the event's site) first.
     pub fn frames(&self) -> impl Iterator<Item = u64> + 'a {
         let p = self.pointer_size as usize;

@@ -91,6 +91,10 @@ fn decode_nodes(g: &mut HeapGraph, labels: &[u8], labels_at: usize, blob: &[u8],
     // whose nodes claim more children than that is refused, which bounds
     // memory and time by the blob's size.
     let budget = blob.len();
+    // Likewise their data: a label that two defined nodes share would let
+    // 4 bytes of the file stand for a whole object each time (a file of
+    // such labels costs tens of times its size once loaded). Refused.
+    let mut used = vec![0u64; blob.len().div_ceil(64)];
     for (i, l) in labels.chunks_exact(4).enumerate() {
         let label = u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize;
         let label_at = labels_at + 4 * i;
@@ -106,6 +110,15 @@ fn decode_nodes(g: &mut HeapGraph, labels: &[u8], labels_at: usize, blob: &[u8],
         let t = type_and_size >> 1;
         if t < 0 || t as usize >= types {
             return Err(Error::invalid(blob_at + label, "a node type index below the type count", i64::from(t)));
+        }
+        if t != 0 {
+            let (word, bit) = (label / 64, 1u64 << (label % 64));
+            if let Some(w) = used.get_mut(word) {
+                if *w & bit != 0 {
+                    return Err(Error::invalid(label_at, "a node label of its own (only undefined nodes share one)", label as i64));
+                }
+                *w |= bit;
+            }
         }
         let size_at = blob_at + pos;
         let size = if type_and_size & 1 != 0 { next("a node's size", &mut pos)? } else { g.type_sizes[t as usize] };

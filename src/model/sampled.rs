@@ -51,6 +51,9 @@ pub fn load_gcdump(bytes: &[u8], options: &LoadOptions, progress: impl FnMut(u64
         warnings,
         ..Default::default()
     };
+    // The graph is in the log now: its memory is given back before the
+    // log loads (peak memory is the log and the model, not the graph too).
+    drop(graph);
     let imported = Imported { log, sampling: None, facts };
     from_imported(imported, options, progress).map_err(TraceError::Model)
 }

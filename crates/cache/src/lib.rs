@@ -32,6 +32,8 @@
 
 #![deny(missing_docs)]
 
+pub mod child;
+
 use bincode::Options as _;
 use clrprof::model::Model;
 use std::fs::File;

@@ -34,11 +34,14 @@ pub struct Args {
     dataset: Option<PathBuf>,
 }
 
-/// The callback that appends an ended session's log to `dataset`.
-fn to_dataset(dataset: PathBuf) -> clrprof_collect::OnEnded {
+/// The callback that appends an ended session's log to `dataset`. The
+/// session is loaded in a child process under its memory budget
+/// (`clrprof_cache::child`): a session that needs more fails alone, and
+/// the collector goes on.
+fn to_dataset(dataset: PathBuf, loader: clrprof_cache::child::ChildLoader) -> clrprof_collect::OnEnded {
     clrprof_collect::OnEnded(std::sync::Arc::new(move |log: &std::path::Path, rec: &clrprof_collect::SessionRecord| {
         use clrprof_export::parquet::dataset::{append, LogInfo};
-        let model = match clrprof::model::load_path(log, &Default::default()) {
+        let model = match loader.load(log, None) {
             Ok(m) => m,
             Err(e) => {
                 eprintln!("clrprof collect: session {} not added to the dataset: {e}", rec.session);
@@ -81,7 +84,10 @@ pub fn run(args: Args) -> Result<()> {
         dir: args.dir,
         token_file: args.token_file,
         handshake_timeout: Duration::from_secs_f64(args.handshake_timeout.clamp(0.01, 3600.0)),
-        on_ended: args.dataset.clone().map(to_dataset),
+        on_ended: match args.dataset.clone() {
+            Some(d) => Some(to_dataset(d, crate::cmd_load_model::child_loader()?)),
+            None => None,
+        },
         ..Options::default()
     };
     // A long-running service: the reader of its output going away (a

@@ -40,6 +40,7 @@ pub fn run(args: Args) -> Result<()> {
         threads: args.threads.map(usize::from),
         quiet: args.quiet,
         collector: args.collector,
+        child_loader: Some(crate::cmd_load_model::child_loader()?),
     };
     // A long-running server: the reader of its output going away must not
     // kill it (see `cmd_collect`); its lines ignore failed writes.

@@ -14,6 +14,7 @@ mod cmd_export;
 mod cmd_heap_dump;
 mod cmd_heap_dump_eventpipe;
 mod cmd_lifetime;
+mod cmd_load_model;
 mod cmd_record;
 mod cmd_record_attached;
 mod cmd_record_sampled;
@@ -130,6 +131,10 @@ enum Command {
     /// Write pieces of one log (a collector's part, then the agent's
     /// spool) as one file.
     Join(cmd_join::Args),
+    /// Load a file and write its model to standard output (the UI and the
+    /// collector run it as a child under the file's memory budget).
+    #[command(name = "__load-model", hide = true)]
+    LoadModel(cmd_load_model::Args),
 }
 
 fn main() -> ExitCode {
@@ -180,6 +185,7 @@ fn main() -> ExitCode {
         Command::Cache(a) => cmd_cache::run(a),
         Command::Ctl(a) => cmd_ctl::run(a),
         Command::Join(a) => cmd_join::run(a),
+        Command::LoadModel(a) => cmd_load_model::run(a),
     };
     finish(result.map(|()| ExitCode::SUCCESS), json)
 }

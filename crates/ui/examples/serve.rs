@@ -12,7 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             logs.push(std::path::PathBuf::from(a));
         }
     }
-    let options = clrprof_ui::ServeOptions { logs, listen: listen.parse()?, threads: None, quiet: false, collector: None };
+    let options = clrprof_ui::ServeOptions { logs, listen: listen.parse()?, threads: None, quiet: false, collector: None, child_loader: None };
     clrprof_ui::serve(options, |url| println!("clrprof ui: open {url}"))?;
     Ok(())
 }

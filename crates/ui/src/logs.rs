@@ -9,6 +9,7 @@ use crate::growing_session::GrowingSession;
 use clrprof::format::LogSource;
 use clrprof::model::{self, LoadOptions, Model};
 use clrprof::query::{ages, lifetime, Ages, Filter, Lifetime};
+use clrprof_cache::child::ChildLoader;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -245,6 +246,9 @@ pub struct LogSet {
     slots: RwLock<Vec<Arc<LogSlot>>>,
     /// Held while sessions are refreshed (one refresh at a time).
     refreshing: Mutex<()>,
+    /// Loads each file in a child process under its memory budget (the
+    /// memory rule), when set: a file that needs more fails alone.
+    loader: Option<ChildLoader>,
 }
 
 fn now_ms() -> u64 {
@@ -255,7 +259,7 @@ impl LogSet {
     /// A set of logs still to be loaded from these files.
     pub fn from_paths(paths: &[PathBuf]) -> LogSet {
         let slots = paths.iter().map(|p| Arc::new(LogSlot::new(file_name(p), Some(p.clone()), None, State::Loading))).collect();
-        LogSet { slots: RwLock::new(slots), refreshing: Mutex::new(()) }
+        LogSet { slots: RwLock::new(slots), refreshing: Mutex::new(()), loader: None }
     }
 
     /// A set of models already loaded (benchmarks and tests), with the
@@ -271,7 +275,14 @@ impl LogSet {
                 Arc::new(slot)
             })
             .collect();
-        LogSet { slots: RwLock::new(slots), refreshing: Mutex::new(()) }
+        LogSet { slots: RwLock::new(slots), refreshing: Mutex::new(()), loader: None }
+    }
+
+    /// Loads each file in a child process under its memory budget
+    /// ([`clrprof_cache::child`]); `None`: in this process.
+    pub fn with_child_loader(mut self, loader: Option<ChildLoader>) -> LogSet {
+        self.loader = loader;
+        self
     }
 
     fn all(&self) -> Vec<Arc<LogSlot>> {
@@ -391,7 +402,7 @@ impl LogSet {
             if !matches!(slot.state.read().as_deref(), Ok(State::Loading)) {
                 continue;
             }
-            let outcome = load_one(slot, path, options, |d, t| progress(id, d, t));
+            let outcome = load_one(slot, path, options, self.loader.as_ref(), |d, t| progress(id, d, t));
             slot.set_state(match outcome {
                 Ok(l) => State::Ready(l),
                 Err(e) => State::Failed(e),
@@ -464,9 +475,9 @@ impl LogSet {
             // commands). A live one is read up to its last whole line.
             let finished = !live && std::fs::metadata(path).is_ok_and(|m| m.len() == whole);
             let loaded = if finished {
-                finish_session(slot, path, whole, options)
+                finish_session(slot, path, whole, options, self.loader.as_ref())
             } else if trace {
-                read_growing_trace(slot, path, whole, options)
+                read_growing_trace(slot, path, whole, options, self.loader.as_ref())
             } else {
                 read_growing(slot, path, whole, options)
             };
@@ -496,9 +507,15 @@ fn load_one(
     slot: &LogSlot,
     path: &Path,
     options: &LoadOptions,
+    loader: Option<&ChildLoader>,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<Arc<LoadedLog>, String> {
     let loaded = through_cache(slot, path, || {
+        if let Some(loader) = loader {
+            let total = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?.len();
+            slot.total.store(total, Ordering::Relaxed);
+            return loader.load(path, None);
+        }
         let source = LogSource::open(path).map_err(|e| e.to_string())?;
         let data = source.bytes();
         let total = data.len() as u64;
@@ -555,8 +572,21 @@ fn read_growing(slot: &LogSlot, path: &Path, upto: u64, options: &LoadOptions) -
 /// needs every method event before the allocations it names, and a
 /// sampled trace is small (its events are samples). The reader stops at
 /// the last complete block.
-fn read_growing_trace(slot: &LogSlot, path: &Path, upto: u64, options: &LoadOptions) -> Result<Arc<LoadedLog>, String> {
+fn read_growing_trace(
+    slot: &LogSlot,
+    path: &Path,
+    upto: u64,
+    options: &LoadOptions,
+    loader: Option<&ChildLoader>,
+) -> Result<Arc<LoadedLog>, String> {
     let start = std::time::Instant::now();
+    if let Some(loader) = loader {
+        slot.total.store(upto, Ordering::Relaxed);
+        let model = loader.load(path, Some(upto))?;
+        slot.done.store(upto, Ordering::Relaxed);
+        slot.read_bytes.store(upto, Ordering::Relaxed);
+        return Ok(Arc::new(LoadedLog::new(model, start.elapsed().as_secs_f64())));
+    }
     let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let data = &data[..(upto as usize).min(data.len())];
     slot.total.store(data.len() as u64, Ordering::Relaxed);
@@ -572,10 +602,16 @@ fn read_growing_trace(slot: &LogSlot, path: &Path, upto: u64, options: &LoadOpti
 /// A session that has ended (its file all whole lines, `len` bytes): the
 /// rest of the log read after what was read while it ran (or the whole
 /// log loaded, when it was never opened live), saved in the model cache.
-fn finish_session(slot: &LogSlot, path: &Path, len: u64, options: &LoadOptions) -> Result<Arc<LoadedLog>, String> {
+fn finish_session(
+    slot: &LogSlot,
+    path: &Path,
+    len: u64,
+    options: &LoadOptions,
+    loader: Option<&ChildLoader>,
+) -> Result<Arc<LoadedLog>, String> {
     let growing = slot.growing.lock().ok().and_then(|mut g| g.take());
     let Some(mut g) = growing else {
-        let loaded = load_one(slot, path, options, |_, _| {})?;
+        let loaded = load_one(slot, path, options, loader, |_, _| {})?;
         slot.read_bytes.store(len, Ordering::Relaxed);
         return Ok(loaded);
     };

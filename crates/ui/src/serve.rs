@@ -31,6 +31,11 @@ pub struct ServeOptions {
     /// The collector's directory whose sessions the page lists, opens and
     /// steers (`--collector DIR`).
     pub collector: Option<PathBuf>,
+    /// Loads each log in a child process under its memory budget (see
+    /// [`clrprof_cache::child`]): a file that needs more than the memory
+    /// rule allows is shown as failed, and the server and the other logs
+    /// go on. `None`: every log is loaded in the server's own process.
+    pub child_loader: Option<clrprof_cache::child::ChildLoader>,
 }
 
 /// How often the opened sessions' logs are looked at (and loaded again
@@ -55,9 +60,8 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiEr
         std::fs::File::open(p).map_err(|error| UiError::Open { path: p.clone(), error })?;
     }
     let token = Token::random().map_err(UiError::Token)?;
-    let logs = Arc::new(LogSet::from_paths(&options.logs));
-    let load_options =
-        LoadOptions { chunks: ChunkOptions { threads: options.threads, ..LoadOptions::default().chunks } };
+    let logs = Arc::new(LogSet::from_paths(&options.logs).with_child_loader(options.child_loader.clone()));
+    let load_options = LoadOptions { chunks: ChunkOptions { threads: options.threads, ..LoadOptions::default().chunks } };
     let app = match sessions {
         Some(dir) => App::with_collector(token, logs.clone(), dir, load_options.clone()),
         None => App::new(token, logs.clone()),

@@ -269,6 +269,7 @@ fn child_server() {
                 threads: Some(1),
                 quiet: true,
                 collector: None,
+                child_loader: None,
             };
             clrprof_ui::serve(options, say).expect("serve");
         }

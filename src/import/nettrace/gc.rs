@@ -11,6 +11,14 @@
 //! reported its survivors: the model then removes every sampled object
 //! in the condemned generations that no surviving or moved range covers;
 //! without them, removing nothing is the only truthful reading.
+//!
+//! What a range claims is checked before anything is written: a range
+//! ends inside the address space of the trace's pointer size (no wrap),
+//! and the log's `u`/`v` lengths being 32-bit, a range longer than 1 GiB
+//! takes one line per GiB out of a budget proportional to the trace's
+//! size ([`GcState::new`]); a range beyond the budget is cut short and
+//! counted ([`GcState::cut_ranges`]). A 609-byte trace claiming a range
+//! of 2^64 - 1 bytes is a warning, not 2^34 lines.
 
 use super::log_text::{dec, LogText};
 use crate::format::hex_lower;
@@ -24,14 +32,34 @@ pub(super) struct Range {
     pub reserved: u64,
 }
 
+/// The longest `u`/`v` line (the log's lengths are 32-bit).
+const PIECE: u64 = 1 << 30;
+
+/// Lines beyond the first of each range that any trace may spend, on top
+/// of its share by size (ranges of more than a GiB are rare: an array
+/// larger than a GiB that survives).
+const EXTRA_LINES_BASE: u64 = 1 << 16;
+
+/// Bytes of trace per extra line allowed: a line (about 40 bytes of text
+/// and the model's work on it) for every 16 bytes of trace keeps the log
+/// within a few times the trace's size.
+const TRACE_BYTES_PER_EXTRA_LINE: u64 = 16;
+
 /// The GC in progress and the counts so far.
-#[derive(Default)]
 pub(super) struct GcState {
     current: Option<Current>,
     /// GCs counted per generation (a gen-2 GC counts for 0 and 1 too).
     counts: [i64; 3],
     pub gcs: u64,
     pub survival_seen: bool,
+    /// The first address beyond the address space (2^32 for 4-byte
+    /// pointers; 2^64 for 8-byte ones, as `None`).
+    address_end: Option<u64>,
+    /// Lines beyond the first of each range still allowed.
+    extra_lines: u64,
+    /// Ranges cut short: longer than the address space leaves, or than
+    /// the budget of lines.
+    pub cut_ranges: u64,
 }
 
 struct Current {
@@ -53,6 +81,40 @@ fn is_induced(reason: u64) -> bool {
 }
 
 impl GcState {
+    /// The state of a trace of `trace_bytes` bytes whose pointers are
+    /// `pointer_size` bytes.
+    pub fn new(trace_bytes: usize, pointer_size: u32) -> GcState {
+        GcState {
+            current: None,
+            counts: [0; 3],
+            gcs: 0,
+            survival_seen: false,
+            address_end: (pointer_size < 8).then(|| 1u64 << (8 * pointer_size.max(1))),
+            extra_lines: EXTRA_LINES_BASE.saturating_add(trace_bytes as u64 / TRACE_BYTES_PER_EXTRA_LINE),
+            cut_ranges: 0,
+        }
+    }
+
+    /// The length of a range at `old` (moved to `new`) that can be
+    /// written: inside the address space at both ends, and within the
+    /// budget of lines (which it takes from).
+    fn writable_length(&mut self, old: u64, new: u64, length: u64) -> u64 {
+        let room = |at: u64| match self.address_end {
+            Some(end) => end.saturating_sub(at),
+            // 2^64 - at, without overflow (at 0: every length fits).
+            None => u64::MAX - at + u64::from(at > 0),
+        };
+        let fits = length.min(room(old)).min(room(new));
+        let extra = fits.div_ceil(PIECE).saturating_sub(1);
+        let allowed = extra.min(self.extra_lines);
+        self.extra_lines -= allowed;
+        let kept = if allowed < extra { (allowed + 1) * PIECE } else { fits };
+        if kept < length {
+            self.cut_ranges += 1;
+        }
+        kept
+    }
+
     /// `GC/Start`.
     pub fn start(&mut self, log: &mut LogText, depth: u64, reason: u64) {
         // A start without a stop before it: the previous GC's end is
@@ -111,10 +173,12 @@ impl GcState {
         }
         let mut line = Vec::with_capacity(64);
         for (old, new, length) in ranges {
-            // Lengths are 32-bit in the log: longer ranges in pieces.
+            // Lengths are 32-bit in the log: longer ranges in pieces, as
+            // many as the budget allows.
+            let length = self.writable_length(old, new, length);
             let mut done = 0u64;
             while done < length {
-                let piece = (length - done).min(1 << 30);
+                let piece = (length - done).min(PIECE);
                 line.clear();
                 if old == new {
                     line.extend_from_slice(b"v ");

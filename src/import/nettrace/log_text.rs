@@ -1,7 +1,16 @@
 //! The log being written: records as text, with the type, function and
 //! stack definitions each written once, before their first use.
+//!
+//! Stacks are shared, never copied per record: each distinct list of
+//! frames is written once, as a call stack (`n S 0 f...`), and each
+//! allocation stack (a type and size on those frames) refers to it
+//! (`n A 1+4k T SIZE S`, the `k` frames of `S` shared), so an allocation
+//! stack costs a line of five numbers whatever the depth. A trace that
+//! reuses one deep stack with many sizes costs the stack once, not once
+//! per size.
 
 use super::methods::MethodMap;
+use crate::eventpipe::Stack;
 use crate::format::{escape_name, hex_lower};
 use std::collections::HashMap;
 
@@ -13,8 +22,19 @@ pub(super) struct LogText {
     /// Method index (in the [`MethodMap`]) or unresolved address -> log
     /// function id.
     functions: HashMap<FrameKey, i32>,
-    /// (type id, size, function ids) -> log stack id.
-    stacks: HashMap<(i32, i32, Box<[i32]>), i32>,
+    /// Function ids (outermost first) -> the log id of the call stack
+    /// that lists them, and how many there are.
+    frame_lists: HashMap<Box<[i32]>, (i32, u32)>,
+    /// A trace's stack (its bytes' place in the trace) -> the same, so
+    /// that a stack used again is not resolved frame by frame again.
+    trace_stacks: HashMap<(usize, usize), (i32, u32)>,
+    /// The trace's bytes, as addresses: a stack borrowed from them is
+    /// known by its place (one that is not is resolved each time).
+    trace: std::ops::Range<usize>,
+    /// (type id, size, call stack id) -> log allocation stack id.
+    stacks: HashMap<(i32, i32, i32), i32>,
+    /// Log stack ids given so far.
+    stack_ids: i32,
     /// Method name and signature -> log function id: a method compiled
     /// more than once (tiered compilation: quick code first, optimized code
     /// later) is one function.
@@ -25,7 +45,15 @@ pub(super) struct LogText {
     /// Scratch for a stack's function ids.
     frames: Vec<i32>,
     pub unresolved_frames: u64,
+    /// Stacks deeper than [`MAX_FRAMES`], cut to their outermost frames.
+    pub cut_stacks: u64,
 }
+
+/// The most frames a stack keeps (its outermost ones): the deepest stack
+/// the model takes (2^20 frames; a .NET thread overflows its stack long
+/// before), well within what an `n` line's flag can share (4 x frames + 1,
+/// a 32-bit number).
+const MAX_FRAMES: usize = 1 << 20;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum FrameKey {
@@ -34,17 +62,23 @@ enum FrameKey {
 }
 
 impl LogText {
-    pub fn new() -> LogText {
+    pub fn new(trace: &[u8]) -> LogText {
+        let start = trace.as_ptr() as usize;
         LogText {
+            trace: start..start + trace.len(),
             out: Vec::with_capacity(1 << 20),
             types: HashMap::new(),
             functions: HashMap::new(),
             by_name: HashMap::new(),
+            frame_lists: HashMap::new(),
+            trace_stacks: HashMap::new(),
             stacks: HashMap::new(),
+            stack_ids: 0,
             modules: HashMap::new(),
             last_ms: None,
             frames: Vec::new(),
             unresolved_frames: 0,
+            cut_stacks: 0,
         }
     }
 
@@ -87,35 +121,82 @@ impl LogText {
         id
     }
 
-    /// The allocation stack for `frames` (innermost first, as EventPipe
-    /// gives them) with the allocated type and size, written as `f` and `n`
-    /// lines the first time.
-    pub fn alloc_stack(&mut self, type_id: i32, size: i32, frames: impl Iterator<Item = u64>, methods: &MethodMap) -> i32 {
-        let mut ids = std::mem::take(&mut self.frames);
-        ids.clear();
-        for ip in frames {
-            ids.push(self.function(ip, methods));
-        }
-        // CLRProfiler's stacks run from the outermost frame.
-        ids.reverse();
-        let key = (type_id, size, ids.clone().into_boxed_slice());
-        let next = self.stacks.len() as i32 + 1;
-        let id = *self.stacks.entry(key).or_insert(next);
+    /// The allocation stack for `stack` (innermost frame first, as
+    /// EventPipe gives it) with the allocated type and size: an `n` line
+    /// referring to the call stack of its frames (written once, the first
+    /// time those frames are seen), written the first time.
+    pub fn alloc_stack(&mut self, type_id: i32, size: i32, stack: &Stack<'_>, methods: &MethodMap) -> i32 {
+        let (frames_id, depth) = self.call_stack(stack, methods);
+        let next = self.stack_ids + 1;
+        let id = *self.stacks.entry((type_id, size, frames_id)).or_insert(next);
         if id == next {
+            self.stack_ids = next;
             self.out.extend_from_slice(b"n ");
             dec(&mut self.out, i64::from(id));
-            self.out.extend_from_slice(b" 1 ");
+            // Flag: an allocation stack (1) sharing all `depth` frames of
+            // the call stack (4 x depth; bit 2 clear: the reference has no
+            // type and size).
+            let flag = if depth > 0 { 1 + 4 * i64::from(depth) } else { 1 };
+            self.out.push(b' ');
+            dec(&mut self.out, flag);
+            self.out.push(b' ');
             dec(&mut self.out, i64::from(type_id));
             self.out.push(b' ');
             dec(&mut self.out, i64::from(size));
-            for f in &ids {
+            if depth > 0 {
                 self.out.push(b' ');
-                dec(&mut self.out, i64::from(*f));
+                dec(&mut self.out, i64::from(frames_id));
             }
             self.out.push(b'\n');
         }
-        self.frames = ids;
         id
+    }
+
+    /// The call stack of a trace's stack: its log id and depth (0 frames:
+    /// no stack, id 0), written as an `n` line the first time its list of
+    /// functions is seen.
+    fn call_stack(&mut self, stack: &Stack<'_>, methods: &MethodMap) -> (i32, u32) {
+        let bytes = stack.as_bytes();
+        let start = bytes.as_ptr() as usize;
+        let place = (self.trace.contains(&start) && start + bytes.len() <= self.trace.end).then_some((start, bytes.len()));
+        if let Some(known) = place.and_then(|p| self.trace_stacks.get(&p)) {
+            return *known;
+        }
+        let mut ids = std::mem::take(&mut self.frames);
+        ids.clear();
+        for ip in stack.frames() {
+            ids.push(self.function(ip, methods));
+        }
+        // CLRProfiler's stacks run from the outermost frame. A deeper
+        // stack than the model takes keeps its outermost frames only.
+        ids.reverse();
+        if ids.len() > MAX_FRAMES {
+            ids.truncate(MAX_FRAMES);
+            self.cut_stacks += 1;
+        }
+        let known = match self.frame_lists.get(ids.as_slice()) {
+            Some(&known) => known,
+            None if ids.is_empty() => (0, 0),
+            None => {
+                self.stack_ids += 1;
+                let known = (self.stack_ids, ids.len() as u32);
+                self.out.extend_from_slice(b"n ");
+                dec(&mut self.out, i64::from(known.0));
+                self.out.extend_from_slice(b" 0");
+                for f in &ids {
+                    self.out.push(b' ');
+                    dec(&mut self.out, i64::from(*f));
+                }
+                self.out.push(b'\n');
+                self.frame_lists.insert(ids.as_slice().into(), known);
+                known
+            }
+        };
+        if let Some(p) = place {
+            self.trace_stacks.insert(p, known);
+        }
+        self.frames = ids;
+        known
     }
 
     /// The function id of a frame, its `f` (and `m`) lines written the

@@ -115,7 +115,9 @@ impl MethodMap {
             return None;
         }
         let m = &self.methods[k - 1];
-        let covers = if m.size > 0 { ip < m.start + u64::from(m.size) } else { ip - m.start < ENTRY_POINT_REACH };
+        // `ip - start`, not `start + size`: a method claimed at the top of the
+        // address space must not overflow.
+        let covers = if m.size > 0 { ip - m.start < u64::from(m.size) } else { ip - m.start < ENTRY_POINT_REACH };
         covers.then_some(k - 1)
     }
 

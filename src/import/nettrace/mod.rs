@@ -110,9 +110,9 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
     let mut reader = NetTraceReader::new(bytes)?;
     let header = *reader.header();
     let mut w = Writer {
-        log: LogText::new(),
+        log: LogText::new(bytes),
         methods,
-        gc: GcState::default(),
+        gc: GcState::new(bytes.len(), header.pointer_size),
         snapshot: Snapshot::aligned(u64::from(header.pointer_size.max(4))),
         allocation_type_names: HashMap::new(),
         weights: Vec::new(),
@@ -160,6 +160,15 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
         w.undecodable.iter().map(|(name, count)| format!("{count} {name} event(s) could not be decoded and were left out")).collect();
     undecodable.sort();
     warnings.extend(undecodable);
+    if w.gc.cut_ranges > 0 {
+        warnings.push(format!(
+            "{} surviving or moved range(s) claimed more memory than the address space or the trace's size allows and were cut short",
+            w.gc.cut_ranges
+        ));
+    }
+    if w.log.cut_stacks > 0 {
+        warnings.push(format!("{} stack(s) deeper than 2^20 frames kept their outermost frames only", w.log.cut_stacks));
+    }
     if w.snapshot.stray_edges > 0 {
         warnings.push(format!("{} heap-walk edge(s) came with no node and were left out", w.snapshot.stray_edges));
     }
@@ -267,7 +276,7 @@ impl Writer<'_> {
             self.allocation_type_names.entry(handle).or_insert_with(|| name.clone());
         }
         let type_id = self.log.type_id(handle, || name);
-        let stack = self.log.alloc_stack(type_id, size as i32, e.stack.frames(), self.methods);
+        let stack = self.log.alloc_stack(type_id, size as i32, &e.stack, self.methods);
         self.log.alloc(e.header.thread.0, f.u64("Address").unwrap_or(0), stack);
         self.weights.push(allocation_sampled_weight(size) as f32);
         self.method = Some(SamplingMethod::AllocationSampled);
@@ -297,7 +306,7 @@ impl Writer<'_> {
                 (amount.clamp(1, i32::MAX as u64) as i32, 1.0)
             }
         };
-        let stack = self.log.alloc_stack(type_id, size, e.stack.frames(), self.methods);
+        let stack = self.log.alloc_stack(type_id, size, &e.stack, self.methods);
         self.log.alloc(e.header.thread.0, address, stack);
         self.weights.push(weight);
         self.method = Some(SamplingMethod::AllocationTick);

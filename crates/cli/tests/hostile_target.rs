@@ -14,7 +14,7 @@ mod common;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The grace the capture commands state (clrprof_trace::GRACE).
 const GRACE: Duration = Duration::from_secs(10);

@@ -15,7 +15,6 @@ mod common;
 
 use common::dotnet::{self, Dotnet, Runtime};
 use common::other_user::{self, OtherUser};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

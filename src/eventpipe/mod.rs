@@ -68,8 +68,10 @@
 //! # API structure
 //!
 //! - [`NetTraceReader`]: [`NetTraceReader::new`] reads the [`TraceHeader`];
-//!   [`NetTraceReader::next_event`] hands out [`Event`]s (a lending
-//!   iterator: each borrows the reader until the next call) or
+//!   [`NetTraceReader::next_event`] hands out [`Event`]s in time order
+//!   across threads (a lending iterator: each borrows the reader until the
+//!   next call; [`NetTraceReader::with_options`] and [`ReadOptions`] give
+//!   file order, [`Order::File`], or another bound on the merge) or
 //!   [`NetTraceReader::for_each`] visits them; [`NetTraceReader::finish`]
 //!   gives the [`ReadSummary`] (lost events, [`Warning`]s).
 //! - [`Event`]: the decoded [`EventHeader`] (typed ids: [`MetadataId`],
@@ -111,6 +113,7 @@ mod ids;
 mod kinds;
 mod labels;
 mod metadata;
+mod order;
 mod payload;
 mod reader;
 mod runtime_schemas;
@@ -126,6 +129,7 @@ pub use header::{is_nettrace, read_header, read_trace_info, TraceHeader, TraceIn
 pub use ids::{MetadataId, StackId, ThreadId, Timestamp};
 pub use labels::{LabelList, LabelValue};
 pub use metadata::{parse_metadata, parse_metadata_v6, EventMetadata, FieldDesc, FieldType};
+pub use order::{Order, ReadOptions};
 pub use payload::{Field, Utf16, Value};
 pub use reader::{Event, EventKind, NetTraceReader, ReadSummary};
 pub use runtime_schemas::ValueMap;

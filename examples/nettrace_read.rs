@@ -5,15 +5,18 @@
 //! `scripts/bench-nettrace.sh`.
 //!
 //! ```text
-//! cargo run --release --example nettrace_read -- TRACE [--keep-pages] [--all-fields | --no-fields]
+//! cargo run --release --example nettrace_read -- TRACE [--keep-pages] [--all-fields | --no-fields] [--file-order]
 //! ```
+//!
+//! Events come in time order (threads merged by timestamp), or as the file
+//! stores them with `--file-order`.
 //!
 //! The trace is mapped; pages already read are handed back to the kernel
 //! every 8 MB (`madvise(MADV_DONTNEED)`: a page touched again is read
 //! again from the file), so the resident size shows the reader's own
 //! memory, not the file's length. `--keep-pages` leaves them mapped, as
 //! the CLRProfiler log parser does.
-use clrprof::eventpipe::{NetTraceReader, Value};
+use clrprof::eventpipe::{NetTraceReader, Order, ReadOptions, Value};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -25,16 +28,17 @@ const KEEP_BEHIND: u64 = 12 << 20;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut path = None;
-    let (mut keep_pages, mut all_fields, mut no_fields) = (false, false, false);
+    let (mut keep_pages, mut all_fields, mut no_fields, mut file_order) = (false, false, false, false);
     for a in std::env::args().skip(1) {
         match a.as_str() {
             "--keep-pages" => keep_pages = true,
             "--all-fields" => all_fields = true,
             "--no-fields" => no_fields = true,
+            "--file-order" => file_order = true,
             _ => path = Some(a),
         }
     }
-    let path = path.ok_or("usage: nettrace_read TRACE [--keep-pages] [--all-fields | --no-fields]")?;
+    let path = path.ok_or("usage: nettrace_read TRACE [--keep-pages] [--all-fields | --no-fields] [--file-order]")?;
     let file = std::fs::File::open(&path)?;
     // Safety: the file is only read; a change under the mapping by
     // another process would give wrong bytes (reported as errors), not
@@ -42,7 +46,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let map = unsafe { memmap2::Mmap::map(&file)? };
     map.advise(memmap2::Advice::Sequential)?;
     let started = Instant::now();
-    let mut reader = NetTraceReader::new(&map)?;
+    let order = if file_order { Order::File } else { Order::Time };
+    let mut reader = NetTraceReader::with_options(&map, ReadOptions { order, ..ReadOptions::default() })?;
     let mut by_id: Vec<u64> = Vec::new();
     let (mut events, mut fields, mut frames, mut tick_bytes) = (0u64, 0u64, 0u64, 0u64);
     let mut released = 0u64;

@@ -199,7 +199,10 @@ fn runtime_and_event_source_events_decode() {
                 assert!(e.header.is_sorted);
                 assert!((h.msec(e.header.timestamp) - 0.01).abs() < 1e-9);
             }
-            2 => {
+            3 => {
+                // In time order: thread 0's GC/Start (at 200) comes after
+                // thread 1's RequestDone (at 150), which the file stores
+                // after it.
                 assert_eq!(e.name(), "GC/Start");
                 assert_eq!(get(&fields, "Count"), &Value::Unsigned(4, 4));
                 assert_eq!(get(&fields, "Depth"), &Value::Unsigned(1, 4));
@@ -208,7 +211,7 @@ fn runtime_and_event_source_events_decode() {
                 assert_eq!(e.header.activity_id, [0; 16]);
                 assert_eq!((e.header.sequence_number, e.header.timestamp.0), (2, (SYNC + 200) as i64));
             }
-            3 => {
+            2 => {
                 assert_eq!((e.name(), e.provider()), ("RequestDone", "Demo-Source"));
                 let m = &e.kind.unwrap().metadata;
                 assert_eq!((m.event_id, m.version, m.level, m.keywords), (7, 1, 5, 0xf0));

@@ -661,7 +661,7 @@ fn dotnet_root_groups_become_root_kinds() {
         let text = String::from_utf8_lossy(&log);
         let first = text.lines().next().unwrap();
         assert!(first.contains("written by dotnet-gcdump") && first.contains("of process app (pid 4242)"), "{first}");
-        assert!(first.contains("5 objects, 1000118 bytes, 12 types, 6 roots, 64-bit"), "{first}");
+        assert!(first.contains("5 objects, 1000118 bytes, 12 types, 6 roots, 0 unnamed roots"), "{first}");
         assert!(first.contains("counts and sizes are estimates"), "{first}");
         assert_eq!(first.contains("addresses synthesized"), !with_addresses, "{first}");
 
@@ -768,11 +768,45 @@ fn a_graph_without_roots_is_still_one_dump() {
     let (g, model, _) = synthetic(&d);
     let t = model.heap_dumps();
     assert_eq!(t.dumps().len(), 1);
-    assert_eq!(t.roots(&t.dumps()[0]).len(), 0);
+    // No root names an object: what holds them is unnamed, not nothing.
+    // The two Foos are the sources (one refers to the Object[], which
+    // refers to the strings; the other to itself).
+    let roots = t.roots(&t.dumps()[0]);
+    assert_eq!(roots.len(), 2, "{roots:?}");
+    assert!(roots.iter().all(|r| r.flags == clrprof::format::records::ROOT_UNNAMED && r.kind == 0), "{roots:?}");
+    let r = clrprof::query::dumps::retained(&model, clrprof::query::dumps::DumpIndex(0), 0).unwrap();
+    assert_eq!(r.unreachable_objects, 0);
     assert_eq!(t.object_count(&t.dumps()[0]), g.object_count());
     let by_type = clrprof::query::dumps::by_type(&model, clrprof::query::dumps::DumpIndex(0)).unwrap();
     let foo = by_type.types.iter().find(|r| r.name == "Foo<T").unwrap();
     assert_eq!((foo.objects, foo.bytes), (2, 48));
+}
+
+/// Objects that no root of the file reaches are held by unnamed roots: one
+/// per group no other unreached object reaches, so that retained sizes
+/// and paths cover them (PerfView's orphans), never "unreachable".
+#[test]
+fn objects_no_root_reaches_get_unnamed_roots() {
+    let mut d = synth::dotnet(10, true);
+    // The local vars no longer hold the Foo at 0x7f00_0010_0000 (which
+    // refers to the Object[] and a pseudo-node), and the static var no
+    // longer holds the Foo that refers to itself.
+    d.nodes[2].children = vec![7];
+    d.nodes[11].children.clear();
+    let (_, model, log) = synthetic(&d);
+    let first = String::from_utf8_lossy(&log).lines().next().unwrap_or("").to_string();
+    assert!(first.contains("4 roots, 2 unnamed roots"), "{first}");
+    let t = model.heap_dumps();
+    let unnamed: Vec<u64> =
+        t.roots(&t.dumps()[0]).iter().filter(|r| r.flags & clrprof::format::records::ROOT_UNNAMED != 0).map(|r| r.address.0).collect();
+    assert_eq!(unnamed, vec![0x7f00_0010_0000, 0x7f00_0010_0020]);
+    let index = clrprof::query::dumps::DumpIndex(0);
+    let r = clrprof::query::dumps::retained(&model, index, 10).unwrap();
+    assert_eq!((r.unreachable_objects, r.unreachable_bytes), (0, 0));
+    // The Foo reached only through an unnamed root: its path says so.
+    let p = clrprof::query::dumps::paths_to(&model, index, "Foo", 10).unwrap();
+    assert_eq!(p.unreachable, 0);
+    assert!(p.paths.iter().all(|path| path.root.name == "Unnamed"), "{:?}", p.paths);
 }
 
 #[test]

@@ -134,6 +134,16 @@ pub enum Warning {
         /// Why.
         error: Error,
     },
+    /// Time order: more events waited to be merged than the reader's
+    /// bound ([`super::ReadOptions::max_pending`]); they were handed out
+    /// at once in timestamp order, so events read after `offset` may be
+    /// older than events before it.
+    OrderCap {
+        /// The event that went past the bound.
+        offset: u64,
+        /// Events waiting then.
+        pending: u64,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -158,6 +168,11 @@ impl fmt::Display for Warning {
                 write!(f, "byte {offset}: event names label list {id}, which is not defined since the last sequence point")
             }
             Warning::BadMetadata { error } => write!(f, "unreadable metadata record: {error}"),
+            Warning::OrderCap { offset, pending } => write!(
+                f,
+                "byte {offset}: {pending} events waited to be put in time order, more than the reader holds; \
+                 they were handed out at once, and events after them may be out of time order"
+            ),
         }
     }
 }

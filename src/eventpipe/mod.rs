@@ -3,7 +3,8 @@
 //! `.nettrace` files are what .NET's EventPipe writes (`dotnet-trace`,
 //! `dotnet-monitor`, or the runtime itself with `DOTNET_EnableEventPipe=1`).
 //! This module reads both formats over a byte slice (a mapped file), in
-//! one pass, holding no events:
+//! one pass, holding no events but those waiting to be merged in time
+//! order:
 //!
 //! - the FastSerialization-framed format (Trace object version 4, the "V4"
 //!   and "V5" formats of .NET Core 3.0 to .NET 9);
@@ -25,7 +26,14 @@
 //! [`EventHeader::activity_id`] and [`EventHeader::related_activity_id`],
 //! and the runtime's events decode through the same built-in schemas.
 //! Memory is bounded by the event kinds, the stacks and label lists of one
-//! sequence-point region and the threads.
+//! sequence-point region, the threads and the events waiting to be merged
+//! (at most one region's, capped by [`ReadOptions::max_pending`]).
+//!
+//! Events come in time order across threads: EventPipe orders events
+//! within a thread only, and the reader merges the threads by timestamp
+//! within each sequence-point region, as TraceEvent does (see
+//! [`ReadOptions`] for the bound, and [`Order::File`] for the file's
+//! order).
 //!
 //! How it was checked: V4 and V5 against traces written by .NET Core 3.0,
 //! 5.0 and 6.0 and TraceEvent's own readings of them
@@ -68,8 +76,10 @@
 //! # API structure
 //!
 //! - [`NetTraceReader`]: [`NetTraceReader::new`] reads the [`TraceHeader`];
-//!   [`NetTraceReader::next_event`] hands out [`Event`]s (a lending
-//!   iterator: each borrows the reader until the next call) or
+//!   [`NetTraceReader::next_event`] hands out [`Event`]s in time order
+//!   across threads (a lending iterator: each borrows the reader until the
+//!   next call; [`NetTraceReader::with_options`] and [`ReadOptions`] give
+//!   file order, [`Order::File`], or another bound on the merge) or
 //!   [`NetTraceReader::for_each`] visits them; [`NetTraceReader::finish`]
 //!   gives the [`ReadSummary`] (lost events, [`Warning`]s).
 //! - [`Event`]: the decoded [`EventHeader`] (typed ids: [`MetadataId`],
@@ -111,6 +121,7 @@ mod ids;
 mod kinds;
 mod labels;
 mod metadata;
+mod order;
 mod payload;
 mod reader;
 mod runtime_schemas;
@@ -126,6 +137,7 @@ pub use header::{is_nettrace, read_header, read_trace_info, TraceHeader, TraceIn
 pub use ids::{MetadataId, StackId, ThreadId, Timestamp};
 pub use labels::{LabelList, LabelValue};
 pub use metadata::{parse_metadata, parse_metadata_v6, EventMetadata, FieldDesc, FieldType};
+pub use order::{Order, ReadOptions};
 pub use payload::{Field, Utf16, Value};
 pub use reader::{Event, EventKind, NetTraceReader, ReadSummary};
 pub use runtime_schemas::ValueMap;

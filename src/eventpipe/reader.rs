@@ -1,5 +1,7 @@
 //! The streaming reader: blocks in file order, metadata and stacks kept
-//! for the events that refer to them, events handed out one at a time.
+//! for the events that refer to them, events handed out one at a time in
+//! time order (merged across threads, see [`super::order`]) or in file
+//! order.
 
 use super::block::{read_block, read_block_v6, Block, BlockKind};
 use super::cursor::Cursor;
@@ -10,6 +12,7 @@ use super::ids::ThreadId;
 use super::kinds::KindTable;
 use super::labels::{LabelCache, LabelList};
 use super::metadata::{parse_metadata, parse_metadata_v6, EventMetadata};
+use super::order::{Merge, Order, Pending, ReadOptions};
 use super::payload::{decode_metadata_fields, decode_schema, Field};
 use super::runtime_schemas::{lookup, name_of, RuntimeEvent, RuntimeProvider};
 use super::sequence_points::{SequencePoint, SequenceTracker};
@@ -150,15 +153,23 @@ pub struct ReadSummary {
 }
 
 /// Reads a NetTrace from bytes in memory (a mapped file, a buffer) in one
-/// pass, without holding events: memory is bounded by the event kinds,
-/// the stacks of one sequence-point region and the threads.
+/// pass: memory is bounded by the event kinds, the stacks of one
+/// sequence-point region, the threads and, in time order, the events
+/// waiting to be merged (at most one region's, see [`ReadOptions`]).
 ///
-/// Events come in file order, which is not time order across threads
-/// (each region between sequence points is; sort by timestamp within one
-/// if needed).
+/// Events come in time order across threads ([`Order::Time`], the
+/// default): EventPipe orders events within a thread only, and the
+/// reader merges the threads by timestamp within each sequence-point
+/// region, as TraceEvent does. [`Order::File`] gives them as stored.
 #[derive(Debug)]
 pub struct NetTraceReader<'a> {
     bytes: &'a [u8],
+    options: ReadOptions,
+    merge: Merge<'a>,
+    /// An error met while events still waited: returned after them.
+    deferred: Option<Error>,
+    /// V6 thread indexes removed while their events may still wait.
+    removed_threads: Vec<u64>,
     header: TraceHeader,
     info: TraceInfo,
     v6: bool,
@@ -176,13 +187,23 @@ pub struct NetTraceReader<'a> {
 }
 
 impl<'a> NetTraceReader<'a> {
-    /// Reads the trace's header; events follow with [`Self::next_event`].
+    /// Reads the trace's header; events follow with [`Self::next_event`],
+    /// in time order.
     pub fn new(bytes: &'a [u8]) -> Result<Self, Error> {
+        Self::with_options(bytes, ReadOptions::default())
+    }
+
+    /// Reads the trace's header; events follow in the order `options` asks.
+    pub fn with_options(bytes: &'a [u8], options: ReadOptions) -> Result<Self, Error> {
         let info = read_trace_info(bytes)?;
         let header = info.header;
         let v6 = header.version >= 6;
         Ok(NetTraceReader {
             bytes,
+            options,
+            merge: Merge::default(),
+            deferred: None,
+            removed_threads: Vec::new(),
             header,
             info,
             v6,
@@ -198,6 +219,11 @@ impl<'a> NetTraceReader<'a> {
             done: false,
             complete: false,
         })
+    }
+
+    /// The order events come in.
+    pub fn order(&self) -> Order {
+        self.options.order
     }
 
     /// The Trace object.
@@ -234,9 +260,12 @@ impl<'a> NetTraceReader<'a> {
     /// The next event, `Ok(None)` at the end. A trace cut short ends at
     /// its last complete block with a [`Warning::Truncated`]; damage inside
     /// the trace is an error with its offset (events before it were
-    /// already handed out).
+    /// already handed out, the ones waiting to be merged included).
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>, Error> {
         loop {
+            if let Some(p) = self.merge.pop() {
+                return Ok(Some(self.event(p.offset, p.header, p.payload)));
+            }
             if let Some((blobs, is_metadata)) = &mut self.blobs {
                 match blobs.next() {
                     Some(Ok((offset, header, payload))) => {
@@ -249,18 +278,37 @@ impl<'a> NetTraceReader<'a> {
                             }
                             continue;
                         }
-                        return Ok(Some(self.event(offset, header, payload)));
+                        self.count(offset, &header);
+                        // In file order, or a sorted event with nothing
+                        // waiting (it would release itself alone): out now.
+                        if self.options.order == Order::File || (header.is_sorted && self.merge.pending() == 0) {
+                            return Ok(Some(self.event(offset, header, payload)));
+                        }
+                        self.merge.push(Pending { offset, header, payload });
+                        if self.merge.pending() > self.options.max_pending && !self.merge.releasing() {
+                            self.warnings.push(Warning::OrderCap { offset, pending: self.merge.pending() as u64 });
+                            self.merge.release_all();
+                        }
+                        continue;
                     }
                     Some(Err(e)) => {
                         self.done = true;
                         self.blobs = None;
-                        return Err(e);
+                        self.defer(e);
+                        continue;
                     }
                     None => self.blobs = None,
                 }
             }
             if self.done {
-                return Ok(None);
+                if self.merge.pending() > 0 {
+                    self.merge.release_all();
+                    continue;
+                }
+                return match self.deferred.take() {
+                    Some(e) => Err(e),
+                    None => Ok(None),
+                };
             }
             let next = if self.v6 { read_block_v6(self.bytes, self.next_block) } else { read_block(self.bytes, self.next_block) };
             match next {
@@ -269,20 +317,37 @@ impl<'a> NetTraceReader<'a> {
                     self.complete = true;
                 }
                 Ok(Some(b)) => {
+                    // A sequence point ends a region: its waiting events go
+                    // out first (stacks, labels, threads and metadata may
+                    // be forgotten at it). The block is read again after.
+                    if b.kind == BlockKind::SequencePoint && self.merge.pending() > 0 {
+                        self.merge.release_all();
+                        continue;
+                    }
                     self.next_block = b.end_offset;
                     let r = if self.v6 { self.block_v6(&b) } else { self.block(&b) };
-                    r.inspect_err(|_| self.done = true)?;
+                    if let Err(e) = r {
+                        self.done = true;
+                        self.defer(e);
+                    }
                 }
                 Err(error) => {
                     self.done = true;
                     if let ErrorKind::UnexpectedEnd { .. } = error.kind {
                         let unread = (self.bytes.len() as u64).saturating_sub(self.next_block);
                         self.warnings.push(Warning::Truncated { complete_until: self.next_block, unread_bytes: unread, error });
-                        return Ok(None);
+                    } else {
+                        self.defer(error);
                     }
-                    return Err(error);
                 }
             }
+        }
+    }
+
+    /// An error to return once the events read before it are handed out.
+    fn defer(&mut self, e: Error) {
+        if self.deferred.is_none() {
+            self.deferred = Some(e);
         }
     }
 
@@ -332,9 +397,13 @@ impl<'a> NetTraceReader<'a> {
                 self.name_lost_threads(n);
                 self.stacks.clear();
                 self.labels.clear();
+                for index in std::mem::take(&mut self.removed_threads) {
+                    self.threads.remove(index);
+                }
                 if sp.flushes_threads() {
                     self.threads.clear();
                     self.sequence.clear();
+                    self.merge.forget_threads();
                 }
                 if sp.flushes_metadata() {
                     self.kinds.clear();
@@ -352,7 +421,13 @@ impl<'a> NetTraceReader<'a> {
                     self.sequence.checkpoint(ThreadId(index), seq, b.body_offset, &mut self.warnings);
                     self.name_lost_threads(n);
                     self.sequence.remove(ThreadId(index));
-                    self.threads.remove(index);
+                    // Its events may still wait to be merged: the row goes
+                    // at the next sequence point (or now, in file order).
+                    if self.options.order == Order::File || self.merge.pending() == 0 {
+                        self.threads.remove(index);
+                    } else {
+                        self.removed_threads.push(index);
+                    }
                 }
             }
             BlockKind::LabelList => self.labels.add_block(b.body, b.body_offset)?,
@@ -371,14 +446,22 @@ impl<'a> NetTraceReader<'a> {
         }
     }
 
+    /// Counts an event as read (in file order): its sequence number.
     #[inline]
-    fn event(&mut self, offset: u64, mut header: EventHeader, payload: &'a [u8]) -> Event<'_> {
+    fn count(&mut self, offset: u64, header: &EventHeader) {
         self.events += 1;
         let n = self.warnings.len();
         self.sequence.event(ThreadId(header.capture_thread_index), header.sequence_number, offset, &mut self.warnings);
+        if self.v6 && self.warnings.len() > n {
+            self.name_lost_threads(n);
+        }
+    }
+
+    /// An event as handed out: its thread, labels, kind and stack resolved.
+    #[inline]
+    fn event(&mut self, offset: u64, mut header: EventHeader, payload: &'a [u8]) -> Event<'_> {
         let (mut labels, mut thread_info) = (None, None);
         if self.v6 {
-            self.name_lost_threads(n);
             thread_info = self.threads.get(header.thread_index);
             if thread_info.is_none() {
                 self.warnings.push(Warning::UndefinedThread { offset, index: header.thread_index });

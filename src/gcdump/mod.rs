@@ -49,6 +49,7 @@ mod graph;
 mod heap_dump;
 mod ids;
 mod memory_graph;
+pub(crate) mod orphans;
 mod serialization;
 mod to_log;
 

@@ -20,7 +20,13 @@
 //! group (a JavaScript heap's roots) are of kind other. Root ids are 0 (a
 //! `.gcdump` keeps no handle or frame).
 //!
-//! A graph without roots gets one `e` line at address 0: it starts the
+//! Objects that no root reaches are held by something the snapshot does
+//! not name, never garbage (every object of a snapshot survived its GC):
+//! a minimal set of them become roots of kind other with the
+//! [`ROOT_UNNAMED`] flag (see `orphans`), so that every object is
+//! reached.
+//!
+//! A graph without objects gets one `e` line at address 0: it starts the
 //! dump and names no root.
 //!
 //! Pseudo-nodes and undefined nodes are not objects: no `o` line, and
@@ -30,7 +36,8 @@
 
 use super::graph::{HeapGraph, NodeKind};
 use super::ids::NodeIndex;
-use crate::format::records::{Comment, HeapObject, Root, Tick, TypeDef, ROOT_PINNING, ROOT_REFCOUNTED};
+use super::orphans::unnamed_roots;
+use crate::format::records::{Comment, HeapObject, Root, Tick, TypeDef, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_UNNAMED};
 use crate::format::{escape_name, write_record, Address, List, Record, Style, TypeId};
 
 /// Where synthesized addresses start.
@@ -52,9 +59,11 @@ const HANDLE: i32 = 3;
 pub fn write_log(graph: &HeapGraph, out: &mut Vec<u8>) {
     let style = if graph.is_64bit() { Style::BITS64 } else { Style::BITS32 };
     let addresses = object_addresses(graph);
-    let roots = roots(graph);
+    let mut roots = roots(graph);
+    let named = roots.len();
+    roots.extend(unnamed(graph, &roots).into_iter().map(|n| (n, OTHER, ROOT_UNNAMED)));
 
-    let comment = describe(graph, roots.len());
+    let comment = describe(graph, named, roots.len() - named);
     write_record(out, &Record::Comment(Comment { text: &comment }), style);
 
     let mut name = String::new();
@@ -219,8 +228,24 @@ fn roots(graph: &HeapGraph) -> Vec<(NodeIndex, i32, i32)> {
     out
 }
 
+/// The objects to root as unnamed: a minimal set from which every object
+/// that the named roots do not reach is reached (see `orphans`).
+fn unnamed(graph: &HeapGraph, named: &[(NodeIndex, i32, i32)]) -> Vec<NodeIndex> {
+    let n = graph.node_count();
+    let is_object = |v: usize| graph.node_kind(NodeIndex(v as u32)) == NodeKind::Object;
+    let children = |v: usize| graph.children(NodeIndex(v as u32)).iter().map(|c| c.index());
+    let mut reached = vec![false; n];
+    let mut todo: Vec<usize> = named.iter().map(|r| r.0.index()).collect();
+    while let Some(v) = todo.pop() {
+        if v < n && !std::mem::replace(&mut reached[v], true) {
+            todo.extend(children(v).filter(|&c| is_object(c)));
+        }
+    }
+    unnamed_roots(n, children, is_object, &mut reached).into_iter().map(NodeIndex).collect()
+}
+
 /// The first line: where the log comes from and what it holds.
-fn describe(graph: &HeapGraph, roots: usize) -> Vec<u8> {
+fn describe(graph: &HeapGraph, roots: usize, unnamed: usize) -> Vec<u8> {
     let info = graph.info();
     let mut s = format!("clrprof: heap snapshot transcoded from a .gcdump (GCHeapDump version {}", info.version);
     if let Some(tool) = info.creation_tool.as_deref().filter(|t| !t.is_empty()) {
@@ -231,11 +256,12 @@ fn describe(graph: &HeapGraph, roots: usize) -> Vec<u8> {
         s.push_str(&format!(" of process {p} (pid {})", info.process_id));
     }
     s.push_str(&format!(
-        ": {} objects, {} bytes, {} types, {} roots, {}-bit",
+        ": {} objects, {} bytes, {} types, {} roots, {} unnamed roots (objects no root of the file reaches), {}-bit",
         graph.object_count(),
         graph.object_bytes(),
         graph.type_count(),
         roots,
+        unnamed,
         u32::from(graph.pointer_size()) * 8
     ));
     if !graph.has_addresses() {

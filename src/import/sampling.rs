@@ -73,6 +73,19 @@ pub struct TraceFacts {
     pub survival_known: bool,
     /// Events the runtime dropped (sequence-number gaps).
     pub lost_events: u64,
+    /// Objects of heap walks that are not in the dumps: their
+    /// `GC/BulkNode` batches are missing (their numbers skip).
+    #[cfg_attr(feature = "model", serde(default))]
+    pub heap_walk_missing_objects: u64,
+    /// References of heap walks that are not in the dumps: lost
+    /// `GC/BulkEdge` batches, or edges that could not be placed on their
+    /// objects after a lost node batch (left out, never put on another
+    /// object).
+    #[cfg_attr(feature = "model", serde(default))]
+    pub heap_walk_missing_references: u64,
+    /// Roots of heap walks in lost `GC/BulkRootEdge` batches.
+    #[cfg_attr(feature = "model", serde(default))]
+    pub heap_walk_missing_roots: u64,
     /// Stack frames no method event of the trace covers.
     pub unresolved_frames: u64,
     /// Warnings, one line each: a trace cut short, lost events, events

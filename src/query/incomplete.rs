@@ -19,16 +19,29 @@ pub struct Incomplete {
 /// CLRProfiler log, or a trace without sequence-number gaps).
 pub fn incomplete(model: &Model) -> Option<Incomplete> {
     let facts = model.imported()?;
-    if facts.lost_events == 0 {
+    let walk_gaps = facts.heap_walk_missing_objects + facts.heap_walk_missing_references + facts.heap_walk_missing_roots;
+    if facts.lost_events == 0 && walk_gaps == 0 {
         return None;
     }
     let n = facts.lost_events;
     let events = if n == 1 { "event" } else { "events" };
-    let mut note = format!("incomplete: {n} {events} lost (the runtime dropped them: gaps in the trace's sequence numbers)");
-    if facts.heap_snapshots > 0 {
+    let mut note = if n > 0 {
+        format!("incomplete: {n} {events} lost (the runtime dropped them: gaps in the trace's sequence numbers)")
+    } else {
+        "incomplete:".to_string()
+    };
+    if walk_gaps > 0 {
+        if n > 0 {
+            note.push(';');
+        }
+        note.push_str(&format!(
+            " its heap dumps lack {} object(s), {} reference(s) and {} root(s) of the runtime's heap walk",
+            facts.heap_walk_missing_objects, facts.heap_walk_missing_references, facts.heap_walk_missing_roots
+        ));
+    } else if facts.heap_snapshots > 0 {
         note.push_str("; its heap dumps may lack objects, references or roots");
     }
-    if facts.sampled_allocations > 0 {
+    if n > 0 && facts.sampled_allocations > 0 {
         note.push_str("; allocation samples may be missing, so estimates may be low");
     }
     Some(Incomplete { lost_events: n, note })

@@ -205,7 +205,7 @@ fn print_header(dumps: usize, d: &DumpInfo) {
     }
     let f = &d.root_flags;
     let flags: Vec<String> =
-        [("pinning", f.pinning), ("weak", f.weak), ("interior", f.interior), ("refcounted", f.refcounted)]
+        [("pinning", f.pinning), ("weak", f.weak), ("interior", f.interior), ("refcounted", f.refcounted), ("unnamed", f.unnamed)]
             .iter()
             .filter(|(_, c)| *c > 0)
             .map(|(n, c)| format!("{n} {}", thousands(*c)))

@@ -77,11 +77,14 @@ pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, max_bytes
     let (objects, bytes) = dumps.objects(dump).fold((0u64, 0u64), |(n, b), o| (n + 1, b + u64::from(o.size)));
     let roots = dumps.roots(dump).len();
     let lost = model.imported().map_or(0, |f| f.lost_events);
+    // Whole only when no event was lost and the walk's batches all joined.
+    let gaps = model.imported().map_or(0, |f| f.heap_walk_missing_objects + f.heap_walk_missing_references + f.heap_walk_missing_roots);
+    let complete = lost == 0 && gaps == 0;
     if json {
         let v = serde_json::json!({
             "pid": pid, "attached": false, "eventpipe": true,
             "dump": { "log": output, "index": dumps.dumps().len() - 1, "objects": objects, "bytes": bytes, "roots": roots,
-                      "millis": (written.seconds * 1000.0).round() as u64, "lost_events": lost, "complete": lost == 0 },
+                      "millis": (written.seconds * 1000.0).round() as u64, "lost_events": lost, "complete": complete },
         });
         println!("{}", serde_json::to_string(&v)?);
     } else {
@@ -89,7 +92,11 @@ pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, max_bytes
             "heap dump of process {pid} over EventPipe (no agent): {objects} objects, {bytes} bytes, {roots} roots, {} ms; written to {}{}",
             (written.seconds * 1000.0).round(),
             output.display(),
-            if lost > 0 { format!("; INCOMPLETE: the runtime dropped {lost} events") } else { String::new() }
+            if !complete {
+                format!("; INCOMPLETE: the runtime dropped {lost} events; the graph lacks {gaps} objects, references and roots")
+            } else {
+                String::new()
+            }
         );
         println!("try `clrprof dump {} 0 --retained`", output.display());
     }

@@ -45,6 +45,10 @@ pub const ROOT_WEAK: i32 = 2;
 pub const ROOT_INTERIOR: i32 = 4;
 /// Root flag bit: reference counted.
 pub const ROOT_REFCOUNTED: i32 = 8;
+/// Root flag bit (clrprof's own, not the profiling API's): the snapshot
+/// holds the object without naming what holds it (an imported `.gcdump`'s
+/// objects that none of its roots reaches); such a root has kind other.
+pub const ROOT_UNNAMED: i32 = 0x100;
 
 /// `e objectAddr rootKind rootFlags rootId`: one GC root of a heap dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

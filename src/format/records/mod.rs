@@ -13,6 +13,6 @@ pub use allocation::{Alloc, Call};
 pub use definition::{AssemblyLoad, FunctionDef, ModuleLoad, TypeDef};
 pub use gc::{FinalizerQueued, GcBoundary, GcCounts, GenerationRange, Moved, Survived};
 pub use handle::{HandleCreated, HandleDestroyed};
-pub use heap_dump::{HeapObject, Root, RootKind, Roots, ROOT_INTERIOR, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_WEAK};
+pub use heap_dump::{HeapObject, Root, RootKind, Roots, ROOT_INTERIOR, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_UNNAMED, ROOT_WEAK};
 pub use stack::{StackDef, StackDefOld};
 pub use time::{Comment, Tick};

@@ -11,9 +11,10 @@
 //! | `GC/Start`, `GC/GenerationRange` | `i`, `b 1 induced condemned ranges` |
 //! | `GC/BulkMovedObjectRanges`, `GC/BulkSurvivingObjectRanges` | `u` / `v` |
 //! | `GC/Stop` | `i`, `b 0 0 condemned [ranges]`, `g` |
-//! | `GC/BulkNode`, `GC/BulkEdge`, `GC/BulkRootEdge`, `GC/BulkRootStaticVar`, `Type/BulkType` | a heap dump: `e` lines, `o` lines |
+//! | `GC/BulkNode`, `GC/BulkEdge`, `GC/BulkRootEdge`, `GC/BulkRootConditionalWeakTableElementEdge`, `GC/BulkRootStaticVar`, `Type/BulkType` | a heap dump: `e` lines, `o` lines (joined by the batches' `Index`, see `walk`) |
 //!
-//! Time: an `i` line (milliseconds since the trace's start) before each
+//! Time: the events in time order across threads (the reader's merge);
+//! an `i` line (milliseconds since the trace's start) before each
 //! record that moves time on. Threads: the OS thread id. What each sampled
 //! allocation stands for goes to [`Sampling`]; what the trace could not
 //! say, to [`TraceFacts`].
@@ -23,6 +24,7 @@ mod gc;
 mod log_text;
 mod methods;
 mod snapshot;
+mod walk;
 
 use super::{Imported, Sampling, SamplingMethod, TraceFacts};
 use crate::eventpipe::{Error, Event, NetTraceReader, Warning};
@@ -169,8 +171,28 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
     if w.log.cut_stacks > 0 {
         warnings.push(format!("{} stack(s) deeper than 2^20 frames kept their outermost frames only", w.log.cut_stacks));
     }
-    if w.snapshot.stray_edges > 0 {
-        warnings.push(format!("{} heap-walk edge(s) came with no node and were left out", w.snapshot.stray_edges));
+    let gaps = w.snapshot.gaps;
+    if gaps.missing_nodes > 0 {
+        warnings
+            .push(format!("the heap walk lost {} object(s) (GC/BulkNode batches missing): they are not in the dump", gaps.missing_nodes));
+    }
+    if gaps.missing_edges > 0 {
+        warnings.push(format!(
+            "the heap walk lost {} reference(s) (GC/BulkEdge batches missing): the objects that held them are in the dump without them",
+            gaps.missing_edges
+        ));
+    }
+    if gaps.unplaced_edges > 0 {
+        warnings.push(format!(
+            "{} heap-walk reference(s) could not be placed on their objects after a lost batch and were left out",
+            gaps.unplaced_edges
+        ));
+    }
+    if gaps.missing_roots > 0 {
+        warnings.push(format!("the heap walk lost {} root(s) (GC/BulkRootEdge batches missing)", gaps.missing_roots));
+    }
+    if gaps.duplicate_batches > 0 {
+        warnings.push(format!("{} heap-walk batch(es) came twice; the repeats were left out", gaps.duplicate_batches));
     }
     let facts = TraceFacts {
         format: format!("NetTrace (Trace object version {})", header.version),
@@ -181,6 +203,9 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
         heap_snapshots: w.snapshots,
         survival_known: w.gc.survival_seen,
         lost_events: summary.lost_events,
+        heap_walk_missing_objects: gaps.missing_nodes,
+        heap_walk_missing_references: gaps.missing_edges + gaps.unplaced_edges,
+        heap_walk_missing_roots: gaps.missing_roots,
         unresolved_frames: w.log.unresolved_frames,
         warnings,
     };
@@ -222,6 +247,7 @@ impl Writer<'_> {
                 | "GC/BulkNode"
                 | "GC/BulkEdge"
                 | "GC/BulkRootEdge"
+                | "GC/BulkRootConditionalWeakTableElementEdge"
                 | "GC/BulkRootStaticVar"
                 | "Type/BulkType"
         );
@@ -262,6 +288,7 @@ impl Writer<'_> {
             "GC/BulkEdge" => self.snapshot.edges(&f),
             "GC/BulkRootEdge" => self.snapshot.root_edges(&f),
             "GC/BulkRootStaticVar" => self.snapshot.static_roots(&f),
+            "GC/BulkRootConditionalWeakTableElementEdge" => self.snapshot.dependent_handles(&f),
             _ => {}
         }
     }

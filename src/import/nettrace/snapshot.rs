@@ -1,28 +1,27 @@
 //! Heap snapshots: the runtime's heap walk (`GC/BulkNode`, `GC/BulkEdge`,
-//! `GC/BulkRootEdge`, `GC/BulkRootStaticVar`, with `Type/BulkType` for
-//! the type names; what `dotnet-gcdump` asks the runtime for) to a
-//! CLRProfiler heap dump: `e` root lines, then one `o` line per object with
-//! the objects it references.
+//! `GC/BulkRootEdge`, `GC/BulkRootConditionalWeakTableElementEdge`,
+//! `GC/BulkRootStaticVar`, with `Type/BulkType` for the type names; what
+//! `dotnet-gcdump` asks the runtime for) to a CLRProfiler heap dump: `e`
+//! root lines, then one `o` line per object with the objects it
+//! references.
 //!
-//! Nodes and their edges come in separate batches, in the same order: the
-//! first node's `EdgeCount` edges come first. Nodes wait for their edges;
-//! the dump's text is kept until the GC that walked the heap ends, so that
-//! every type is named (a `Type/BulkType` may come after the nodes that use
-//! it) and defined before the dump's first line.
+//! The batches are kept until the GC that walked the heap ends, then
+//! joined by their numbers ([`super::walk`]): nodes, edges and roots
+//! arrive in any order. Every object of a walk survived the GC that
+//! walked it: objects that no root the walk names reaches (held by the
+//! runtime's own references, such as .NET 8's frozen string literals) get
+//! unnamed roots (`ROOT_UNNAMED`, the same minimal set a `.gcdump`'s
+//! orphans get), never "unreachable". Keeping them also lets every type be named (a
+//! `Type/BulkType` may come after the nodes that use it) and defined
+//! before the dump's first line.
 
 use super::fields::{member_string, member_u64, Fields};
 use super::log_text::{dec, LogText};
+use super::walk::{Walk, WalkGaps, WalkNode};
 use crate::format::hex_lower;
-use std::collections::{HashMap, VecDeque};
-
-/// One node waiting for its edges.
-struct Node {
-    address: u64,
-    size: u64,
-    type_handle: u64,
-    edges_left: u64,
-    refs: Vec<u64>,
-}
+use crate::format::records::{ROOT_UNNAMED, ROOT_WEAK};
+use crate::gcdump::orphans::unnamed_roots;
+use std::collections::HashMap;
 
 /// The heap snapshot being read.
 #[derive(Default)]
@@ -34,16 +33,9 @@ pub(super) struct Snapshot {
     pub alignment: u64,
     /// Runtime type handle -> name, from `Type/BulkType`.
     pub type_names: HashMap<u64, String>,
-    roots: Vec<u8>,
-    objects: Vec<u8>,
-    waiting: VecDeque<Node>,
-    /// Type handles the objects use, in first-use order.
-    used_types: Vec<u64>,
-    used: HashMap<u64, ()>,
-    pub nodes: u64,
-    pub roots_count: u64,
-    /// Edges that came with no node waiting for them.
-    pub stray_edges: u64,
+    walk: Walk,
+    /// What the walks read so far could not join, summed.
+    pub gaps: WalkGaps,
 }
 
 /// CLRProfiler's root kinds: 0 other, 1 stack, 2 finalizer, 3 handle.
@@ -62,11 +54,6 @@ impl Snapshot {
         Snapshot { alignment, ..Snapshot::default() }
     }
 
-    /// Whether a walk is in progress (nodes or roots read and not written).
-    pub fn active(&self) -> bool {
-        self.nodes > 0 || self.roots_count > 0 || !self.waiting.is_empty()
-    }
-
     /// `Type/BulkType`.
     pub fn types(&mut self, f: &Fields<'_>) {
         for v in f.structs("Values") {
@@ -77,156 +64,153 @@ impl Snapshot {
         }
     }
 
+    /// The batch number of a bulk event.
+    fn index(f: &Fields<'_>) -> u32 {
+        f.u64("Index").unwrap_or(0).min(u64::from(u32::MAX)) as u32
+    }
+
     /// `GC/BulkRootEdge`.
     pub fn root_edges(&mut self, f: &Fields<'_>) {
-        for v in f.structs("Values") {
-            let address = member_u64(v, "RootedNodeAddress").unwrap_or(0);
-            let kind = root_kind(member_u64(v, "GCRootKind").unwrap_or(99));
-            let flags = member_u64(v, "GCRootFlag").unwrap_or(0) & 0xF;
-            let id = member_u64(v, "GCRootID").unwrap_or(0);
-            self.root(address, kind, flags, id);
-        }
+        let roots = f
+            .structs("Values")
+            .iter()
+            .map(|v| {
+                let address = member_u64(v, "RootedNodeAddress").unwrap_or(0);
+                let kind = root_kind(member_u64(v, "GCRootKind").unwrap_or(99));
+                let flags = member_u64(v, "GCRootFlag").unwrap_or(0) & 0xF;
+                let id = member_u64(v, "GCRootID").unwrap_or(0);
+                (address, kind, flags, id)
+            })
+            .collect();
+        self.walk.add_roots(Self::index(f), roots);
+    }
+
+    /// `GC/BulkRootConditionalWeakTableElementEdge`: a dependent handle
+    /// (a `ConditionalWeakTable` entry) whose key is alive holds its
+    /// value, as a handle.
+    pub fn dependent_handles(&mut self, f: &Fields<'_>) {
+        let roots = f.structs("Values").iter().filter_map(|v| {
+            let key = member_u64(v, "GCKeyNodeID").unwrap_or(0);
+            let value = member_u64(v, "GCValueNodeID").unwrap_or(0);
+            (key != 0).then(|| (value, 3, 0, member_u64(v, "GCRootID").unwrap_or(0)))
+        });
+        self.walk.add_other_roots(roots);
     }
 
     /// `GC/BulkRootStaticVar`: statics are roots of kind "other".
     pub fn static_roots(&mut self, f: &Fields<'_>) {
-        for v in f.structs("Values") {
+        let roots = f.structs("Values").iter().map(|v| {
             let address = member_u64(v, "ObjectID").unwrap_or(0);
             let id = member_u64(v, "GCRootID").unwrap_or(0);
-            self.root(address, 0, 0, id);
-        }
-    }
-
-    fn root(&mut self, address: u64, kind: i32, flags: u64, id: u64) {
-        if address == 0 {
-            return;
-        }
-        self.roots_count += 1;
-        let r = &mut self.roots;
-        r.extend_from_slice(b"e ");
-        hex_lower(r, address);
-        r.push(b' ');
-        dec(r, i64::from(kind));
-        r.push(b' ');
-        hex_lower(r, flags);
-        r.push(b' ');
-        hex_lower(r, id);
-        r.push(b'\n');
+            (address, 0, 0, id)
+        });
+        self.walk.add_other_roots(roots);
     }
 
     /// `GC/BulkNode`.
     pub fn nodes(&mut self, f: &Fields<'_>) {
-        for v in f.structs("Values") {
-            let align = self.alignment.max(1);
-            let node = Node {
+        let align = self.alignment.max(1);
+        let nodes = f
+            .structs("Values")
+            .iter()
+            .map(|v| WalkNode {
                 address: member_u64(v, "Address").unwrap_or(0),
                 size: member_u64(v, "Size").unwrap_or(0).div_ceil(align).saturating_mul(align),
                 type_handle: member_u64(v, "TypeID").unwrap_or(0),
-                edges_left: member_u64(v, "EdgeCount").unwrap_or(0),
-                refs: Vec::new(),
-            };
-            self.nodes += 1;
-            if self.used.insert(node.type_handle, ()).is_none() {
-                self.used_types.push(node.type_handle);
-            }
-            self.waiting.push_back(node);
-            self.flush_complete();
-        }
+                edge_count: member_u64(v, "EdgeCount").unwrap_or(0),
+            })
+            .collect();
+        self.walk.add_nodes(Self::index(f), nodes);
     }
 
-    /// `GC/BulkEdge`: each edge goes to the first node still short of
-    /// edges.
+    /// `GC/BulkEdge`.
     pub fn edges(&mut self, f: &Fields<'_>) {
-        for v in f.structs("Values") {
-            let target = member_u64(v, "Value").unwrap_or(0);
-            match self.waiting.iter_mut().find(|n| n.edges_left > 0) {
-                Some(n) => {
-                    n.edges_left -= 1;
-                    if target != 0 {
-                        n.refs.push(target);
-                    }
-                }
-                None => self.stray_edges += 1,
-            }
-            self.flush_complete();
-        }
-    }
-
-    /// Writes the nodes at the front that have all their edges. Type ids
-    /// are written as handles for now and given log ids at the end.
-    fn flush_complete(&mut self) {
-        while self.waiting.front().is_some_and(|n| n.edges_left == 0) {
-            if let Some(n) = self.waiting.pop_front() {
-                self.write_node(&n);
-            }
-        }
-    }
-
-    fn write_node(&mut self, n: &Node) {
-        let o = &mut self.objects;
-        o.extend_from_slice(b"o ");
-        hex_lower(o, n.address);
-        o.push(b' ');
-        // The type handle stands in until the log's ids are known.
-        o.push(b'#');
-        hex_lower(o, n.type_handle);
-        o.push(b' ');
-        dec(o, n.size.min(i32::MAX as u64) as i64);
-        for r in &n.refs {
-            o.push(b' ');
-            hex_lower(o, *r);
-        }
-        o.push(b'\n');
+        let edges = f.structs("Values").iter().map(|v| member_u64(v, "Value").unwrap_or(0)).collect();
+        self.walk.add_edges(Self::index(f), edges);
     }
 
     /// The dump's text (roots, then objects), with the type lines it
-    /// needs written to `log` first; `None` when no walk was read. Nodes
-    /// still short of edges (the trace lost some) are written with the
-    /// edges they have.
+    /// needs written to `log` first; `None` when no walk was read. What
+    /// could not be joined is added to [`Self::gaps`].
     pub fn take(&mut self, log: &mut LogText, type_name_of_allocation: &HashMap<u64, String>) -> Option<Vec<u8>> {
-        if !self.active() {
+        if self.walk.is_empty() {
             return None;
         }
-        while let Some(n) = self.waiting.pop_front() {
-            self.write_node(&n);
+        let mut joined = std::mem::take(&mut self.walk).join();
+        let unnamed = unnamed_of(&joined);
+        joined
+            .roots
+            .extend(unnamed.into_iter().filter_map(|i| joined.nodes.get(i as usize)).map(|n| (n.address, 0, ROOT_UNNAMED as u64, 0)));
+        let g = joined.gaps;
+        self.gaps.missing_nodes += g.missing_nodes;
+        self.gaps.missing_edges += g.missing_edges;
+        self.gaps.unplaced_edges += g.unplaced_edges;
+        self.gaps.missing_roots += g.missing_roots;
+        self.gaps.duplicate_batches += g.duplicate_batches;
+
+        // Type ids, in first-use order.
+        let mut ids: HashMap<u64, i32> = HashMap::new();
+        for n in &joined.nodes {
+            if !ids.contains_key(&n.type_handle) {
+                let h = n.type_handle;
+                let name = self.type_names.get(&h).or_else(|| type_name_of_allocation.get(&h)).cloned().unwrap_or_default();
+                ids.insert(h, log.type_id(h, || name));
+            }
         }
-        let mut ids = HashMap::with_capacity(self.used_types.len());
-        for &h in &self.used_types {
-            let name = self.type_names.get(&h).or_else(|| type_name_of_allocation.get(&h)).cloned().unwrap_or_default();
-            ids.insert(h, log.type_id(h, || name));
+        let mut text = Vec::new();
+        for &(address, kind, flags, id) in joined.roots.iter().filter(|r| r.0 != 0) {
+            text.extend_from_slice(b"e ");
+            hex_lower(&mut text, address);
+            text.push(b' ');
+            dec(&mut text, i64::from(kind));
+            text.push(b' ');
+            hex_lower(&mut text, flags);
+            text.push(b' ');
+            hex_lower(&mut text, id);
+            text.push(b'\n');
         }
-        let mut text = std::mem::take(&mut self.roots);
         if text.is_empty() {
             // A heap dump starts at an `e` line: a walk without roots gets
             // one that names no object.
             text.extend_from_slice(b"e 0x0 0 0x0 0x0\n");
         }
-        let objects = std::mem::take(&mut self.objects);
-        // Replace each `#handle` with the log's type id.
-        let mut at = 0;
-        while at < objects.len() {
-            let end = memchr::memchr(b'\n', &objects[at..]).map_or(objects.len(), |k| at + k + 1);
-            let line = &objects[at..end];
-            match memchr::memchr(b'#', line) {
-                Some(h) => {
-                    let rest = &line[h + 1..];
-                    let stop = memchr::memchr(b' ', rest).unwrap_or(rest.len());
-                    let handle = std::str::from_utf8(&rest[2.min(stop)..stop])
-                        .ok()
-                        .and_then(|s| u64::from_str_radix(s, 16).ok())
-                        .unwrap_or(0);
-                    text.extend_from_slice(&line[..h]);
-                    dec(&mut text, i64::from(ids.get(&handle).copied().unwrap_or(0)));
-                    text.extend_from_slice(&rest[stop..]);
-                }
-                None => text.extend_from_slice(line),
+        for (i, n) in joined.nodes.iter().enumerate() {
+            text.extend_from_slice(b"o ");
+            hex_lower(&mut text, n.address);
+            text.push(b' ');
+            dec(&mut text, i64::from(ids.get(&n.type_handle).copied().unwrap_or(0)));
+            text.push(b' ');
+            dec(&mut text, n.size.min(i32::MAX as u64) as i64);
+            let refs = joined.refs.get(joined.ref_start[i]..joined.ref_start[i + 1]).unwrap_or(&[]);
+            for r in refs {
+                text.push(b' ');
+                hex_lower(&mut text, *r);
             }
-            at = end;
+            text.push(b'\n');
         }
-        self.nodes = 0;
-        self.roots_count = 0;
-        self.used_types.clear();
-        self.used.clear();
         Some(text)
     }
+}
+
+/// The nodes of a joined walk to root as unnamed: a minimal set from which
+/// every node that the walk's strong roots do not reach is reached.
+fn unnamed_of(j: &super::walk::Joined) -> Vec<u32> {
+    let n = j.nodes.len();
+    // Address -> node, by binary search in a sorted copy (16 bytes a node
+    // for the time of the call).
+    let mut by_address: Vec<(u64, u32)> = j.nodes.iter().enumerate().map(|(i, n)| (n.address, i as u32)).collect();
+    by_address.sort_unstable();
+    let find = |a: u64| by_address.binary_search_by_key(&a, |e| e.0).ok().map(|k| by_address[k].1 as usize);
+    let children = |v: usize| {
+        let refs = j.ref_start.get(v).zip(j.ref_start.get(v + 1)).and_then(|(&a, &b)| j.refs.get(a..b)).unwrap_or(&[]);
+        refs.iter().filter_map(|&a| find(a))
+    };
+    let mut reached = vec![false; n];
+    let mut todo: Vec<usize> = j.roots.iter().filter(|r| r.2 & ROOT_WEAK as u64 == 0).filter_map(|r| find(r.0)).collect();
+    while let Some(v) = todo.pop() {
+        if !std::mem::replace(&mut reached[v], true) {
+            todo.extend(children(v).filter(|&c| !reached[c]));
+        }
+    }
+    unnamed_roots(n, children, |_| true, &mut reached)
 }

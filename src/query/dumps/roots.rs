@@ -4,7 +4,7 @@
 //! and as CLRProfiler's object graph shows a root ("Stack", "Handle,
 //! pinning", ...).
 
-use crate::format::records::{ROOT_INTERIOR, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_WEAK};
+use crate::format::records::{ROOT_INTERIOR, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_UNNAMED, ROOT_WEAK};
 use crate::format::FunctionId;
 use crate::model::{DumpRoot, Model};
 use serde::Serialize;
@@ -57,8 +57,12 @@ impl RootKind {
 const FLAG_NAMES: [(i32, &str); 4] =
     [(ROOT_PINNING, "pinning"), (ROOT_WEAK, "weak"), (ROOT_INTERIOR, "interior"), (ROOT_REFCOUNTED, "refcounted")];
 
-/// A root's display name: its kind, then its flags (`Handle, pinning`).
+/// A root's display name: its kind, then its flags (`Handle, pinning`);
+/// `Unnamed` for what holds an object a snapshot does not name.
 pub fn root_name(root: &DumpRoot) -> String {
+    if root.flags & ROOT_UNNAMED != 0 {
+        return "Unnamed".to_string();
+    }
     let mut s = RootKind::of(root).name().to_string();
     for (bit, name) in FLAG_NAMES {
         if root.flags & bit != 0 {
@@ -117,6 +121,9 @@ pub struct RootFlagCounts {
     pub interior: u64,
     /// Reference-counted handles.
     pub refcounted: u64,
+    /// Unnamed roots: objects a snapshot holds without naming what holds
+    /// them (counted among the "other" kind).
+    pub unnamed: u64,
 }
 
 impl RootFlagCounts {
@@ -126,6 +133,7 @@ impl RootFlagCounts {
         self.weak += u64::from(root.flags & ROOT_WEAK != 0);
         self.interior += u64::from(root.flags & ROOT_INTERIOR != 0);
         self.refcounted += u64::from(root.flags & ROOT_REFCOUNTED != 0);
+        self.unnamed += u64::from(root.flags & ROOT_UNNAMED != 0);
     }
 }
 
@@ -151,9 +159,7 @@ impl RootRef {
     pub fn of(model: &Model, root: &DumpRoot) -> RootRef {
         let kind = RootKind::of(root);
         let function = match (kind, i32::try_from(root.id)) {
-            (RootKind::Stack, Ok(id)) => {
-                model.functions().get(FunctionId(id)).map(|f| model.names().get(f.name).to_string())
-            }
+            (RootKind::Stack, Ok(id)) => model.functions().get(FunctionId(id)).map(|f| model.names().get(f.name).to_string()),
             _ => None,
         };
         RootRef { kind, name: root_name(root), flags: root.flags, id: root.id, address: root.address.0, function }

@@ -1,0 +1,176 @@
+//! What a trace holds, said truly: `stats` on a `.nettrace` counts its
+//! events (not its bytes read as a text log), a trace without allocation
+//! events gives "unknown" allocations and every view made of them refuses
+//! it, and the estimate marks of a sampled trace stay under `-q`.
+
+mod common;
+use clrprof::eventpipe::{ThreadId, Timestamp};
+use clrprof_gen::nettrace::{EventOut, KindDef, NetTraceWriter, TraceInfo, WriterOptions};
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn text(out: &std::process::Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The generator's trace of sampled allocations and GCs, with every 40th
+/// event dropped.
+fn sampled_trace(dir: &Path) -> PathBuf {
+    let path = dir.join("sampled.nettrace");
+    let p = path.to_str().expect("UTF-8");
+    let out = clrprof(&[
+        "gen", "--preset", "tiny", "--objects", "3000", "--gcs", "3", "--format", "nettrace", "--tick-bytes", "0", "--lose-every", "40",
+        "-o", p,
+    ]);
+    assert!(out.status.success(), "gen: {}", text(&out).1);
+    path
+}
+
+/// A trace of CPU samples only (`Thread/Sample` events), as
+/// `dotnet-trace collect --profile cpu-sampling` writes.
+fn cpu_only_trace(dir: &Path) -> PathBuf {
+    let info = TraceInfo {
+        sync_time_utc: [2026, 11, 5, 29, 1, 0, 0, 0],
+        sync_time_qpc: Timestamp(1_000),
+        qpc_frequency: 1_000_000_000,
+        pointer_size: 8,
+        process_id: 77,
+        processors: 2,
+        expected_cpu_sampling_rate: 1000,
+    };
+    let mut w = NetTraceWriter::new(Vec::new(), &info, WriterOptions::default()).expect("writer");
+    let sample = w.define(&KindDef {
+        provider: "Microsoft-DotNETCore-SampleProfiler",
+        event_id: 0,
+        name: "",
+        keywords: 0,
+        version: 0,
+        level: 5,
+        opcode: None,
+    });
+    for k in 0..25i64 {
+        let payload = 1u32.to_le_bytes();
+        w.event(&EventOut {
+            kind: sample,
+            thread: ThreadId(7 + (k % 2) as u64),
+            processor: 0,
+            timestamp: Timestamp(1_000 + 1_000_000 * (k + 1)),
+            stack: &[],
+            payload: &payload,
+        })
+        .expect("event");
+    }
+    let (bytes, _) = w.finish().expect("finish");
+    let path = dir.join("cpu.nettrace");
+    std::fs::write(&path, bytes).expect("write");
+    path
+}
+
+#[test]
+fn stats_says_what_a_trace_holds() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = sampled_trace(dir.path());
+    let t = trace.to_str().expect("UTF-8");
+    let out = clrprof(&["stats", t, "--json"]);
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "{e}");
+    let v: Value = serde_json::from_str(&o).unwrap_or_else(|err| panic!("{err}: {o}"));
+    assert!(v["format"].as_str().is_some_and(|f| f.starts_with("NetTrace")), "{v}");
+    // The kinds' counts add up to the events, and the losses are the
+    // sequence numbers' gaps.
+    let kinds = v["kinds"].as_array().expect("kinds");
+    let sum: u64 = kinds.iter().map(|k| k["events"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(Some(sum), v["events"].as_u64(), "{v}");
+    assert!(v["lost_events"].as_u64().is_some_and(|n| n > 0), "{v}");
+    let count = |name: &str| kinds.iter().filter(|k| k["name"] == name).map(|k| k["events"].as_u64().unwrap_or(0)).sum::<u64>();
+    assert!(count("GC/AllocationTick") > 0 && count("GC/Start") > 0, "{v}");
+    assert!(kinds.iter().all(|k| k["provider"] == "Microsoft-Windows-DotNETRuntime"), "{v}");
+    let span = &v["span"];
+    assert!(span["ms"].as_f64().is_some_and(|ms| ms > 0.0), "{v}");
+    let q = &v["questions"];
+    assert_eq!(q["allocations"]["answered"], true, "{q}");
+    assert_eq!(q["allocations"]["from"]["GC/AllocationTick"].as_u64(), Some(count("GC/AllocationTick")), "{q}");
+    assert_eq!(q["gcs"]["answered"], true, "{q}");
+    for no in ["survival", "heap_walks", "cpu_samples"] {
+        assert_eq!(q[no]["answered"], false, "{no}: {q}");
+        assert!(q[no]["reason"].as_str().is_some_and(|r| r.contains("events in the trace")), "{no}: {q}");
+    }
+
+    // The table: events by provider and kind, never "unknown kind" lines.
+    let out = clrprof(&["stats", t]);
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "{e}");
+    assert!(!o.contains("skipped (unknown kind)") && !o.contains("lines"), "{o}");
+    assert!(o.contains("GC/AllocationTick") && o.contains("lost events") && o.contains("time span"), "{o}");
+    assert!(o.lines().any(|l| l.trim_start().starts_with("heap_walks") && l.contains(" no ")), "{o}");
+}
+
+#[test]
+fn a_trace_without_allocations_says_unknown_and_refuses_allocation_views() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = cpu_only_trace(dir.path());
+    let t = trace.to_str().expect("UTF-8");
+
+    let out = clrprof(&["stats", t, "--json"]);
+    let v: Value = serde_json::from_str(&text(&out).0).expect("JSON");
+    assert_eq!(v["questions"]["cpu_samples"]["from"]["Thread/Sample"].as_u64(), Some(25), "{v}");
+    assert_eq!(v["questions"]["allocations"]["answered"], false, "{v}");
+
+    // The Summary: unknown, with the reason; never 0.
+    let out = clrprof(&["summary", t]);
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "{e}");
+    let line = |name: &str| o.lines().find(|l| l.trim_start().starts_with(name)).unwrap_or_default().to_string();
+    assert!(line("Allocated bytes").ends_with("Unknown"), "{o}");
+    assert!(line("Final heap bytes").ends_with("Unknown"), "{o}");
+    assert!(o.contains("no allocation events"), "{o}");
+    let out = clrprof(&["summary", t, "--json"]);
+    let v: Value = serde_json::from_str(&text(&out).0).expect("JSON");
+    assert!(v["allocated_bytes"].is_null() && v["final_heap_bytes"].is_null(), "{v}");
+    assert!(v["allocations_unknown"].as_str().is_some_and(|r| r.contains("no allocation events")), "{v}");
+
+    // Every view made of allocations refuses, exports included.
+    let out_file = dir.path().join("out");
+    let o = out_file.to_str().expect("UTF-8");
+    for args in [
+        &["types", t][..],
+        &["functions", t],
+        &["modules", t],
+        &["who", t, "System.String"],
+        &["graph", t],
+        &["flame", t, "-o", o],
+        &["survivors", t],
+        &["lifetime", t],
+        &["ages", t],
+        &["threads", t],
+        &["export", t, "--format", "speedscope", "-o", o],
+        &["export", t, "--format", "pprof", "-o", o],
+    ] {
+        let out = clrprof(args);
+        let (_, e) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        assert!(e.contains("needs allocations, and they are unknown") && e.contains("no allocation events"), "{args:?}: {e}");
+        assert!(!out_file.exists(), "{args:?} wrote a file");
+    }
+}
+
+#[test]
+fn quiet_keeps_the_estimate_marks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = sampled_trace(dir.path());
+    let t = trace.to_str().expect("UTF-8");
+    for args in [&["types", t, "-q"][..], &["functions", t, "-q"], &["threads", t, "-q"], &["lifetime", t, "-q"]] {
+        let out = clrprof(args);
+        let (o, e) = text(&out);
+        assert!(out.status.success(), "{args:?}: {e}");
+        assert!(!e.contains("note:"), "{args:?}: -q silences the note: {e}");
+        assert!(o.contains("bytes est.") || o.contains("objects est.") || o.contains("allocated est."), "{args:?}: {o}");
+    }
+    // A log's figures are exact: no mark.
+    let log = dir.path().join("a.log");
+    let l = log.to_str().expect("UTF-8");
+    assert!(clrprof(&["gen", "--preset", "tiny", "--objects", "500", "-o", l]).status.success());
+    let (o, _) = text(&clrprof(&["types", l, "-q"]));
+    assert!(!o.contains("est."), "{o}");
+}

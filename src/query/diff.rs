@@ -2,8 +2,9 @@
 //! per function (exclusive and inclusive, see [`super::by_code`]) and the
 //! final heap per type.
 //!
-//! Types are matched by name, functions by name and signature (ids differ
-//! between logs). Each list holds the keys whose bytes or objects differ,
+//! Types are matched by name, in one spelling whatever the file's format
+//! ([`super::canonical_type_name`]: the rows show that spelling),
+//! functions by name and signature (ids differ between logs). Each list holds the keys whose bytes or objects differ,
 //! sorted by the absolute difference in bytes (then in objects, then by
 //! name); a log compared with itself gives empty lists.
 
@@ -92,8 +93,16 @@ pub fn diff_rows(a: &BTreeMap<String, (u64, u64)>, b: &BTreeMap<String, (u64, u6
     rows
 }
 
+/// Per type, by the name's one spelling ([`super::canonical_type_name`]):
+/// a log's `System.Byte []` is a trace's `System.Byte[]`.
 fn types(model: &Model, kind: HistogramKind) -> BTreeMap<String, (u64, u64)> {
-    by_type(model, kind).into_iter().map(|r| (r.name, (r.bytes.max(0) as u64, r.count))).collect()
+    let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for r in by_type(model, kind) {
+        let e = m.entry(super::canonical_type_name(&r.name).into_owned()).or_insert((0, 0));
+        e.0 = e.0.saturating_add(r.bytes.max(0) as u64);
+        e.1 += r.count;
+    }
+    m
 }
 
 fn functions(rows: &[FunctionRow], inclusive: bool) -> BTreeMap<String, (u64, u64)> {

@@ -62,6 +62,7 @@ pub mod survivors;
 pub mod threads;
 pub mod timeline;
 pub mod type_counts;
+pub mod type_name;
 pub mod types;
 pub mod who;
 
@@ -85,5 +86,6 @@ pub use summary::{summary, Summary};
 pub use survivors::{survivors, Survivors};
 pub use threads::{threads, ThreadRow};
 pub use type_counts::{type_counts, TypeQueryError, TypeSelection};
+pub use type_name::canonical_type_name;
 pub use types::{by_bytes, by_type, group_by_name, HistogramKind, TypeCount, TypeRow};
 pub use who::{who_allocated, TypeMatch, WhoAllocated};

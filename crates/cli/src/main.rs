@@ -102,8 +102,8 @@ enum Command {
     Check(cmd_check::Args),
     /// Write the log as a pprof profile, a speedscope file or Parquet tables.
     Export(cmd_export::Args),
-    /// Record counts, definitions and warnings of a log; of a .nettrace or
-    /// .gcdump, its events and which questions it can answer (no heap simulation).
+    /// What a file holds: a log's records, a trace's events and the
+    /// questions it can answer (no heap simulation).
     Stats(cmd_stats::Args),
     /// Load time, peak memory and bytes held by each table of the model.
     Footprint(cmd_footprint::Args),

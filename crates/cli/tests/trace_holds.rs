@@ -174,3 +174,94 @@ fn quiet_keeps_the_estimate_marks() {
     let (o, _) = text(&clrprof(&["types", l, "-q"]));
     assert!(!o.contains("est."), "{o}");
 }
+
+/// A trace of `GC/AllocationTick`s, each for 100,000 bytes of `type_name`
+/// (the runtime's spelling).
+fn ticks_trace(dir: &Path, type_name: &str, ticks: u64) -> PathBuf {
+    let info = TraceInfo {
+        sync_time_utc: [2026, 11, 5, 29, 1, 0, 0, 0],
+        sync_time_qpc: Timestamp(1_000),
+        qpc_frequency: 1_000_000_000,
+        pointer_size: 8,
+        process_id: 78,
+        processors: 2,
+        expected_cpu_sampling_rate: 1000,
+    };
+    let mut w = NetTraceWriter::new(Vec::new(), &info, WriterOptions::default()).expect("writer");
+    let tick = w.define(&KindDef {
+        provider: "Microsoft-Windows-DotNETRuntime",
+        event_id: 10,
+        name: "",
+        keywords: 1,
+        version: 4,
+        level: 5,
+        opcode: None,
+    });
+    for k in 0..ticks {
+        let mut p = Vec::new();
+        clrprof_gen::nettrace::events::AllocationTick {
+            amount: 100_000,
+            large: false,
+            type_id: 0x300,
+            type_name,
+            address: 0x90_0000 + k * 0x1000,
+            size: 1_000,
+        }
+        .encode(&mut clrprof_gen::nettrace::events::Payload::new(&mut p, 8));
+        let ts = Timestamp(2_000 + 1_000 * k as i64);
+        w.event(&EventOut { kind: tick, thread: ThreadId(7), processor: 0, timestamp: ts, stack: &[], payload: &p }).expect("tick");
+    }
+    let (bytes, _) = w.finish().expect("finish");
+    let path = dir.join("ticks.nettrace");
+    std::fs::write(&path, bytes).expect("write");
+    path
+}
+
+/// A CLRProfiler log: ten 1,000-byte `System.Byte []` (the log's
+/// spelling) and one `App.Gone`.
+fn byte_array_log(dir: &Path) -> PathBuf {
+    let mut s = String::from("f 1 App.Program::Main void () 0 0 1 0\nt 1 0 System.Byte []\nt 2 0 App.Gone\n");
+    s.push_str("n 1 1 1 1000 1\nn 2 1 2 24 1\ni 1\n");
+    for i in 0..10u64 {
+        s.push_str(&format!("! 1 0x{:x} 1\n", 0x10_0000 + i * 1000));
+    }
+    s.push_str("! 1 0x200000 2\n");
+    let path = dir.join("baseline.log");
+    std::fs::write(&path, s).expect("write");
+    path
+}
+
+#[test]
+fn check_matches_type_names_across_formats_and_never_takes_a_missing_subject_for_0() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = byte_array_log(dir.path());
+    let trace = ticks_trace(dir.path(), "System.Byte[]", 3);
+    let (l, t) = (log.to_str().expect("UTF-8"), trace.to_str().expect("UTF-8"));
+    // 10,000 bytes against an estimated 300,000: the same type, grown.
+    for name in ["System.Byte []", "System.Byte[]"] {
+        let rule = format!("type:{name} allocated_bytes +5%");
+        let out = clrprof(&["check", l, t, "--rule", &rule, "--json"]);
+        let (o, e) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{rule}: {o}{e}");
+        let v: Value = serde_json::from_str(&o).unwrap_or_else(|err| panic!("{err}: {o}"));
+        let r = &v["rules"][0];
+        assert_eq!((r["baseline"].as_i64(), r["candidate"].as_i64()), (Some(10_000), Some(300_000)), "{rule}: {r}");
+    }
+    // A type only one side has is undecided (exit 2), with the reason.
+    let out = clrprof(&["check", l, t, "--rule", "type:App.Gone allocated_bytes +5%", "--json"]);
+    let (o, e) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{o}{e}");
+    let v: Value = serde_json::from_str(&o).unwrap_or_else(|err| panic!("{err}: {o}"));
+    let r = &v["rules"][0];
+    assert!(r["candidate"].is_null() && r["status"] == "unknown", "{r}");
+    assert!(r["reason"].as_str().is_some_and(|s| s.contains("`App.Gone` is not allocated")), "{r}");
+    // And `diff` puts both spellings on one row.
+    let out = clrprof(&["diff", l, t, "--json"]);
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "{e}");
+    let v: Value = serde_json::from_str(&o).unwrap_or_else(|err| panic!("{err}: {o}"));
+    let rows = v["allocated_by_type"].as_array().expect("rows");
+    let bytes: Vec<&Value> = rows.iter().filter(|r| r["name"].as_str().is_some_and(|n| n.starts_with("System.Byte"))).collect();
+    assert_eq!(bytes.len(), 1, "{rows:?}");
+    assert_eq!((bytes[0]["a_bytes"].as_u64(), bytes[0]["b_bytes"].as_u64()), (Some(10_000), Some(300_000)), "{rows:?}");
+}

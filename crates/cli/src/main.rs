@@ -39,6 +39,7 @@ mod cmd_ui;
 mod cmd_timeline;
 mod common;
 mod help;
+mod dump_compare;
 mod dump_sites;
 mod live;
 mod load;

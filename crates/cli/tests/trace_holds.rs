@@ -265,3 +265,58 @@ fn check_matches_type_names_across_formats_and_never_takes_a_missing_subject_for
     assert_eq!(bytes.len(), 1, "{rows:?}");
     assert_eq!((bytes[0]["a_bytes"].as_u64(), bytes[0]["b_bytes"].as_u64()), (Some(10_000), Some(300_000)), "{rows:?}");
 }
+
+/// A heap dump file as clrprof's agent writes one (no allocation events):
+/// `nodes` `App.Node` objects held in a chain from one root.
+fn dump_only_log(dir: &Path, name: &str, nodes: u64) -> PathBuf {
+    let mut s = String::from("z clrprof heap dump of pid 4242\nt 1 0 App.Node\nt 2 0 System.Byte []\ni 1\n");
+    let base = 0x10_0000u64;
+    s.push_str(&format!("e 0x{base:x} 3 0x0 0x99\n"));
+    for i in 0..nodes {
+        let next = if i + 1 < nodes { format!(" 0x{:x}", base + 40 * (i + 1)) } else { String::new() };
+        s.push_str(&format!("o 0x{:x} 1 40{next}\n", base + 40 * i));
+    }
+    s.push_str("o 0x900000 2 1000\n");
+    let path = dir.join(name);
+    std::fs::write(&path, s).expect("write");
+    path
+}
+
+#[test]
+fn two_files_dumps_are_compared() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let a = dump_only_log(dir.path(), "a.log", 50);
+    let b = dump_only_log(dir.path(), "b.log", 80);
+    let (a, b) = (a.to_str().expect("UTF-8"), b.to_str().expect("UTF-8"));
+
+    // dump-diff FILE_A FILE_B: each file's last dump, per type.
+    let out = clrprof(&["dump-diff", a, b, "--json"]);
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "{e}");
+    let v: Value = serde_json::from_str(&o).unwrap_or_else(|err| panic!("{err}: {o}"));
+    assert_eq!((v["a"]["objects"].as_u64(), v["b"]["objects"].as_u64()), (Some(51), Some(81)), "{v}");
+    let types = v["types"].as_array().expect("types");
+    assert_eq!(types.len(), 1, "only App.Node changed: {v}");
+    assert_eq!(types[0]["name"], "App.Node");
+    assert_eq!((types[0]["objects_a"].as_u64(), types[0]["objects_b"].as_u64()), (Some(50), Some(80)), "{v}");
+    let (o, _) = text(&clrprof(&["dump-diff", a, b]));
+    assert!(o.contains("App.Node") && o.contains("+30") && o.contains("+1,200"), "{o}");
+    // The one-log form is unchanged; --by needs one log.
+    assert!(clrprof(&["dump-diff", a, "0", "0"]).status.success());
+    let out = clrprof(&["dump-diff", a, b, "--by", "stack"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out).1);
+
+    // diff: allocations unknown on both sides (not "no difference"), and
+    // the dumps compared.
+    let out = clrprof(&["diff", a, b, "--json"]);
+    let (o, e) = text(&out);
+    assert!(out.status.success(), "{e}");
+    let v: Value = serde_json::from_str(&o).unwrap_or_else(|err| panic!("{err}: {o}"));
+    assert!(v["allocated_by_type"].is_null(), "{v}");
+    assert_eq!(v["allocations_unknown"].as_array().map(Vec::len), Some(2), "{v}");
+    let t = &v["dump_by_type"]["types"][0];
+    assert_eq!((t["name"].as_str(), t["objects_a"].as_u64(), t["objects_b"].as_u64()), (Some("App.Node"), Some(50), Some(80)), "{v}");
+    let (o, _) = text(&clrprof(&["diff", a, b]));
+    assert!(!o.contains("no difference"), "{o}");
+    assert!(o.contains("last heap dump by type") && o.contains("App.Node"), "{o}");
+}

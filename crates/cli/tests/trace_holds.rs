@@ -320,3 +320,29 @@ fn two_files_dumps_are_compared() {
     assert!(!o.contains("no difference"), "{o}");
     assert!(o.contains("last heap dump by type") && o.contains("App.Node"), "{o}");
 }
+
+/// `record --sampled -- dotnet app.dll` on CoreCLR 3.1 (which does not know
+/// `DOTNET_DiagnosticPorts`) is refused before the program starts: no
+/// program output, no trace file.
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn sampled_launch_on_core31_is_refused_before_the_program_starts() {
+    use common::dotnet::{self, Runtime};
+    let work = std::env::temp_dir().join(format!("clrprof-truth-{}", std::process::id()));
+    let Some(dn) = dotnet::dotnet(&work) else { return };
+    let dir = dn.app_dir("sampled", Runtime::Core31, &work.join("core31"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["record", "--sampled", "-o", "x.nettrace", "--"])
+        .arg(dn.host(Runtime::Core31))
+        .arg("sampled.dll")
+        .current_dir(&dir)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .output()
+        .expect("run record --sampled");
+    let (o, e) = text(&out);
+    let _ = std::fs::remove_dir_all(&work);
+    assert_eq!(out.status.code(), Some(1), "{o}{e}");
+    assert!(e.contains("names Microsoft.NETCore.App 3.1") && e.contains("nothing was started"), "{e}");
+    assert!(dotnet::json_line(&out.stdout).is_none(), "the program ran: {o}");
+    assert!(!dir.join("x.nettrace").exists(), "a trace file was left");
+}

@@ -26,8 +26,7 @@ pub enum Question {
 
 impl Question {
     /// Every question, in the order tables show them.
-    pub const ALL: [Question; 5] =
-        [Question::Allocations, Question::Gcs, Question::Survival, Question::HeapWalks, Question::CpuSamples];
+    pub const ALL: [Question; 5] = [Question::Allocations, Question::Gcs, Question::Survival, Question::HeapWalks, Question::CpuSamples];
 
     /// A short name, for tables and JSON keys.
     pub fn name(self) -> &'static str {

@@ -25,8 +25,7 @@ pub fn canonical_type_name(name: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(name.len());
     let mut depth = 0u32;
-    let mut chars = name.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
+    for (i, c) in name.char_indices() {
         match c {
             '<' => depth += 1,
             '>' => depth = depth.saturating_sub(1),

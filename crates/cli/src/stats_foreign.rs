@@ -49,10 +49,8 @@ pub fn trace(path: &str, data: &[u8], strict: bool, as_json: bool) -> Result<()>
     }
     let answers = trace_answers(&c);
     if as_json {
-        let kinds: Vec<Value> =
-            c.kinds.iter().map(|k| json!({"provider": k.provider, "name": k.name, "events": k.events})).collect();
-        let questions: serde_json::Map<String, Value> =
-            answers.iter().map(|a| (a.question.name().to_string(), a.json())).collect();
+        let kinds: Vec<Value> = c.kinds.iter().map(|k| json!({"provider": k.provider, "name": k.name, "events": k.events})).collect();
+        let questions: serde_json::Map<String, Value> = answers.iter().map(|a| (a.question.name().to_string(), a.json())).collect();
         let span = c.span_ms.map(|(a, b)| json!({"first_ms": a, "last_ms": b, "ms": b - a}));
         print_json(&json!({
             "file": path,
@@ -80,11 +78,8 @@ pub fn trace(path: &str, data: &[u8], strict: bool, as_json: bool) -> Result<()>
     }
     println!();
     let shown = |s: &str, empty: &'static str| if s.is_empty() { empty.to_string() } else { s.to_string() };
-    let rows: Vec<(String, String, String)> = c
-        .kinds
-        .iter()
-        .map(|k| (shown(&k.provider, "(unknown)"), shown(&k.name, "(no metadata)"), thousands(k.events)))
-        .collect();
+    let rows: Vec<(String, String, String)> =
+        c.kinds.iter().map(|k| (shown(&k.provider, "(unknown)"), shown(&k.name, "(no metadata)"), thousands(k.events))).collect();
     let w0 = rows.iter().map(|r| r.0.len()).chain([8]).max().unwrap_or(8);
     let w1 = rows.iter().map(|r| r.1.len()).chain([5]).max().unwrap_or(5);
     let w2 = rows.iter().map(|r| r.2.len()).chain([6]).max().unwrap_or(6);
@@ -117,8 +112,7 @@ pub fn gcdump(path: &str, data: &[u8], as_json: bool) -> Result<()> {
         .collect();
     let info = g.info();
     if as_json {
-        let questions: serde_json::Map<String, Value> =
-            answers.iter().map(|a| (a.question.name().to_string(), a.json())).collect();
+        let questions: serde_json::Map<String, Value> = answers.iter().map(|a| (a.question.name().to_string(), a.json())).collect();
         print_json(&json!({
             "file": path,
             "file_bytes": data.len(),

@@ -20,8 +20,21 @@ fn sampled_trace(dir: &Path) -> PathBuf {
     let path = dir.join("sampled.nettrace");
     let p = path.to_str().expect("UTF-8");
     let out = clrprof(&[
-        "gen", "--preset", "tiny", "--objects", "3000", "--gcs", "3", "--format", "nettrace", "--tick-bytes", "0", "--lose-every", "40",
-        "-o", p,
+        "gen",
+        "--preset",
+        "tiny",
+        "--objects",
+        "3000",
+        "--gcs",
+        "3",
+        "--format",
+        "nettrace",
+        "--tick-bytes",
+        "0",
+        "--lose-every",
+        "40",
+        "-o",
+        p,
     ]);
     assert!(out.status.success(), "gen: {}", text(&out).1);
     path

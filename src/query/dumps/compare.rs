@@ -65,8 +65,7 @@ pub fn compare_files(a: &Model, da: DumpIndex, b: &Model, db: DumpIndex) -> Opti
             }
         }
     }
-    let mut types: Vec<TypeChange> =
-        types.into_values().filter(|t| t.objects_a != t.objects_b || t.bytes_a != t.bytes_b).collect();
+    let mut types: Vec<TypeChange> = types.into_values().filter(|t| t.objects_a != t.objects_b || t.bytes_a != t.bytes_b).collect();
     types.sort_by(|x, y| y.bytes_delta().unsigned_abs().cmp(&x.bytes_delta().unsigned_abs()).then_with(|| x.name.cmp(&y.name)));
     Some(DumpComparison { a: ta.dump, b: tb.dump, types })
 }

@@ -64,7 +64,8 @@ mod tests {
         let one = |v: &str| json!({"runtimeOptions": {"framework": {"name": "Microsoft.NETCore.App", "version": v}}});
         assert_eq!(framework(&one("3.1.0"), None), Some(("3.1.0".into(), false)));
         assert_eq!(framework(&one("3.1.0"), Some("LatestMajor")), Some(("3.1.0".into(), true)));
-        let rolled = json!({"runtimeOptions": {"rollForward": "Major", "framework": {"name": "Microsoft.NETCore.App", "version": "3.1.0"}}});
+        let rolled =
+            json!({"runtimeOptions": {"rollForward": "Major", "framework": {"name": "Microsoft.NETCore.App", "version": "3.1.0"}}});
         assert_eq!(framework(&rolled, None), Some(("3.1.0".into(), true)));
         let many = json!({"runtimeOptions": {"frameworks": [
             {"name": "Microsoft.AspNetCore.App", "version": "8.0.0"},

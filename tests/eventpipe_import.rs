@@ -106,7 +106,10 @@ fn traces_without_allocations_load_without_estimates() {
         let Some(m) = load(name) else { return };
         assert_eq!(m.allocations().len(), 0, "{name}");
         assert!(m.sampling().is_none() && estimates(&m).is_none(), "{name}");
-        assert_eq!(summary(&m).allocated_bytes, 0, "{name}");
+        // Unknown, with the reason, never 0.
+        assert!(!summary(&m).allocations_known, "{name}");
+        let why = clrprof::query::allocations_unknown(&m).unwrap_or_default();
+        assert!(why.contains("no allocation events"), "{name}: {why}");
         assert!(m.imported().is_some(), "{name}");
     }
 }
@@ -123,6 +126,7 @@ fn gcdump_becomes_one_heap_dump_of_perfviews_graph() {
     assert_eq!((objects, bytes), (6_481, 1_009_270));
     assert!(m.sampling().is_none());
     assert_eq!(m.imported().map(|f| f.heap_snapshots), Some(1));
+    assert!(clrprof::query::allocations_unknown(&m).is_some_and(|w| w.contains(".gcdump")));
 }
 
 /// `AllocationSampled` (.NET 10; no runtime here writes it, so the trace is

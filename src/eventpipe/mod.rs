@@ -92,6 +92,8 @@
 //!   ([`ThreadInfo`]: OS ids, name, process), [`NetTraceReader::trace_info`]
 //!   ([`TraceInfo`]: the TraceBlock's key-value pairs),
 //!   [`EventMetadata::message_template`] and the other optional metadata.
+//! - [`Census`]: what a trace holds (events per provider and kind,
+//!   losses, time span) and which [`Question`]s it can answer.
 //! - The layers underneath, usable alone: [`read_header`],
 //!   [`read_trace_info`], [`read_block`] and [`read_block_v6`] ([`Block`]),
 //!   [`EventBlobs`] (the events of one block, [`EventBlobs::new_v6`] for
@@ -113,6 +115,7 @@
 //! [`ErrorKind::Unsupported`]; a higher minor version is read.
 
 mod block;
+mod census;
 mod cursor;
 mod error;
 mod event_header;
@@ -131,6 +134,7 @@ mod stacks;
 mod threads;
 
 pub use block::{read_block, read_block_v6, Block, BlockKind};
+pub use census::{Census, KindCount, Question};
 pub use error::{Error, ErrorKind, Warning};
 pub use event_header::{EventBlobs, EventHeader};
 pub use header::{is_nettrace, read_header, read_trace_info, TraceHeader, TraceInfo, MAGIC};

@@ -2,8 +2,10 @@
 //! per function (exclusive and inclusive, see [`super::by_code`]) and the
 //! final heap per type.
 //!
-//! Types are matched by name, functions by name and signature (ids differ
-//! between logs). Each list holds the keys whose bytes or objects differ,
+//! Types are matched by name, in one spelling whatever the file's format
+//! ([`super::canonical_type_name`]; a row shows the first file's own
+//! spelling),
+//! functions by name and signature (ids differ between logs). Each list holds the keys whose bytes or objects differ,
 //! sorted by the absolute difference in bytes (then in objects, then by
 //! name); a log compared with itself gives empty lists.
 
@@ -92,8 +94,34 @@ pub fn diff_rows(a: &BTreeMap<String, (u64, u64)>, b: &BTreeMap<String, (u64, u6
     rows
 }
 
-fn types(model: &Model, kind: HistogramKind) -> BTreeMap<String, (u64, u64)> {
-    by_type(model, kind).into_iter().map(|r| (r.name, (r.bytes.max(0) as u64, r.count))).collect()
+/// Per type, by the name's one spelling ([`super::canonical_type_name`]):
+/// a log's `System.Byte []` is a trace's `System.Byte[]`. `shown` keeps
+/// the first spelling met for each, for the rows.
+fn types(model: &Model, kind: HistogramKind, shown: &mut BTreeMap<String, String>) -> BTreeMap<String, (u64, u64)> {
+    let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for r in by_type(model, kind) {
+        let key = super::canonical_type_name(&r.name).into_owned();
+        let e = m.entry(key.clone()).or_insert((0, 0));
+        e.0 = e.0.saturating_add(r.bytes.max(0) as u64);
+        e.1 += r.count;
+        shown.entry(key).or_insert(r.name);
+    }
+    m
+}
+
+/// The rows of a type diff named as the files spell the types (the first
+/// file's spelling when both have the type).
+fn type_rows(a: &Model, b: &Model, kind: HistogramKind) -> Vec<DiffRow> {
+    let mut shown = BTreeMap::new();
+    let ta = types(a, kind, &mut shown);
+    let tb = types(b, kind, &mut shown);
+    let mut rows = diff_rows(&ta, &tb);
+    for r in &mut rows {
+        if let Some(name) = shown.remove(&r.name) {
+            r.name = name;
+        }
+    }
+    rows
 }
 
 fn functions(rows: &[FunctionRow], inclusive: bool) -> BTreeMap<String, (u64, u64)> {
@@ -117,8 +145,8 @@ pub fn diff(a: &Model, b: &Model) -> LogDiff {
     let fa = by_function(a, &Filter::all(), SortBy::Inclusive);
     let fb = by_function(b, &Filter::all(), SortBy::Inclusive);
     LogDiff {
-        allocated_by_type: diff_rows(&types(a, HistogramKind::Allocated), &types(b, HistogramKind::Allocated)),
-        final_heap_by_type: diff_rows(&types(a, HistogramKind::FinalHeap), &types(b, HistogramKind::FinalHeap)),
+        allocated_by_type: type_rows(a, b, HistogramKind::Allocated),
+        final_heap_by_type: type_rows(a, b, HistogramKind::FinalHeap),
         functions_exclusive: diff_rows(&functions(&fa, false), &functions(&fb, false)),
         functions_inclusive: diff_rows(&functions(&fa, true), &functions(&fb, true)),
     }

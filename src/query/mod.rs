@@ -9,6 +9,8 @@
 //!
 //! - [`Filter`]: the time window and threads a query looks at.
 //! - [`summary()`]: CLRProfiler's 18 Summary figures.
+//! - [`allocations_unknown()`]: why a model has no allocations to show
+//!   (a trace without allocation events, a `.gcdump`).
 //! - [`by_type`]: a histogram (allocated, relocated, final heap, finalized,
 //!   critical finalized) grouped by type name, as CLRProfiler's histogram
 //!   views show it; [`type_counts()`] narrows one by a filter, or gives the
@@ -41,6 +43,7 @@ pub mod age_histogram;
 pub mod ages;
 pub mod alloc_graph;
 pub mod alloc_stacks;
+pub mod allocations_known;
 pub mod by_code;
 pub mod calls;
 pub mod diff;
@@ -59,11 +62,13 @@ pub mod survivors;
 pub mod threads;
 pub mod timeline;
 pub mod type_counts;
+pub mod type_name;
 pub mod types;
 pub mod who;
 
 pub use age_histogram::{age_histogram_at, AgeBars, AgeHistogram};
 pub use ages::{ages, Ages};
+pub use allocations_known::allocations_unknown;
 pub use alloc_graph::{allocation_graph, AllocationGraph, GraphEdge, GraphNode, NodeKind};
 pub use by_code::{by_class, by_function, by_module, Figures, FunctionRow, GroupRow, SortBy};
 pub use calls::{call_tree, calls, CallTree, CallTreeOptions, Calls, NoCalls};
@@ -81,5 +86,6 @@ pub use summary::{summary, Summary};
 pub use survivors::{survivors, Survivors};
 pub use threads::{threads, ThreadRow};
 pub use type_counts::{type_counts, TypeQueryError, TypeSelection};
+pub use type_name::canonical_type_name;
 pub use types::{by_bytes, by_type, group_by_name, HistogramKind, TypeCount, TypeRow};
 pub use who::{who_allocated, TypeMatch, WhoAllocated};

@@ -12,7 +12,9 @@ use serde::Serialize;
 /// process, and in a heap dump file of its own) and has no allocation
 /// record cannot tell the figures of the simulated objects: then
 /// `allocations_known` is false, the three byte figures are 0 here and
-/// `null` ("Unknown") in JSON, and the finalized counts are `None`. Any
+/// `null` ("Unknown") in JSON, and the finalized counts are `None`. So
+/// for a trace without allocation events and a `.gcdump`
+/// ([`crate::query::allocations_unknown()`] says why). Any
 /// other log gives CLRProfiler's figures, 0 included, as its reader does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(into = "SummaryJson")]
@@ -173,7 +175,7 @@ pub fn summary(model: &Model) -> Summary {
     // An `l` record counts only when it names an object the simulation
     // knows: in a log recorded without allocation events nothing can be
     // counted, and 0 would be a wrong number, not an unknown one.
-    let allocations_known = model.had_alloc_info() || !recorded_without_allocations(model);
+    let allocations_known = super::allocations_unknown(model).is_none();
     // A trace: what the samples stand for. Its GCs are counted from the
     // GC table (a trace's times are finer than the log's milliseconds, so
     // CLRProfiler's one-start-per-tick rule would drop GCs that follow

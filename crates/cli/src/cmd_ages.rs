@@ -1,7 +1,7 @@
 //! `clrprof ages`: age histograms (GCs survived, milliseconds), or
 //! CLRProfiler's Histogram by Age of the live objects at a time.
 
-use crate::common::{cut_json, ms_text as ms, print_json, print_table, thousands, tick_for, QueryArgs};
+use crate::common::{cut_json, ms_text as ms, print_json, print_estimated_table, thousands, tick_for, QueryArgs};
 use anyhow::Result;
 use clrprof::query::age_histogram::{AgeBars, AgeHistogram};
 use clrprof::query::{age_histogram_at, ages, Ages};
@@ -41,7 +41,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let q = &args.query;
-    let loaded = q.load()?;
+    let loaded = q.load_allocations("`ages`")?;
     let model = &loaded.model;
     let filter = q.filter(model)?;
     if let Some(ms) = args.at {
@@ -97,6 +97,7 @@ fn print_ages(a: &Ages, by: Option<By>) {
     if erased {
         header.extend(["erased objects", "erased bytes"]);
     }
+    let estimates: Vec<usize> = (1..header.len()).collect();
     let cells = |first: String, d: clrprof::query::Tally, al: clrprof::query::Tally, e: clrprof::query::Tally| {
         let mut v = vec![first, thousands(d.objects), thousands(d.bytes), thousands(al.objects), thousands(al.bytes)];
         if erased {
@@ -109,7 +110,7 @@ fn print_ages(a: &Ages, by: Option<By>) {
         header[0] = "GCs survived";
         let rows: Vec<Vec<String>> =
             a.by_gcs.iter().map(|r| cells(r.gcs_survived.to_string(), r.died, r.alive_at_end, r.erased)).collect();
-        print_table(&header, &rows);
+        print_estimated_table(&header, &estimates, &rows);
     }
     if by != Some(By::Gcs) {
         println!();
@@ -126,7 +127,7 @@ fn print_ages(a: &Ages, by: Option<By>) {
                 cells(label, r.died, r.alive_at_end, r.erased)
             })
             .collect();
-        print_table(&header, &rows);
+        print_estimated_table(&header, &estimates, &rows);
     }
 }
 
@@ -164,7 +165,8 @@ fn print_at(h: &AgeHistogram) {
         })
         .collect();
     // The last column is text: left-aligned, unlike `print_table`'s.
-    let header = ["age", "objects", "bytes", "largest types (bytes)"];
+    let (objects, bytes) = if crate::common::estimated() { ("objects est.", "bytes est.") } else { ("objects", "bytes") };
+    let header = ["age", objects, bytes, "largest types (bytes)"];
     let width = |k: usize| rows.iter().map(|r| r[k].chars().count()).chain([header[k].len()]).max().unwrap_or(0);
     let (w0, w1, w2) = (width(0), width(1), width(2));
     for r in std::iter::once(header.map(String::from).to_vec()).chain(rows) {

@@ -1,4 +1,5 @@
-//! `clrprof diff`: allocation and final-heap differences between two logs.
+//! `clrprof diff`: allocation and final-heap differences between two logs,
+//! and their last heap dumps per type when both have one.
 
 use crate::common::{cut_json, keep, more_note, print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
@@ -32,14 +33,45 @@ pub fn run(args: Args) -> Result<()> {
     let b = load(&open(&args.b), args.out.quiet)?;
     let mut d = diff(&a.model, &b.model);
     let limit = args.out.limit();
+    let (na, nb) = (display_path(&args.a).display().to_string(), display_path(&args.b).display().to_string());
+    // Allocations a file does not have are unknown there: its sections
+    // say so rather than "no difference".
+    let unknown: Vec<String> = [(&a.model, &na), (&b.model, &nb)]
+        .into_iter()
+        .filter_map(|(m, n)| clrprof::query::allocations_unknown(m).map(|why| format!("{n}: {why}")))
+        .collect();
+    // The last heap dumps of both, per type, when both have one.
+    let has_dump = |m: &clrprof::model::Model| !m.heap_dumps().dumps().is_empty();
+    let dumps = match (has_dump(&a.model), has_dump(&b.model)) {
+        (true, true) => Some(crate::dump_compare::compare((&a.model, &na), (&b.model, &nb), [None, None])?),
+        _ => None,
+    };
     if args.out.json {
         let mut v = serde_json::to_value(&d)?;
         for key in ["allocated_by_type", "final_heap_by_type", "functions_exclusive", "functions_inclusive"] {
             cut_json(&mut v, key, limit);
         }
+        if let Some(o) = v.as_object_mut() {
+            if !unknown.is_empty() {
+                // Not compared: a file's unknown allocations are not 0.
+                for key in ["allocated_by_type", "final_heap_by_type", "functions_exclusive", "functions_inclusive"] {
+                    o.insert(key.into(), serde_json::Value::Null);
+                }
+                o.insert("allocations_unknown".into(), serde_json::json!(unknown));
+            }
+            if let Some(c) = &dumps {
+                o.insert("dump_by_type".into(), serde_json::to_value(c)?);
+            }
+        }
+        if dumps.is_some() {
+            cut_json(&mut v["dump_by_type"], "types", limit);
+        }
         return print_json(&v);
     }
-    println!("B = {} minus A = {}", display_path(&args.b).display(), display_path(&args.a).display());
+    println!("B = {nb} minus A = {na}");
+    for u in &unknown {
+        println!("allocations unknown in {u}");
+    }
     let sections: [(&str, &mut Vec<DiffRow>); 4] = [
         ("allocated by type", &mut d.allocated_by_type),
         ("final heap by type", &mut d.final_heap_by_type),
@@ -50,6 +82,10 @@ pub fn run(args: Args) -> Result<()> {
         let left_out = keep(rows, limit);
         println!();
         println!("{title}:");
+        if !unknown.is_empty() {
+            println!("  not compared: allocations unknown (above)");
+            continue;
+        }
         if rows.is_empty() {
             println!("  no difference");
             continue;
@@ -72,6 +108,14 @@ pub fn run(args: Args) -> Result<()> {
         if let Some(note) = more_note(left_out, "row", "rows") {
             println!("{note}");
         }
+    }
+    if let Some(c) = &dumps {
+        println!();
+        println!("last heap dump by type (objects cannot be matched across files):");
+        crate::dump_compare::print_types(c, limit);
+    } else if has_dump(&a.model) || has_dump(&b.model) {
+        println!();
+        println!("heap dumps: only {} has one", if has_dump(&a.model) { &na } else { &nb });
     }
     Ok(())
 }

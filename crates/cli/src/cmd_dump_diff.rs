@@ -1,9 +1,10 @@
-//! `clrprof dump-diff`: what changed between two heap dumps, per type, or
-//! (`--by`) per type, allocation stack or allocating function.
+//! `clrprof dump-diff`: what changed between two heap dumps of a log, per
+//! type, or (`--by`) per type, allocation stack or allocating function;
+//! or the dumps of two files per type (`dump_compare`).
 
 use crate::common::{cut_json, print_json, print_table, thousands, LoadArgs, OutputArgs};
 use crate::load::load;
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use crate::dump_sites::{print_diff, print_diff_head, ByArg};
 use clrprof::query::dumps::{diff, diff_by, DumpIndex, TypeDelta};
 
@@ -12,10 +13,20 @@ use clrprof::query::dumps::{diff, diff_by, DumpIndex, TypeDelta};
 pub struct Args {
     #[command(flatten)]
     load: LoadArgs,
-    /// The earlier dump's index.
-    a: u32,
-    /// The later dump's index.
-    b: u32,
+    /// The earlier dump's index in LOG; or, with no third argument, a
+    /// second file whose dump is compared with LOG's (`dump-diff A.gcdump
+    /// B.gcdump`).
+    #[arg(value_name = "A|FILE")]
+    a: String,
+    /// The later dump's index in LOG.
+    #[arg(value_name = "B")]
+    b: Option<u32>,
+    /// Two files: which dump of the first (default: its last).
+    #[arg(long, value_name = "N")]
+    dump_a: Option<u32>,
+    /// Two files: which dump of the second (default: its last).
+    #[arg(long, value_name = "N")]
+    dump_b: Option<u32>,
     /// New, gone and kept objects per type, per allocation stack or per
     /// allocating function ("new since A" by the code that allocated them),
     /// with every object counted (those without a known allocation in a
@@ -36,17 +47,25 @@ fn signed(v: i64) -> String {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    let Some(b) = args.b else { return crate::dump_compare::run(&args.load, &args.a, [args.dump_a, args.dump_b], args.by.is_some(), &args.out) };
+    if args.dump_a.is_some() || args.dump_b.is_some() {
+        bail!("--dump-a and --dump-b choose the dumps of two files: with one LOG, give the two dumps' indices");
+    }
+    let a: u32 = match args.a.parse() {
+        Ok(a) => a,
+        Err(_) => bail!("`{}`: with two dump indices after LOG, the first must be one too (to compare two files: `dump-diff FILE_A FILE_B`)", args.a),
+    };
     let loaded = load(&args.load, args.out.quiet)?;
     let model = &loaded.model;
     let count = model.heap_dumps().dumps().len();
-    let missing = || anyhow!("no heap dumps {} and {} (the log has {count}; `clrprof dumps` lists them)", args.a, args.b);
+    let missing = || anyhow!("no heap dumps {a} and {b} (the log has {count}; `clrprof dumps` lists them)");
     if !args.out.json {
         if let Some(line) = crate::common::incomplete_line(model) {
             println!("{line}");
         }
     }
     if let Some(by) = args.by {
-        let d = diff_by(model, DumpIndex(args.a), DumpIndex(args.b), by.into()).ok_or_else(missing)?;
+        let d = diff_by(model, DumpIndex(a), DumpIndex(b), by.into()).ok_or_else(missing)?;
         if args.out.json {
             let mut v = serde_json::to_value(&d)?;
             cut_json(&mut v, "sites", args.out.limit());
@@ -55,7 +74,7 @@ pub fn run(args: Args) -> Result<()> {
         print_diff(&d, args.out.limit());
         return Ok(());
     }
-    let d = diff(model, DumpIndex(args.a), DumpIndex(args.b))
+    let d = diff(model, DumpIndex(a), DumpIndex(b))
         .ok_or_else(missing)?;
     let top = args.out.limit();
     if args.out.json {

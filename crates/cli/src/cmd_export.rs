@@ -144,6 +144,12 @@ pub fn run(args: Args) -> Result<()> {
     }
     let loaded = args.query.load()?;
     let model = &loaded.model;
+    // pprof and speedscope are profiles of allocations: without any, an
+    // empty profile would read as "nothing allocated". Parquet's tables
+    // hold what the model has (no allocation rows then, not zeros).
+    if matches!(args.format, Format::Pprof | Format::Speedscope) {
+        crate::common::require_allocations(model, &args.query.load.shown(), "a pprof or speedscope export")?;
+    }
     let filter = args.query.filter(model)?;
     let at = args.at.map(|ms| model.time().tick_at(ms / 1000.0));
     // pprof's `File:` line: the log's name (a recorded log's name starts

@@ -29,7 +29,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let loaded = args.query.load()?;
+    let loaded = args.query.load_allocations("a flame graph of allocations")?;
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let stacks = folded_stacks(model, &filter);

@@ -1,7 +1,7 @@
 //! `clrprof functions`: allocation per function, inclusive and exclusive
 //! (Visual Studio's allocation view).
 
-use crate::common::{function_labels, keep, more_note, print_json, print_table, thousands, QueryArgs};
+use crate::common::{function_labels, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{by_function, Figures, FunctionRow, SortBy};
 
@@ -36,7 +36,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let loaded = args.query.load()?;
+    let loaded = args.query.load_allocations("`functions`")?;
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let rows = by_function(model, &filter, args.sort.into());
@@ -50,7 +50,7 @@ pub fn run(args: Args) -> Result<()> {
         let names = labels(&rows);
         let table: Vec<Vec<String>> =
             shown.iter().zip(&names).map(|(r, name)| figure_cells(name, &r.figures, &total)).collect();
-        print_table(&FIGURE_HEADER, &table);
+        print_estimated_table(&FIGURE_HEADER, &FIGURE_ESTIMATES, &table);
         if let Some(note) = more_note(left_out, "function", "functions") {
             println!("{note}");
         }
@@ -69,6 +69,9 @@ pub fn labels(rows: &[FunctionRow]) -> Vec<String> {
 /// The columns of a figures table.
 pub const FIGURE_HEADER: [&str; 7] =
     ["name", "incl bytes", "incl %", "incl objects", "excl bytes", "excl %", "excl objects"];
+
+/// The columns of [`FIGURE_HEADER`] that a sampled trace estimates.
+pub const FIGURE_ESTIMATES: [usize; 4] = [1, 3, 4, 6];
 
 /// Totals: the exclusive figures add up to everything allocated.
 pub fn total_of<'a>(rows: impl Iterator<Item = &'a Figures>) -> Figures {

@@ -2,7 +2,7 @@
 //! by bytes) as a table, JSON or Graphviz DOT.
 
 use crate::cmd_functions::percent;
-use crate::common::{function_labels, more_note, print_json, print_table, thousands, QueryArgs};
+use crate::common::{function_labels, more_note, print_json, print_estimated_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{allocation_graph, AllocationGraph, NodeKind};
 use std::fmt::Write as _;
@@ -26,7 +26,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let loaded = args.query.load()?;
+    let loaded = args.query.load_allocations("the allocation graph")?;
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let g = allocation_graph(model, &filter);
@@ -114,7 +114,7 @@ fn print_tables(args: &Args, g: &AllocationGraph, min: u64) {
             ]
         })
         .collect();
-    print_table(&["node", "kind", "bytes", "%", "objects", "allocated here"], &rows);
+    print_estimated_table(&["node", "kind", "bytes", "%", "objects", "allocated here"], &[2, 4, 5], &rows);
     if let Some(note) = more_note(g.nodes.len() - rows.len(), "node", "nodes") {
         println!("{note}");
     }
@@ -133,7 +133,7 @@ fn print_tables(args: &Args, g: &AllocationGraph, min: u64) {
             ]
         })
         .collect();
-    print_table(&["edge", "bytes", "%", "objects"], &rows);
+    print_estimated_table(&["edge", "bytes", "%", "objects"], &[1, 3], &rows);
     if let Some(note) = more_note(g.edges.len() - rows.len(), "edge", "edges") {
         println!("{note}");
     }

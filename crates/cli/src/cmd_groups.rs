@@ -2,7 +2,7 @@
 //! class, inclusive and exclusive.
 
 use crate::cmd_functions::{figure_cells, print_heading, total_of, Sort, FIGURE_HEADER};
-use crate::common::{keep, more_note, print_json, print_table, QueryArgs};
+use crate::common::{keep, more_note, print_json, print_estimated_table, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{by_class, by_module, GroupRow};
 
@@ -27,7 +27,7 @@ pub enum Grouping {
 
 /// Runs the command.
 pub fn run(args: Args, grouping: Grouping) -> Result<()> {
-    let loaded = args.query.load()?;
+    let loaded = args.query.load_allocations("allocations by module or class")?;
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let (rows, what) = match grouping {
@@ -45,7 +45,7 @@ pub fn run(args: Args, grouping: Grouping) -> Result<()> {
         let total = total_of(rows.iter().map(|r| &r.figures));
         print_heading(&args.query.load.shown().display().to_string(), &total, rows.len(), what);
         let table: Vec<Vec<String>> = shown.iter().map(|r| figure_cells(&r.name, &r.figures, &total)).collect();
-        print_table(&FIGURE_HEADER, &table);
+        print_estimated_table(&FIGURE_HEADER, &crate::cmd_functions::FIGURE_ESTIMATES, &table);
         let singular = match grouping {
             Grouping::Module => "module",
             Grouping::Class => "class",

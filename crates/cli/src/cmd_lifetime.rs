@@ -1,7 +1,7 @@
 //! `clrprof lifetime`: per type, objects reclaimed in each generation and
 //! alive at the end (Visual Studio's Object Lifetime view).
 
-use crate::common::{cut_json, keep, more_note, print_json, print_table, thousands, QueryArgs};
+use crate::common::{cut_json, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{lifetime, LifetimeRow, Tally};
 
@@ -18,7 +18,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let q = &args.query;
-    let loaded = q.load()?;
+    let loaded = q.load_allocations("`lifetime`")?;
     let model = &loaded.model;
     let filter = q.filter(model)?;
     let mut l = lifetime(model, &filter);
@@ -57,7 +57,8 @@ pub fn run(args: Args) -> Result<()> {
         if args.objects { "Objects" } else { "Bytes" },
         if filter.is_all() { "every object".to_string() } else { "objects allocated in the window".to_string() }
     );
-    print_table(&header, &rows);
+    let estimates: Vec<usize> = (1..header.len()).collect();
+    print_estimated_table(&header, &estimates, &rows);
     if let Some(note) = more_note(left_out, "type", "types") {
         println!("{note}");
     }

@@ -23,8 +23,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::Duration;
 
+mod diagnostic_ports;
 mod dotnet_app;
 mod startup_failure;
+
+pub(crate) use diagnostic_ports::refuse_before_start;
 
 /// The agent's file name.
 const AGENT_FILE: &str = "libclrprof_agent.so";

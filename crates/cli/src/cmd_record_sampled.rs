@@ -51,6 +51,10 @@ impl Dest {
 
 /// Runs `record --sampled`.
 pub fn run(args: &crate::cmd_record::Args) -> Result<ExitCode> {
+    if args.pid.is_none() {
+        // CoreCLR 3.x would run the program to its end outside the session.
+        crate::cmd_record::refuse_before_start(&args.command)?;
+    }
     let mut dest = match (&args.target, &args.token_file) {
         (Some(target), Some(token_file)) => {
             // The collector must take the token before anything starts.

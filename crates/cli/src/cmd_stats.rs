@@ -1,4 +1,5 @@
-//! `clrprof stats`: record counts, definitions and warnings.
+//! `clrprof stats`: record counts, definitions and warnings; for a
+//! `.nettrace` or `.gcdump`, what it holds (`stats_foreign`).
 
 use crate::common::{print_json, thousands, LoadArgs};
 use anyhow::{bail, Result};
@@ -20,6 +21,13 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let source = args.load.open()?;
     let data = source.bytes();
+    let shown = args.load.shown().display().to_string();
+    if clrprof::eventpipe::is_nettrace(data) {
+        return crate::stats_foreign::trace(&shown, data, args.load.strict, args.json);
+    }
+    if clrprof::gcdump::is_gcdump(data) {
+        return crate::stats_foreign::gcdump(&shown, data, args.json);
+    }
     let stats = LogStats::compute(data, &args.load.chunk_options());
     let path = args.load.shown();
     if args.load.strict {

@@ -38,10 +38,18 @@ pub fn run(args: Args) -> Result<()> {
     // Without allocation records (an attached recording, a dump file, a
     // log recorded with allocation logging off) the figures that come from
     // the simulated objects are not known: not 0 (`null` in the JSON).
+    let unknown = clrprof::query::allocations_unknown(&loaded.model);
     if args.json {
-        return print_json(&serde_json::to_value(s)?);
+        let mut v = serde_json::to_value(s)?;
+        if let (Some(why), Some(o)) = (&unknown, v.as_object_mut()) {
+            o.insert("allocations_unknown".to_string(), serde_json::json!(why));
+        }
+        return print_json(&v);
     }
     print_table(&args.load.shown().display().to_string(), &s);
+    if let Some(why) = unknown {
+        println!("  Allocations are unknown: {why}.");
+    }
     if loaded.model.diagnostics().total() > 0 && !args.quiet {
         eprintln!(
             "clrprof: {} while reading; `clrprof stats` lists them",

@@ -1,7 +1,7 @@
 //! `clrprof survivors`: objects allocated in a window and still alive later
 //! (the leak question), by type and by allocating stack.
 
-use crate::common::{cut_json, keep, more, more_note, ms_text as ms, print_json, print_table, thousands, tick_for, QueryArgs};
+use crate::common::{cut_json, keep, more, more_note, ms_text as ms, print_json, print_estimated_table, thousands, tick_for, QueryArgs};
 use anyhow::Result;
 use clrprof::query::survivors;
 
@@ -22,7 +22,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let q = &args.query;
-    let loaded = q.load()?;
+    let loaded = q.load_allocations("`survivors`")?;
     let model = &loaded.model;
     let filter = q.filter(model)?;
     let alive_at = match args.alive_at {
@@ -68,7 +68,7 @@ pub fn run(args: Args) -> Result<()> {
             ]
         })
         .collect();
-    print_table(&["type", "surviving bytes", "surviving objects", "allocated objects", "survival"], &rows);
+    print_estimated_table(&["type", "surviving bytes", "surviving objects", "allocated objects", "survival"], &[1, 2, 3], &rows);
     if let Some(note) = more_note(types_left_out, "type", "types") {
         println!("{note}");
     }

@@ -1,7 +1,7 @@
 //! `clrprof threads`: the threads of a log (the ids `--thread` takes), with
 //! what each allocated and when.
 
-use crate::common::{count, cut_json, keep, more_note, print_json, print_table, thousands, QueryArgs};
+use crate::common::{count, cut_json, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::threads;
 
@@ -19,7 +19,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let q = &args.query;
-    let loaded = q.load()?;
+    let loaded = q.load_allocations("`threads`")?;
     let model = &loaded.model;
     let filter = q.filter(model)?;
     let mut rows = threads(model, &filter);
@@ -56,7 +56,7 @@ pub fn run(args: Args) -> Result<()> {
             ]
         })
         .collect();
-    print_table(&["thread", "objects", "bytes", "first tick", "first ms", "last tick", "last ms"], &table);
+    print_estimated_table(&["thread", "objects", "bytes", "first tick", "first ms", "last tick", "last ms"], &[1, 2], &table);
     if let Some(note) = more_note(left_out, "thread", "threads") {
         println!("{note}");
     }

@@ -2,7 +2,7 @@
 //! a table / JSON (live bytes by type at a moment, GC and comment markers,
 //! address bands, and with `--cells` the type of every cell).
 
-use crate::common::{count, create_output, cut_json, more_note, print_json, print_table, thousands, QueryArgs};
+use crate::common::{count, create_output, cut_json, more_note, print_json, print_estimated_table, print_table, thousands, QueryArgs};
 use anyhow::{bail, Context, Result};
 use clrprof::model::Model;
 use clrprof::query::timeline::{
@@ -204,7 +204,7 @@ pub fn run(args: Args) -> Result<()> {
         thousands(live.iter().map(|r| r.count).sum()),
         thousands(live.iter().map(|r| r.estimated_bytes).sum()),
     ]);
-    print_table(&["type", "bytes", "objects", "estimated (1 KB grains)"], &rows);
+    print_estimated_table(&["type", "bytes", "objects", "estimated (1 KB grains)"], &[1, 2], &rows);
     if let Some(note) = more_note(live.len().saturating_sub(limit), "type", "types") {
         println!("{note}");
     }

@@ -2,7 +2,7 @@
 //! optionally live at a time, with the size classes of its Histogram by
 //! Size view.
 
-use crate::common::{keep, more_note, print_table, thousands, tick_for, QueryArgs};
+use crate::common::{keep, more_note, print_estimated_table, thousands, tick_for, QueryArgs};
 use anyhow::{bail, Result};
 use clap::ValueEnum;
 use clrprof::query::{
@@ -105,7 +105,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.at.is_some() && !matches!(args.kind, Kind::Final) {
         bail!("--at applies to --kind final (the objects live at a time)");
     }
-    let loaded = args.query.load()?;
+    let loaded = args.query.load_allocations("`types`")?;
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let at = args.at.map(|ms| tick_for(model, "--at", ms)).transpose()?;
@@ -154,7 +154,7 @@ fn print_types(args: &Args, types: &[TypeCount], at_ms: Option<f64>) {
         .take(args.query.limit())
         .map(|t| vec![t.name.clone(), signed(t.bytes), percent(t.bytes, bytes), thousands(t.count)])
         .collect();
-    print_table(&["type", "bytes", "%", "objects"], &rows);
+    print_estimated_table(&["type", "bytes", "%", "objects"], &[1, 3], &rows);
     if let Some(note) = more_note(types.len() - rows.len(), "type", "types") {
         println!("{note}");
     }

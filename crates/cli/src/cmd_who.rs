@@ -1,7 +1,7 @@
 //! `clrprof who`: the functions and stacks that allocated a type.
 
-use crate::cmd_functions::{figure_cells, labels, percent, Sort, FIGURE_HEADER};
-use crate::common::{cut_json, keep, more_note, print_json, print_table, thousands, QueryArgs};
+use crate::cmd_functions::{figure_cells, labels, percent, Sort, FIGURE_ESTIMATES, FIGURE_HEADER};
+use crate::common::{cut_json, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
 use anyhow::{bail, Result};
 use clrprof::model::Model;
 use clrprof::query::who::stack_line;
@@ -44,7 +44,7 @@ fn old_order(args: &mut Args) {
 /// Runs the command.
 pub fn run(mut args: Args) -> Result<()> {
     old_order(&mut args);
-    let loaded = args.query.load()?;
+    let loaded = args.query.load_allocations("`who`")?;
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
     let pattern =
@@ -97,7 +97,7 @@ pub fn run(mut args: Args) -> Result<()> {
         .iter()
         .map(|t| vec![t.name.clone(), thousands(t.bytes), percent(t.bytes, w.bytes), thousands(t.count)])
         .collect();
-    print_table(&["type", "bytes", "%", "objects"], &rows);
+    print_estimated_table(&["type", "bytes", "%", "objects"], &[1, 3], &rows);
     if let Some(note) = more_note(types_left_out, "type", "types") {
         println!("{note}");
     }
@@ -107,7 +107,7 @@ pub fn run(mut args: Args) -> Result<()> {
         w.functions.iter().zip(&names).map(|(f, name)| figure_cells(name, &f.figures, &total)).collect();
     let mut header = FIGURE_HEADER;
     header[0] = "function";
-    print_table(&header, &rows);
+    print_estimated_table(&header, &FIGURE_ESTIMATES, &rows);
     if let Some(note) = more_note(functions_left_out, "function", "functions") {
         println!("{note}");
     }

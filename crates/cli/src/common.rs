@@ -93,6 +93,16 @@ pub fn note_estimates(model: &Model, shown: &std::path::Path, quiet: bool) {
     }
 }
 
+/// For the views made of allocations: an error naming why the model has
+/// none (a trace without allocation events, a `.gcdump`), rather than
+/// empty or zero figures.
+pub fn require_allocations(model: &Model, shown: &std::path::Path, what: &str) -> Result<()> {
+    match clrprof::query::allocations_unknown(model) {
+        Some(why) => anyhow::bail!("{}: {what} needs allocations, and they are unknown: {why}", shown.display()),
+        None => Ok(()),
+    }
+}
+
 /// What the loaded trace(s) lost, for [`print_json`] to add to every JSON
 /// answer.
 static INCOMPLETE: std::sync::Mutex<Option<serde_json::Value>> = std::sync::Mutex::new(None);
@@ -277,12 +287,43 @@ impl QueryArgs {
         crate::load::load(&self.load, self.out.quiet)
     }
 
+    /// Loads the model for a view made of allocations (`what` names it):
+    /// an error when the model has none (see [`require_allocations`]).
+    pub fn load_allocations(&self, what: &str) -> Result<crate::load::Loaded> {
+        let loaded = self.load()?;
+        require_allocations(&loaded.model, &self.load.shown(), what)?;
+        Ok(loaded)
+    }
+
     /// Tells on standard error how many warnings the load produced.
     pub fn report_warnings(&self, model: &Model) {
         if model.diagnostics().total() > 0 && !self.out.quiet {
             eprintln!("clrprof: {} while reading; `clrprof stats` lists them", count(model.diagnostics().total(), "warning", "warnings"));
         }
     }
+}
+
+/// Whether the loaded model's allocation figures are estimates (a sampled
+/// trace; set by [`note_estimates`] whether or not the note is printed).
+pub fn estimated() -> bool {
+    ESTIMATES.lock().map(|s| s.is_some()).unwrap_or(false)
+}
+
+/// The mark an estimated column's header carries: the column's meaning,
+/// so `-q` (which silences notes) keeps it.
+pub const EST: &str = " est.";
+
+/// Prints a table whose columns `estimates` (indexes into `header`) are
+/// made of sampled allocations: when the loaded model is a sampled trace,
+/// their headers end in " est.".
+pub fn print_estimated_table(header: &[&str], estimates: &[usize], rows: &[Vec<String>]) {
+    if !estimated() {
+        return print_table(header, rows);
+    }
+    let marked: Vec<String> =
+        header.iter().enumerate().map(|(i, h)| if estimates.contains(&i) { format!("{h}{EST}") } else { h.to_string() }).collect();
+    let marked: Vec<&str> = marked.iter().map(String::as_str).collect();
+    print_table(&marked, rows)
 }
 
 /// Prints a table: a header row and rows of cells; columns after the first

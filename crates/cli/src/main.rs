@@ -30,6 +30,7 @@ mod cmd_graph;
 mod cmd_groups;
 mod cmd_who;
 mod cmd_stats;
+mod stats_foreign;
 mod cmd_summary;
 mod cmd_sessions;
 mod cmd_survivors;
@@ -39,6 +40,7 @@ mod cmd_ui;
 mod cmd_timeline;
 mod common;
 mod help;
+mod dump_compare;
 mod interrupt;
 mod dump_sites;
 mod live;
@@ -103,7 +105,8 @@ enum Command {
     Check(cmd_check::Args),
     /// Write the log as a pprof profile, a speedscope file or Parquet tables.
     Export(cmd_export::Args),
-    /// Record counts, definitions and warnings of a log (no heap simulation).
+    /// What a file holds: a log's records, a trace's events and the
+    /// questions it can answer (no heap simulation).
     Stats(cmd_stats::Args),
     /// Load time, peak memory and bytes held by each table of the model.
     Footprint(cmd_footprint::Args),

@@ -14,7 +14,8 @@
 //!   [`dominators`] computes its dominator tree over any [`Csr`] graph;
 //!   [`retained`] gives retained sizes per object and per type.
 //! - [`paths_to`] finds shortest paths from a root to objects of a type.
-//! - [`diff`] compares two dumps (new objects, types that grew or shrank).
+//! - [`diff`] compares two dumps (new objects, types that grew or shrank);
+//!   [`compare_files`] compares dumps of two files per type.
 //! - [`allocation_of`] links a dump object to its allocation (stack,
 //!   thread, tick) when the log has allocation records; [`Sites`] groups
 //!   dump objects by type, allocation stack or allocating function
@@ -26,6 +27,7 @@
 //! (`COR_PRF_GC_ROOT_KIND`, `COR_PRF_GC_ROOT_FLAGS`) and CLRProfiler's
 //! object graph name them: see [`RootKind`] and [`root_name`].
 
+mod compare;
 mod diff;
 mod diff_by;
 mod dominators;
@@ -37,6 +39,7 @@ mod roots;
 mod sites;
 mod table;
 
+pub use compare::{compare_files, DumpComparison, TypeChange};
 pub use diff::{diff, DumpDiff, Matching, TypeDelta};
 pub use diff_by::{diff_by, DumpDiffBySite, SiteDelta};
 pub use dominators::{dominators, DominatorTree};

@@ -5,7 +5,7 @@
 use super::rule::Subject;
 use clrprof::model::Model;
 use clrprof::query::dumps::{retained_by, DumpIndex, RetainedBySite, SiteBy};
-use clrprof::query::{by_function, by_type, summary, survivors, Filter, HistogramKind, SortBy, Summary};
+use clrprof::query::{by_function, by_type, canonical_type_name, summary, survivors, Filter, HistogramKind, SortBy, Summary};
 use std::cell::OnceCell;
 use std::collections::HashMap;
 
@@ -56,13 +56,16 @@ pub enum Missing {
     Unknown(String),
     /// The log has no heap dump (or not the one asked for).
     NoDump(String),
+    /// The log has no such type or function where the figure looks (the
+    /// other log has): the rule is undecided, never a comparison with 0.
+    Absent(String),
 }
 
 impl Missing {
     /// The reason, for the report.
     pub fn reason(&self) -> &str {
         match self {
-            Missing::Unknown(s) | Missing::NoDump(s) => s,
+            Missing::Unknown(s) | Missing::NoDump(s) | Missing::Absent(s) => s,
         }
     }
 }
@@ -115,7 +118,7 @@ impl<'m> Figures<'m> {
     fn histogram(&self, kind: HistogramKind) -> HashMap<String, Pair> {
         let mut m: HashMap<String, Pair> = HashMap::new();
         for row in by_type(self.model, kind) {
-            m.entry(row.name).or_default().add(row.count, row.bytes.max(0) as u64);
+            m.entry(canonical_type_name(&row.name).into_owned()).or_default().add(row.count, row.bytes.max(0) as u64);
         }
         m
     }
@@ -184,7 +187,7 @@ impl<'m> Figures<'m> {
         Ok(self.dump_types.get_or_init(|| {
             let mut m: HashMap<String, DumpType> = HashMap::new();
             for site in &r.sites {
-                let t = m.entry(site.site.name.clone()).or_default();
+                let t = m.entry(canonical_type_name(&site.site.name).into_owned()).or_default();
                 t.own.add(site.objects, site.bytes);
                 t.retained = t.retained.saturating_add(site.retained);
             }
@@ -203,10 +206,21 @@ impl<'m> Figures<'m> {
     pub fn knows(&self, subject: &Subject, metric: &str) -> bool {
         match subject {
             Subject::Summary | Subject::Dump => true,
-            Subject::Type(n) if is_dump_metric(metric) => self.dump_types().is_ok_and(|t| t.contains_key(n)),
-            Subject::Type(n) => self.allocated().contains_key(n),
+            Subject::Type(n) if is_dump_metric(metric) => self.dump_types().is_ok_and(|t| t.contains_key(&*canonical_type_name(n))),
+            Subject::Type(n) => self.allocated().contains_key(&*canonical_type_name(n)),
             Subject::Function(n) => self.functions().contains_key(n),
         }
+    }
+
+    /// Why a figure of a type or function the log does not have (see
+    /// [`Figures::knows`]) is missing: never 0 in its place.
+    fn absent(&self, subject: &Subject, metric: &str) -> Missing {
+        let where_ = match subject {
+            Subject::Type(_) if is_dump_metric(metric) => "in the heap dump",
+            Subject::Type(_) => "allocated",
+            _ => "on an allocation stack",
+        };
+        Missing::Absent(format!("{} `{}` is not {where_} in this log", subject.kind(), subject.name().unwrap_or_default()))
     }
 
     /// Names of the subject's kind in this log where `metric` looks (for
@@ -242,11 +256,18 @@ impl<'m> Figures<'m> {
             }
             Subject::Type(name) => {
                 let known = self.summary().allocations_known;
+                let name = &*canonical_type_name(name);
                 let log_figure = |m: &HashMap<String, Pair>| m.get(name).copied().unwrap_or_default();
                 let no_allocations = || Missing::Unknown("recorded without allocation events: allocation figures unknown".into());
                 let v = match metric {
                     "allocated_bytes" | "allocated_objects" | "surviving_bytes" | "surviving_objects" if !known => {
                         return Err(no_allocations())
+                    }
+                    "allocated_bytes" | "allocated_objects" | "surviving_bytes" | "surviving_objects" | "dump_objects" | "dump_bytes"
+                    | "retained_bytes"
+                        if !self.knows(subject, metric) && (!is_dump_metric(metric) || self.dump_types().is_ok()) =>
+                    {
+                        return Err(self.absent(subject, metric))
                     }
                     "allocated_bytes" => log_figure(self.allocated()).bytes,
                     "allocated_objects" => log_figure(self.allocated()).objects,
@@ -267,6 +288,9 @@ impl<'m> Figures<'m> {
             Subject::Function(name) => {
                 if !self.summary().allocations_known {
                     return Err(Missing::Unknown("recorded without allocation events: allocation figures unknown".into()));
+                }
+                if !self.knows(subject, metric) {
+                    return Err(self.absent(subject, metric));
                 }
                 let f = self.functions().get(name).copied().unwrap_or_default();
                 let v = match metric {

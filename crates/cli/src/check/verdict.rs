@@ -68,11 +68,14 @@ pub fn allowed(baseline: i64, limit: Limit) -> i64 {
 }
 
 /// Applies a rule. `Err` when neither log knows the rule's type or
-/// function (a misspelt name would otherwise pass at 0 against 0).
+/// function (a misspelt name would otherwise pass at 0 against 0); when
+/// one log does not, the rule is undecided (never that figure taken as 0).
 pub fn judge(rule: &Rule, baseline: &Figures, candidate: &Figures) -> Result<Verdict, String> {
     let b = baseline.value(&rule.subject, &rule.metric);
     let c = candidate.value(&rule.subject, &rule.metric);
-    if (b.is_ok() || c.is_ok())
+    // A figure is there, or would be if the log had the name.
+    let named = |r: &Result<i64, Missing>| matches!(r, Ok(_) | Err(Missing::Absent(_)));
+    if (named(&b) || named(&c))
         && rule.subject.name().is_some()
         && !baseline.knows(&rule.subject, &rule.metric)
         && !candidate.knows(&rule.subject, &rule.metric)

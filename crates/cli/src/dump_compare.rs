@@ -76,7 +76,7 @@ pub fn run(first: &LoadArgs, second: &str, dumps: [Option<u32>; 2], by: bool, ou
     if by {
         bail!("--by needs the allocations behind one log's dumps: it compares two dumps of one LOG (`dump-diff LOG A B --by ...`)");
     }
-    let second = LoadArgs { log: second.into(), threads: first.threads, strict: first.strict };
+    let second = LoadArgs { log: second.into(), threads: first.threads, strict: first.strict, decompress: first.decompress };
     let a = crate::load::load(first, out.quiet)?;
     let b = crate::load::load(&second, out.quiet)?;
     let (na, nb) = (first.shown().display().to_string(), second.shown().display().to_string());

@@ -532,29 +532,24 @@ fn check(i: usize) {
     assert!(u(&summary["comments"]) >= 8, "{what}: summary comments {}", summary["comments"]);
 
     // Allocations per marker type, the off phase's left out.
-    let allocated = q(&["types", "--kind", "allocated", "--json", "--top", "0"]);
-    let finalized = q(&["types", "--kind", "finalized", "--json", "--top", "0"]);
     if attached {
-        // Not known after attach: absent, never a number.
+        // Not known after attach: refused with the reason, never a number
+        // (with --json the error is `{"error": ...}` on standard output).
         assert_eq!(stats["records"]["!"], 0, "{what}: allocations in an attached log");
-        for (rows, kind) in [(&allocated, "allocated"), (&finalized, "finalized")] {
-            assert_eq!(rows["types"].as_array().map(Vec::len), Some(0), "{what}: `types --kind {kind}` of an attached log: {rows}");
+        for args in [
+            &["types", log_s, "--kind", "allocated", "--json", "--top", "0"][..],
+            &["types", log_s, "--kind", "finalized", "--json", "--top", "0"][..],
+            &["who", log_s, "TruthCache", "--exact", "--json", "--top", "0"][..],
+        ] {
+            let e = json_error(&clrprof(&dir, args));
+            assert!(e.contains("needs allocations, and they are unknown"), "{what}: {args:?} of an attached log: {e}");
         }
         for key in ["allocated_bytes", "final_heap_bytes", "relocated_bytes", "objects_finalized", "critical_objects_finalized"] {
             assert!(summary[key].is_null(), "{what}: summary {key} of a log without allocations is {} (unknown expected)", summary[key]);
         }
-        // `who`: no allocations of the type, or (no dump ever named it) no
-        // such type.
-        let who = clrprof(&dir, &["who", log_s, "TruthCache", "--exact", "--json", "--top", "0"]);
-        if who.status.success() {
-            let who: Value = serde_json::from_slice(&who.stdout).expect("who --json");
-            assert_eq!((who["count"].as_u64(), who["functions"].as_array().map(Vec::len)), (Some(0), Some(0)), "{what}: who of an attached log: {who}");
-        } else {
-            // With --json the error is `{"error": ...}` on standard output.
-            let e = json_error(&who);
-            assert!(r.dumps == D::None && e.contains("no type named \"TruthCache\""), "{what}: who: {e}");
-        }
     } else {
+        let allocated = q(&["types", "--kind", "allocated", "--json", "--top", "0"]);
+        let finalized = q(&["types", "--kind", "finalized", "--json", "--top", "0"]);
         for name in MARKERS {
             let off_n = if r.off { truth["allocated_off_phase"][name].as_u64().unwrap_or(0) } else { 0 };
             let expected = u(&truth["allocated"][name]) - off_n;

@@ -493,8 +493,14 @@ mod gcdump_synth {
         let mut blob = Vec::new();
         // Node 0: type 1, one child, node 1.
         compressed(1 << 1, &mut blob);
-        compressed(1, &mut blob);
-        compressed(1, &mut blob);
+        // The root holds every object of the file of small objects (each
+        // object a root's child, as a heap's statics hold theirs); the
+        // shared-label bomb's root holds the first alone.
+        let held = if shared { 1 } else { nodes };
+        compressed(held as i32, &mut blob);
+        for k in 1..=held {
+            compressed(k as i32, &mut blob);
+        }
         // Type 2's size is the objects' (no size of their own).
         let mut labels = Vec::with_capacity(nodes as usize);
         for k in 0..nodes {

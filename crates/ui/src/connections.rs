@@ -159,7 +159,7 @@ pub async fn serve_connections(
                     drop(stream);
                     continue;
                 }
-                let (id, closed, writing) = tracker.add();
+                let (id, closed, writing) = tracker.add(std::os::fd::AsRawFd::as_raw_fd(&stream));
                 let stream = Watched { stream, writing };
                 let conn = Connection { stream, id, tracker: tracker.clone(), closed, router: router.clone() };
                 tokio::spawn(conn.serve(http.clone(), stopping.clone(), alive.clone()));
@@ -291,6 +291,9 @@ struct Entry {
     closed: Arc<Notify>,
     /// Whether its socket is full (see [`Watched`]).
     writing: Arc<AtomicBool>,
+    /// Its socket, whose send queue tells whether a response's end is
+    /// still on its way to the client (see [`unsent`]).
+    fd: std::os::fd::RawFd,
     /// Requests in progress (hyper's HTTP/1 has at most one at a time).
     busy: u32,
     /// When idle: its key in `idle`.
@@ -313,16 +316,16 @@ impl Tracker {
         s.conns.len() + s.closing.len()
     }
 
-    /// A new connection, idle; the `Notify` tells it the tracker closed it,
-    /// the flag is its [`Watched::writing`].
-    fn add(&self) -> (ConnId, Arc<Notify>, Arc<AtomicBool>) {
+    /// A new connection on socket `fd`, idle; the `Notify` tells it the
+    /// tracker closed it, the flag is its [`Watched::writing`].
+    fn add(&self, fd: std::os::fd::RawFd) -> (ConnId, Arc<Notify>, Arc<AtomicBool>) {
         let mut s = self.lock();
         let id = ConnId(s.next_id);
         s.next_id += 1;
         let mark = s.mark();
         let closed = Arc::new(Notify::new());
         let writing = Arc::new(AtomicBool::new(false));
-        s.conns.insert(id, Entry { closed: closed.clone(), writing: writing.clone(), busy: 0, idle_mark: Some(mark) });
+        s.conns.insert(id, Entry { closed: closed.clone(), writing: writing.clone(), fd, busy: 0, idle_mark: Some(mark) });
         s.idle.insert(mark, id);
         (id, closed, writing)
     }
@@ -345,7 +348,10 @@ impl Tracker {
     /// was an idle connection.
     fn close_oldest_idle(&self) -> bool {
         let mut s = self.lock();
-        let writing = |id: &ConnId| s.conns.get(id).is_some_and(|e| e.writing.load(Ordering::Relaxed));
+        // A response's end still to be delivered: a write found the socket
+        // full, or the kernel still holds bytes of it (after hyper's last
+        // write, which may have gone in whole, before the client read it).
+        let writing = |id: &ConnId| s.conns.get(id).is_some_and(|e| e.writing.load(Ordering::Relaxed) || unsent(e.fd) > 0);
         let chosen = s.idle.iter().find(|(_, id)| !writing(id)).or_else(|| s.idle.first_key_value()).map(|(m, id)| (*m, *id));
         let Some((mark, id)) = chosen else { return false };
         s.idle.remove(&mark);
@@ -394,6 +400,23 @@ impl TrackerState {
         let m = self.next_mark;
         self.next_mark += 1;
         m
+    }
+}
+
+/// Bytes the kernel still holds to send on socket `fd` (`SIOCOUTQ`: sent
+/// and not yet acknowledged, or not yet sent), 0 when it cannot tell.
+fn unsent(fd: std::os::fd::RawFd) -> usize {
+    if fd < 0 {
+        return 0;
+    }
+    let mut n: libc::c_int = 0;
+    // Safety: SIOCOUTQ (TIOCOUTQ) writes one int to `n`; on a descriptor
+    // that is not a TCP socket (any more) it fails and `n` is not used.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+    if r == 0 && n > 0 {
+        n as usize
+    } else {
+        0
     }
 }
 
@@ -485,9 +508,9 @@ mod tests {
     #[test]
     fn the_connection_idle_the_longest_is_closed_first_and_busy_ones_never() {
         let t = Tracker::default();
-        let (a, a_closed, _) = t.add();
-        let (b, _, _) = t.add();
-        let (c, _, _) = t.add();
+        let (a, a_closed, _) = t.add(-1);
+        let (b, _, _) = t.add(-1);
+        let (c, _, _) = t.add(-1);
         t.start_request(a);
         t.start_request(b);
         t.end_request(b); // b is idle again, after c
@@ -514,8 +537,8 @@ mod tests {
     #[test]
     fn a_connection_whose_socket_is_full_is_closed_after_the_other_idle_ones() {
         let t = Tracker::default();
-        let (a, _, a_writing) = t.add();
-        let (b, _, _) = t.add();
+        let (a, _, a_writing) = t.add(-1);
+        let (b, _, _) = t.add(-1);
         a_writing.store(true, Ordering::Relaxed);
         assert!(t.close_oldest_idle());
         assert!(t.lock().conns.contains_key(&a) && !t.lock().conns.contains_key(&b), "b goes first");

@@ -138,7 +138,7 @@ pub fn input_bytes(path: &Path, upto: Option<u64>) -> std::io::Result<u64> {
 /// default limits.
 fn decompressed_at_most(compressed: u64) -> u64 {
     use clrprof::limits::{DECOMPRESSION_FLOOR, MAX_DECOMPRESSED_BYTES, MAX_DECOMPRESSION_RATIO};
-    compressed.saturating_mul(MAX_DECOMPRESSION_RATIO).max(DECOMPRESSION_FLOOR).min(MAX_DECOMPRESSED_BYTES)
+    compressed.saturating_mul(MAX_DECOMPRESSION_RATIO).clamp(DECOMPRESSION_FLOOR, MAX_DECOMPRESSED_BYTES)
 }
 
 /// Why a child failed: out of its budget, or its own error message.
@@ -158,7 +158,7 @@ fn why(status: std::process::ExitStatus, said: &str, budget: u64, input_bytes: u
         };
         return format!("loading it needs more memory than its budget of {} MiB{rule}; it was stopped", budget >> 20);
     }
-    let last = said.lines().map(str::trim).filter(|l| !l.is_empty()).next_back();
+    let last = said.lines().map(str::trim).rfind(|l| !l.is_empty());
     match (last, status.signal()) {
         (Some(l), None) => l.strip_prefix("clrprof: ").unwrap_or(l).to_string(),
         (Some(l), Some(_)) => format!("the loader stopped ({status}): {l}"),

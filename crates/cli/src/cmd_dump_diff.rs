@@ -45,6 +45,23 @@ fn signed(v: i64) -> String {
     }
 }
 
+/// The columns of a per-type change between two dumps.
+pub(crate) const DELTA_HEADER: [&str; 7] = ["type", "objects A", "objects B", "delta", "bytes A", "bytes B", "delta bytes"];
+
+/// One row under [`DELTA_HEADER`]: a type's objects and bytes in A and B.
+pub(crate) fn delta_row(name: &str, objects: [u64; 2], bytes: [u64; 2]) -> Vec<String> {
+    let change = |[a, b]: [u64; 2]| (i128::from(b) - i128::from(a)).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+    vec![
+        name.to_string(),
+        thousands(objects[0]),
+        thousands(objects[1]),
+        signed(change(objects)),
+        thousands(bytes[0]),
+        thousands(bytes[1]),
+        signed(change(bytes)),
+    ]
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let Some(b) = args.b else { return crate::dump_compare::run(&args.load, &args.a, [args.dump_a, args.dump_b], args.by.is_some(), &args.out) };
@@ -94,18 +111,8 @@ pub fn run(args: Args) -> Result<()> {
     let rows: Vec<Vec<String>> = changed
         .iter()
         .take(top)
-        .map(|t| {
-            vec![
-                t.name.clone(),
-                thousands(t.objects_a),
-                thousands(t.objects_b),
-                signed(t.objects_b as i64 - t.objects_a as i64),
-                thousands(t.bytes_a),
-                thousands(t.bytes_b),
-                signed(t.bytes_delta()),
-            ]
-        })
+        .map(|t| delta_row(&t.name, [t.objects_a, t.objects_b], [t.bytes_a, t.bytes_b]))
         .collect();
-    print_table(&["type", "objects A", "objects B", "delta", "bytes A", "bytes B", "delta bytes"], &rows);
+    print_table(&DELTA_HEADER, &rows);
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! heap walks, a log's dump against another file's).
 
 use crate::common::{cut_json, print_json, print_table, thousands, LoadArgs, OutputArgs};
+use crate::cmd_dump_diff::{delta_row, DELTA_HEADER};
 use anyhow::{bail, Result};
 use clrprof::model::Model;
 use clrprof::query::dumps::{compare_files, DumpComparison, DumpIndex};
@@ -35,14 +36,6 @@ pub fn compare(a: (&Model, &str), b: (&Model, &str), dumps: [Option<u32>; 2]) ->
     }
 }
 
-fn signed(v: i64) -> String {
-    if v < 0 {
-        format!("-{}", thousands(v.unsigned_abs()))
-    } else {
-        format!("+{}", thousands(v as u64))
-    }
-}
-
 /// Prints the per-type table of a comparison (the `top` largest changes).
 pub fn print_types(c: &DumpComparison, top: usize) {
     if c.types.is_empty() {
@@ -53,19 +46,9 @@ pub fn print_types(c: &DumpComparison, top: usize) {
         .types
         .iter()
         .take(top)
-        .map(|t| {
-            vec![
-                t.name.clone(),
-                thousands(t.objects_a),
-                thousands(t.objects_b),
-                signed(t.objects_b as i64 - t.objects_a as i64),
-                thousands(t.bytes_a),
-                thousands(t.bytes_b),
-                signed(t.bytes_delta()),
-            ]
-        })
+        .map(|t| delta_row(&t.name, [t.objects_a, t.objects_b], [t.bytes_a, t.bytes_b]))
         .collect();
-    print_table(&["type", "objects A", "objects B", "delta", "bytes A", "bytes B", "delta bytes"], &rows);
+    print_table(&DELTA_HEADER, &rows);
     if c.types.len() > top {
         println!("... and {} more types (--top N shows more)", thousands((c.types.len() - top) as u64));
     }

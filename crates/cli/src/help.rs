@@ -17,6 +17,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("Lifetime", &["lifetime", "ages", "survivors", "handles"]),
     ("Heap dumps", &["dumps", "dump", "dump-diff"]),
     ("Capture", &["record", "heap-dump", "gen"]),
+    ("Running processes", &["ps", "watch"]),
     ("Services", &["collect", "sessions", "ctl", "join", "cache"]),
     ("Export", &["export"]),
 ];
@@ -32,11 +33,7 @@ pub fn grouped(cmd: Command) -> Command {
     for (heading, names) in GROUPS {
         let _ = writeln!(list, "{heading}:");
         for name in *names {
-            let about = cmd
-                .find_subcommand(name)
-                .and_then(|c| c.get_about())
-                .map(|a| a.to_string())
-                .unwrap_or_default();
+            let about = cmd.find_subcommand(name).and_then(|c| c.get_about()).map(|a| a.to_string()).unwrap_or_default();
             let _ = writeln!(list, "  {name:<width$}  {about}");
         }
         list.push('\n');

@@ -86,6 +86,7 @@ struct Watched {
     busy: Vec<Arc<AtomicBool>>,
     fired: Vec<u64>,
     firings: u64,
+    samples: u64,
     ended: Option<String>,
     dir: Option<Arc<PrivateDir>>,
 }
@@ -222,6 +223,7 @@ pub fn run(args: Args) -> Result<()> {
             busy: rules.iter().map(|_| Arc::new(AtomicBool::new(false))).collect(),
             fired: vec![0; rules.len()],
             firings: 0,
+            samples: 0,
             ended: None,
             dir: None,
         });
@@ -268,6 +270,7 @@ pub fn run(args: Args) -> Result<()> {
             Ok(Msg::Sample(key, s)) => {
                 let now = started.elapsed().as_secs_f64();
                 let Some(w) = watched.get_mut(key) else { continue };
+                w.samples += 1;
                 if args.json {
                     println!(
                         "{}",
@@ -365,6 +368,12 @@ pub fn run(args: Args) -> Result<()> {
                 );
             }
         }
+    }
+    // Every process named with -p failed before its first sample: that
+    // is an error (the reasons were said as they came).
+    if !args.pids.is_empty() && watched.iter().all(|w| w.samples == 0 && w.ended.as_deref().is_some_and(|e| e != "ended")) {
+        let first = watched.first().and_then(|w| w.ended.clone()).unwrap_or_default();
+        bail!("no counters from {}: {first}", if watched.len() == 1 { "the process" } else { "any of the processes" });
     }
     if watched.is_empty() && args.diagnostic_port.is_none() && args.pids.is_empty() {
         bail!("no .NET process that you may watch was found (run as root to watch every user's)");

@@ -244,7 +244,7 @@ pub fn run(args: Args) -> Result<()> {
                 seen_runtimes.push(r.clone());
                 add(Target::Port(l.clone(), r), &mut watched, &mut threads);
             }
-        } else if args.pids.is_empty() && last_scan.is_none_or(|t| t.elapsed() >= Duration::from_secs(5)) {
+        } else if args.pids.is_empty() && last_scan.map_or(true, |t| t.elapsed() >= Duration::from_secs(5)) {
             last_scan = Some(Instant::now());
             for (p, _) in clrprof_control::process::dotnet_processes() {
                 if seen_pids.insert(u64::from(p.pid)) {

@@ -300,7 +300,7 @@ pub fn may_fire(rule: &Rule, state: &mut State, now: f64) -> bool {
     while state.fired.front().is_some_and(|t| *t <= now - rule.per.as_secs_f64()) {
         state.fired.pop_front();
     }
-    let cooled = state.fired.back().is_none_or(|t| now - t >= rule.cooldown.as_secs_f64());
+    let cooled = state.fired.back().map_or(true, |t| now - t >= rule.cooldown.as_secs_f64());
     if cooled && (state.fired.len() as u32) < rule.limit {
         state.fired.push_back(now);
         true

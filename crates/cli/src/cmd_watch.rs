@@ -65,6 +65,14 @@ pub struct Args {
     /// The most bytes one action's trace or dump writes (K, M, G, T; 0 no cap).
     #[arg(long, value_name = "SIZE", value_parser = crate::interrupt::parse_bytes, default_value = "4G")]
     max_bytes: u64,
+    /// Send the actions' dumps and traces to `clrprof collect` at ADDR
+    /// (with --token-file) instead of the folder; the records of why each
+    /// fired stay in the folder.
+    #[arg(long, value_name = "ADDR", requires = "token_file")]
+    target: Option<String>,
+    /// The collector's token file (what `clrprof collect` printed or wrote).
+    #[arg(long, value_name = "FILE", requires = "target")]
+    token_file: Option<PathBuf>,
     /// One JSON line per sample (and per firing) instead of the table.
     /// An error is printed as `{"error": MESSAGE}` on standard output (exit status 1).
     #[arg(long)]
@@ -183,6 +191,15 @@ pub fn run(args: Args) -> Result<()> {
         Some(Arc::new(
             PrivateDir::create_or_check(&args.output).with_context(|| format!("cannot use the folder {}", args.output.display()))?,
         ))
+    };
+    let collector = match (&args.target, &args.token_file) {
+        (Some(target), Some(token_file)) => {
+            // The collector must take the token before anything starts.
+            let token = clrprof_collect::token_file::read(token_file)?;
+            crate::cmd_record::check_collector(target, &token, token_file)?;
+            Some(watch_actions::Collector { target: target.clone(), token })
+        }
+        _ => None,
     };
     let listener = match &args.diagnostic_port {
         Some(p) => Some(Arc::new(Listener::bind(p).map_err(|e| anyhow::anyhow!("{e}"))?)),
@@ -320,8 +337,9 @@ pub fn run(args: Args) -> Result<()> {
                     let busy = w.busy[i].clone();
                     busy.store(true, Ordering::SeqCst);
                     let (target, interrupt, max_bytes, json) = (w.target.clone(), interrupt.clone(), args.max_bytes, args.json);
+                    let collector = collector.clone();
                     actions.push(std::thread::spawn(move || {
-                        let record = watch_actions::run(&target, &dir, &firing, &interrupt, max_bytes);
+                        let record = watch_actions::run(&target, &dir, &firing, &interrupt, max_bytes, collector.as_ref());
                         if json {
                             println!("{}", serde_json::json!({ "fired": record }));
                         } else {

@@ -1,7 +1,8 @@
 //! What a `clrprof watch` rule does when it fires: a heap dump over
 //! EventPipe, a sampled trace, a command; each into the process's own
 //! folder (a [`PrivateDir`]: files created exclusively, never through a
-//! link), with a record of why it fired (`fired-N.json`).
+//! link), or the captures to `clrprof collect` (`--target`), with a record
+//! of why it fired (`fired-N.json`, always in the folder).
 
 use crate::watch_rules::{Action, Rule, Why};
 use clrprof_files::PrivateDir;
@@ -42,6 +43,15 @@ impl Target {
     }
 }
 
+/// Where captures go instead of the process's folder: `clrprof collect`.
+#[derive(Clone)]
+pub struct Collector {
+    /// Its address.
+    pub target: String,
+    /// The token.
+    pub token: clrprof_wire::Token,
+}
+
 /// One firing of a rule for a process.
 pub struct Firing {
     /// Its number for this process (1, 2, ...): its files' prefix.
@@ -59,23 +69,25 @@ pub struct Firing {
 /// Runs the firing's actions one after the other into `dir`, then writes
 /// its record; returns the record. `interrupt` (Ctrl-C) stops a capture in
 /// progress.
-pub fn run(target: &Target, dir: &PrivateDir, f: &Firing, interrupt: &Arc<AtomicBool>, max_bytes: u64) -> serde_json::Value {
+pub fn run(
+    target: &Target,
+    dir: &PrivateDir,
+    f: &Firing,
+    interrupt: &Arc<AtomicBool>,
+    max_bytes: u64,
+    collector: Option<&Collector>,
+) -> serde_json::Value {
     let mut done = Vec::new();
     for action in &f.rule.actions {
         let outcome = match action {
             Action::Dump => {
-                capture(target, dir, &format!("fired-{}-dump.nettrace", f.n), &presets::heap_snapshot(), true, None, interrupt, max_bytes)
+                let name = format!("fired-{}-dump.nettrace", f.n);
+                capture(target, dir, &name, &presets::heap_snapshot(), None, interrupt, max_bytes, collector)
             }
-            Action::Trace(d) => capture(
-                target,
-                dir,
-                &format!("fired-{}-trace.nettrace", f.n),
-                &presets::sampled_allocations(false),
-                true,
-                Some(*d),
-                interrupt,
-                max_bytes,
-            ),
+            Action::Trace(d) => {
+                let name = format!("fired-{}-trace.nettrace", f.n);
+                capture(target, dir, &name, &presets::sampled_allocations(false), Some(*d), interrupt, max_bytes, collector)
+            }
             Action::Run(cmd) => command(target, dir, f, cmd),
         };
         let (file, result) = match outcome {
@@ -110,23 +122,20 @@ pub fn run(target: &Target, dir: &PrivateDir, f: &Firing, interrupt: &Arc<Atomic
 
 type Outcome = Result<(Option<String>, String), (Option<String>, String)>;
 
-/// A session into `name`: a heap dump (until its walk ends) or a trace
-/// of `duration`.
+/// A session into `name` in `dir`, or to the collector: a heap dump
+/// (until its walk ends) or a trace of `duration`.
 #[allow(clippy::too_many_arguments)]
 fn capture(
     target: &Target,
     dir: &PrivateDir,
     name: &str,
     providers: &[Provider],
-    rundown: bool,
     duration: Option<Duration>,
     interrupt: &Arc<AtomicBool>,
     max_bytes: u64,
+    collector: Option<&Collector>,
 ) -> Outcome {
-    let file = dir.create_file(name).map_err(|e| (None, format!("cannot create {}: {e}", dir.shown(name).display())))?;
-    let named = Some(name.to_string());
     let heap = duration.is_none();
-    let session = target.session(providers, rundown).map_err(|e| (named.clone(), e.to_string()))?;
     let stop = Stop {
         flag: interrupt.clone(),
         // A dump has 10 minutes for its heap walk.
@@ -135,16 +144,37 @@ fn capture(
         max_bytes: (max_bytes > 0).then_some(max_bytes),
         ..Stop::default()
     };
+    let check = |w: &clrprof_trace::Written, file: Option<String>, said: String| -> Outcome {
+        if let Some(cut) = w.cut {
+            return Err((file, format!("{cut}: INCOMPLETE, {} bytes kept", w.bytes)));
+        }
+        if heap && !w.heap_walk_done {
+            return Err((file, format!("the heap walk did not end ({} bytes kept)", w.bytes)));
+        }
+        Ok((file, said))
+    };
+    if let Some(c) = collector {
+        let pid = u32::try_from(target.pid()).unwrap_or(0);
+        let session = target.session(providers, true).map_err(|e| (None, e.to_string()))?;
+        // The spool, if the collector is away, in the user's private folder.
+        let spool = clrprof_agent::config::Spool::Private(format!("clrprof_watch_{pid}_{}", name.replace(".nettrace", ".spool.nettrace")));
+        let mut to = crate::sampled_stream::ToCollector::start(&c.target, c.token.clone(), spool, pid);
+        let w = session.write_to(&mut to, &stop, |_| {}).map_err(|e| (None, e.to_string()))?;
+        let outcome = to.finish();
+        let (report, kept) = crate::cmd_record_sampled::stream_report(&outcome, w.bytes, &c.target);
+        if kept == crate::cmd_record_sampled::Kept::Incomplete {
+            return Err((None, report));
+        }
+        return check(&w, None, report);
+    }
+    let file = dir.create_file(name).map_err(|e| (None, format!("cannot create {}: {e}", dir.shown(name).display())))?;
+    let named = Some(name.to_string());
+    let session = target.session(providers, true).map_err(|e| (named.clone(), e.to_string()))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let w = session.write_to(&mut out, &stop, |_| {}).map_err(|e| (named.clone(), e.to_string()))?;
     out.flush().map_err(|e| (named.clone(), format!("cannot write {}: {e}", dir.shown(name).display())))?;
-    if let Some(cut) = w.cut {
-        return Err((named, format!("{cut}: INCOMPLETE, {} bytes kept", w.bytes)));
-    }
-    if heap && !w.heap_walk_done {
-        return Err((named, format!("the heap walk did not end ({} bytes kept)", w.bytes)));
-    }
-    Ok((named, format!("{} bytes in {:.1} s", w.bytes, w.seconds)))
+    let said = format!("{} bytes in {:.1} s", w.bytes, w.seconds);
+    check(&w, named, said)
 }
 
 /// `sh -c COMMAND` with the firing in its environment, its output into

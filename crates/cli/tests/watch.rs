@@ -452,3 +452,90 @@ fn trust_checks_across_namespaces() {
     drop(p);
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// A `clrprof collect` in `dir`, killed when dropped.
+struct Collector {
+    child: Child,
+    target: String,
+}
+
+impl Collector {
+    fn start(dir: &Path) -> Collector {
+        std::fs::create_dir_all(dir).expect("collector dir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+            .args(["collect", "--listen", "127.0.0.1:0", "--dir"])
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start clrprof collect");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut target = String::new();
+        for _ in 0..2 {
+            let mut line = String::new();
+            out.read_line(&mut line).expect("the collector's first lines");
+            if let Some(t) = line.trim().strip_prefix("CLRPROF_TARGET=") {
+                target = t.to_string();
+            }
+        }
+        assert!(!target.is_empty(), "the collector printed its address");
+        Collector { child, target }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// With `--target` and the token, a firing's dump goes to `clrprof
+/// collect` (stored there whole, and it opens), and its record stays in
+/// the process's folder.
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn actions_go_to_a_collector() {
+    let Some(dn) = dotnet_env() else { return };
+    let rt = Runtime::Net8;
+    let dir = dn.app_dir("grower", rt, &dn.work.join("to-collector"));
+    let cdir = dir.join("collector");
+    let _ = std::fs::remove_dir_all(&cdir);
+    let collector = Collector::start(&cdir);
+    let mut p = Program::start(dn, rt, &dir, "grower", &[], Tmp::Host, &[]);
+    assert_eq!(p.send("grow 300")["chunks"], 300);
+    let pid = p.pid.to_string();
+    let token = cdir.join("collector.token");
+    let out = clrprof(
+        &dir,
+        &[
+            "watch",
+            "-p",
+            &pid,
+            "--duration",
+            "8",
+            "--json",
+            "-o",
+            "out",
+            "--target",
+            &collector.target,
+            "--token-file",
+            token.to_str().expect("UTF-8"),
+            "--rule",
+            "gc-heap-size > 1MB limit 1 per 1h do dump",
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&dir.join("out").join(&pid));
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let act = &recs[0]["actions"][0];
+    assert_eq!(act["ok"], true, "{act}");
+    assert!(act["file"].is_null() && act["said"].as_str().is_some_and(|s| s.contains("streamed the whole trace")), "{act}");
+    assert!(!dir.join("out").join(&pid).join("fired-1-dump.nettrace").exists());
+    let listed = clrprof(&cdir, &["sessions", "--json", "--dir", cdir.to_str().expect("UTF-8")]);
+    let sessions: Value = serde_json::from_slice(&listed.stdout).expect("sessions JSON");
+    let s = sessions.as_array().and_then(|a| a.iter().find(|s| s["state"] == "ended")).cloned().unwrap_or_else(|| panic!("{sessions}"));
+    let stored = cdir.join(s["log"].as_str().expect("log"));
+    let d = ok_json(&dir, &["dump", stored.to_str().expect("UTF-8"), "0", "--top", "0", "--json"]);
+    assert_eq!(objects_of(&d, "Chunk"), 300, "the dump at the collector is the program's");
+}

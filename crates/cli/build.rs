@@ -21,7 +21,9 @@ fn main() {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let repo = manifest.ancestors().nth(2).unwrap_or(&manifest).to_path_buf();
-    let venv = std::env::var_os("CLRPROF_DOTNET_VENV").map(PathBuf::from).unwrap_or_else(|| repo.join("target/dotnet-venv"));
+    let venv = std::env::var_os("CLRPROF_DOTNET_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo.join("target/dotnet-venv"));
     match runtimes(&venv) {
         Some(found) => {
             for f in found {

@@ -1,7 +1,7 @@
 //! `clrprof calls`: call counts per function (inclusive and exclusive),
 //! caller/callee edges, or the call tree.
 
-use crate::common::{count, cut_json, keep, more, more_note, print_json, print_table, thousands, QueryArgs};
+use crate::common::{count, cut_json, more, keep, more_note, print_json, print_table, thousands, QueryArgs};
 use anyhow::{bail, Result};
 use clrprof::query::calls::CallNode;
 use clrprof::query::{call_tree, calls, CallTreeOptions};
@@ -31,7 +31,8 @@ pub fn run(args: Args) -> Result<()> {
     let loaded = q.load()?;
     let model = &loaded.model;
     if args.tree {
-        let options = CallTreeOptions { min_count: args.min_count, depth: if args.depth == 0 { usize::MAX } else { args.depth } };
+        let options =
+            CallTreeOptions { min_count: args.min_count, depth: if args.depth == 0 { usize::MAX } else { args.depth } };
         let t = call_tree(model, &options)?;
         if q.out.json {
             return print_json(&serde_json::to_value(&t)?);
@@ -42,7 +43,11 @@ pub fn run(args: Args) -> Result<()> {
             write_node(&mut out, n, 0);
         }
         if t.pruned_roots > 0 {
-            out.push_str(&format!("(pruned: {}, {})\n", more(t.pruned_roots, "root", "roots"), count(t.pruned_calls, "call", "calls")));
+            out.push_str(&format!(
+                "(pruned: {}, {})\n",
+                more(t.pruned_roots, "root", "roots"),
+                count(t.pruned_calls, "call", "calls")
+            ));
         }
         print!("{out}");
     } else {
@@ -64,8 +69,11 @@ pub fn run(args: Args) -> Result<()> {
             println!("{note}");
         }
         println!();
-        let rows: Vec<Vec<String>> =
-            c.edges.iter().map(|e| vec![format!("{} -> {}", e.caller_name, e.callee_name), thousands(e.count)]).collect();
+        let rows: Vec<Vec<String>> = c
+            .edges
+            .iter()
+            .map(|e| vec![format!("{} -> {}", e.caller_name, e.callee_name), thousands(e.count)])
+            .collect();
         print_table(&["caller -> callee", "calls"], &rows);
         if let Some(note) = more_note(edges_left_out, "edge", "edges") {
             println!("{note}");

@@ -54,7 +54,13 @@ fn to_dataset(dataset: PathBuf, loader: clrprof_cache::child::ChildLoader) -> cl
         };
         // The agent's machine: the host part of its address.
         let host = rec.peer.rsplit_once(':').map_or(rec.peer.as_str(), |(h, _)| h).trim_matches(['[', ']']).to_string();
-        let info = LogInfo { name: rec.session.clone(), host, start_ms, start_source, source: log.display().to_string() };
+        let info = LogInfo {
+            name: rec.session.clone(),
+            host,
+            start_ms,
+            start_source,
+            source: log.display().to_string(),
+        };
         match append(&model, &Default::default(), &dataset, &info) {
             Ok(_) => eprintln!("clrprof collect: session {} added to the dataset {}", rec.session, dataset.display()),
             Err(e) => eprintln!("clrprof collect: session {} not added to the dataset {}: {e}", rec.session, dataset.display()),

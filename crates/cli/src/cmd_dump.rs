@@ -3,9 +3,9 @@
 //! with `--by`), or shortest paths from roots to a type (`--path-to`).
 
 use crate::common::{cut_json, more_note, print_json, print_table, thousands, LoadArgs, OutputArgs};
-use crate::dump_sites::{print_retained, ByArg};
 use crate::load::load;
 use anyhow::{anyhow, Result};
+use crate::dump_sites::{print_retained, ByArg};
 use clrprof::query::dumps::{by_type, paths_to, retained, retained_by, DumpIndex, DumpInfo};
 
 /// Arguments of `clrprof dump`.
@@ -136,10 +136,18 @@ pub fn run(args: Args) -> Result<()> {
             })
             .collect();
         print_table(&["address", "type", "size", "retained", "dominator"], &rows);
-        println!("\nunreachable from strong roots: {} objects, {} bytes", thousands(r.unreachable_objects), thousands(r.unreachable_bytes));
+        println!(
+            "\nunreachable from strong roots: {} objects, {} bytes",
+            thousands(r.unreachable_objects),
+            thousands(r.unreachable_bytes)
+        );
         if !r.unreachable_types.is_empty() {
-            let rows: Vec<Vec<String>> =
-                r.unreachable_types.iter().take(top).map(|t| vec![t.name.clone(), thousands(t.objects), thousands(t.bytes)]).collect();
+            let rows: Vec<Vec<String>> = r
+                .unreachable_types
+                .iter()
+                .take(top)
+                .map(|t| vec![t.name.clone(), thousands(t.objects), thousands(t.bytes)])
+                .collect();
             print_table(&["type", "objects", "bytes"], &rows);
         }
         return Ok(());

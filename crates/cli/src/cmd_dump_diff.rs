@@ -3,9 +3,9 @@
 //! or the dumps of two files per type (`dump_compare`).
 
 use crate::common::{cut_json, print_json, print_table, thousands, LoadArgs, OutputArgs};
-use crate::dump_sites::{print_diff, print_diff_head, ByArg};
 use crate::load::load;
 use anyhow::{anyhow, bail, Result};
+use crate::dump_sites::{print_diff, print_diff_head, ByArg};
 use clrprof::query::dumps::{diff, diff_by, DumpIndex, TypeDelta};
 
 /// Arguments of `clrprof dump-diff`.
@@ -64,18 +64,13 @@ pub(crate) fn delta_row(name: &str, objects: [u64; 2], bytes: [u64; 2]) -> Vec<S
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let Some(b) = args.b else {
-        return crate::dump_compare::run(&args.load, &args.a, [args.dump_a, args.dump_b], args.by.is_some(), &args.out);
-    };
+    let Some(b) = args.b else { return crate::dump_compare::run(&args.load, &args.a, [args.dump_a, args.dump_b], args.by.is_some(), &args.out) };
     if args.dump_a.is_some() || args.dump_b.is_some() {
         bail!("--dump-a and --dump-b choose the dumps of two files: with one LOG, give the two dumps' indices");
     }
     let a: u32 = match args.a.parse() {
         Ok(a) => a,
-        Err(_) => bail!(
-            "`{}`: with two dump indices after LOG, the first must be one too (to compare two files: `dump-diff FILE_A FILE_B`)",
-            args.a
-        ),
+        Err(_) => bail!("`{}`: with two dump indices after LOG, the first must be one too (to compare two files: `dump-diff FILE_A FILE_B`)", args.a),
     };
     let loaded = load(&args.load, args.out.quiet)?;
     let model = &loaded.model;
@@ -96,7 +91,8 @@ pub fn run(args: Args) -> Result<()> {
         print_diff(&d, args.out.limit());
         return Ok(());
     }
-    let d = diff(model, DumpIndex(a), DumpIndex(b)).ok_or_else(missing)?;
+    let d = diff(model, DumpIndex(a), DumpIndex(b))
+        .ok_or_else(missing)?;
     let top = args.out.limit();
     if args.out.json {
         let mut v = serde_json::to_value(&d)?;
@@ -106,13 +102,17 @@ pub fn run(args: Args) -> Result<()> {
     print_diff_head(d.a, d.b, [d.new_objects, d.new_bytes, d.gone_objects, d.gone_bytes, d.kept_objects], &d.matching);
     println!("\nnew objects by type");
     let new: Vec<&TypeDelta> = d.types.iter().filter(|t| t.new_objects > 0).take(top).collect();
-    let rows: Vec<Vec<String>> = new.iter().map(|t| vec![t.name.clone(), thousands(t.new_objects), thousands(t.new_bytes)]).collect();
+    let rows: Vec<Vec<String>> =
+        new.iter().map(|t| vec![t.name.clone(), thousands(t.new_objects), thousands(t.new_bytes)]).collect();
     print_table(&["type", "new objects", "new bytes"], &rows);
     println!("\ntypes that grew or shrank (bytes in B minus bytes in A)");
     let mut changed: Vec<&TypeDelta> = d.types.iter().filter(|t| t.bytes_delta() != 0 || t.objects_a != t.objects_b).collect();
     changed.sort_by(|x, y| y.bytes_delta().abs().cmp(&x.bytes_delta().abs()).then(x.type_id.cmp(&y.type_id)));
-    let rows: Vec<Vec<String>> =
-        changed.iter().take(top).map(|t| delta_row(&t.name, [t.objects_a, t.objects_b], [t.bytes_a, t.bytes_b])).collect();
+    let rows: Vec<Vec<String>> = changed
+        .iter()
+        .take(top)
+        .map(|t| delta_row(&t.name, [t.objects_a, t.objects_b], [t.bytes_a, t.bytes_b]))
+        .collect();
     print_table(&DELTA_HEADER, &rows);
     Ok(())
 }

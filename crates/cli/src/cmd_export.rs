@@ -166,13 +166,16 @@ pub fn run(args: Args) -> Result<()> {
         }
         Format::Speedscope => {
             let name = args.query.load.shown().display().to_string();
-            speedscope::write(model, &options, &name, create(out, args.force)?).with_context(|| format!("write {}", out.display()))?;
+            speedscope::write(model, &options, &name, create(out, args.force)?)
+                .with_context(|| format!("write {}", out.display()))?;
             ("speedscope", Vec::new())
         }
         Format::Parquet => {
             let reports = parquet::write(model, &options, out)?;
-            let tables =
-                reports.into_iter().map(|r| Table { name: r.name, rows: r.rows, row_groups: r.row_groups, bytes: r.bytes }).collect();
+            let tables = reports
+                .into_iter()
+                .map(|r| Table { name: r.name, rows: r.rows, row_groups: r.row_groups, bytes: r.bytes })
+                .collect();
             ("parquet", tables)
         }
     };
@@ -254,12 +257,7 @@ fn run_dataset(args: &Args, dataset: &Path) -> Result<()> {
     };
     let mut done = Vec::new();
     for (log, name) in logs.iter().zip(&names) {
-        let load = crate::common::LoadArgs {
-            log: log.clone(),
-            threads: args.query.load.threads,
-            strict: args.query.load.strict,
-            decompress: args.query.load.decompress,
-        };
+        let load = crate::common::LoadArgs { log: log.clone(), threads: args.query.load.threads, strict: args.query.load.strict, decompress: args.query.load.decompress };
         let loaded = crate::load::load(&load, args.query.out.quiet)?;
         let model = &loaded.model;
         let filter = args.query.filter(model)?;

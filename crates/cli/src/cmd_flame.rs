@@ -51,7 +51,8 @@ pub fn run(args: Args) -> Result<()> {
             bail!("nothing was allocated in the selected part of the log: no flame graph to draw");
         }
         let mut w = create_output(path, args.force)?;
-        inferno::flamegraph::from_lines(&mut options, text.lines(), &mut w).with_context(|| format!("cannot write {}", path.display()))?;
+        inferno::flamegraph::from_lines(&mut options, text.lines(), &mut w)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         w.flush().with_context(|| format!("cannot write {}", path.display()))?;
     }
     args.query.report_warnings(model);

@@ -1,7 +1,7 @@
 //! `clrprof functions`: allocation per function, inclusive and exclusive
 //! (Visual Studio's allocation view).
 
-use crate::common::{function_labels, keep, more_note, print_estimated_table, print_json, thousands, QueryArgs};
+use crate::common::{function_labels, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{by_function, Figures, FunctionRow, SortBy};
 
@@ -48,7 +48,8 @@ pub fn run(args: Args) -> Result<()> {
         let total = total_of(rows.iter().map(|r| &r.figures));
         print_heading(&args.query.load.shown().display().to_string(), &total, rows.len(), "functions");
         let names = labels(&rows);
-        let table: Vec<Vec<String>> = shown.iter().zip(&names).map(|(r, name)| figure_cells(name, &r.figures, &total)).collect();
+        let table: Vec<Vec<String>> =
+            shown.iter().zip(&names).map(|(r, name)| figure_cells(name, &r.figures, &total)).collect();
         print_estimated_table(&FIGURE_HEADER, &FIGURE_ESTIMATES, &table);
         if let Some(note) = more_note(left_out, "function", "functions") {
             println!("{note}");
@@ -66,7 +67,8 @@ pub fn labels(rows: &[FunctionRow]) -> Vec<String> {
 }
 
 /// The columns of a figures table.
-pub const FIGURE_HEADER: [&str; 7] = ["name", "incl bytes", "incl %", "incl objects", "excl bytes", "excl %", "excl objects"];
+pub const FIGURE_HEADER: [&str; 7] =
+    ["name", "incl bytes", "incl %", "incl objects", "excl bytes", "excl %", "excl objects"];
 
 /// The columns of [`FIGURE_HEADER`] that a sampled trace estimates.
 pub const FIGURE_ESTIMATES: [usize; 4] = [1, 3, 4, 6];

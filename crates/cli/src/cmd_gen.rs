@@ -4,8 +4,8 @@ use anyhow::{bail, Context, Result};
 use clrprof_gen::nettrace::{generate_nettrace, NetTraceOptions};
 use clrprof_gen::{generate, GenOptions, PointerBits, Preset};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
 use std::sync::mpsc;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Options of `clrprof gen` (flags override the preset).
@@ -106,21 +106,7 @@ impl Args {
         macro_rules! set {
             ($($field:ident),*) => { $( if let Some(v) = self.$field { o.$field = v; } )* };
         }
-        set!(
-            objects,
-            mean_size,
-            gcs,
-            induced,
-            threads,
-            calls_per_alloc,
-            heap_dumps,
-            handles_per_million,
-            comments,
-            seed,
-            tick_start,
-            loh_fraction,
-            functions
-        );
+        set!(objects, mean_size, gcs, induced, threads, calls_per_alloc, heap_dumps, handles_per_million, comments, seed, tick_start, loh_fraction, functions);
         o.calls |= self.calls;
         if self.no_finalizers {
             o.finalizers = false;

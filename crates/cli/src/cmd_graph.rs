@@ -2,7 +2,7 @@
 //! by bytes) as a table, JSON or Graphviz DOT.
 
 use crate::cmd_functions::percent;
-use crate::common::{function_labels, more_note, print_estimated_table, print_json, thousands, QueryArgs};
+use crate::common::{function_labels, more_note, print_json, print_estimated_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{allocation_graph, AllocationGraph, NodeKind};
 use std::fmt::Write as _;
@@ -125,7 +125,12 @@ fn print_tables(args: &Args, g: &AllocationGraph, min: u64) {
         .iter()
         .take(limit)
         .map(|e| {
-            vec![format!("{} -> {}", name(e.from), name(e.to)), thousands(e.bytes), percent(e.bytes, g.total_bytes), thousands(e.count)]
+            vec![
+                format!("{} -> {}", name(e.from), name(e.to)),
+                thousands(e.bytes),
+                percent(e.bytes, g.total_bytes),
+                thousands(e.count),
+            ]
         })
         .collect();
     print_estimated_table(&["edge", "bytes", "%", "objects"], &[1, 3], &rows);

@@ -2,7 +2,7 @@
 //! class, inclusive and exclusive.
 
 use crate::cmd_functions::{figure_cells, print_heading, total_of, Sort, FIGURE_HEADER};
-use crate::common::{keep, more_note, print_estimated_table, print_json, QueryArgs};
+use crate::common::{keep, more_note, print_json, print_estimated_table, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{by_class, by_module, GroupRow};
 

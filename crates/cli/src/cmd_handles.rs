@@ -44,7 +44,15 @@ pub fn run(args: Args) -> Result<()> {
         .groups
         .iter()
         .take(args.query.limit())
-        .map(|g| vec![thousands(g.created), thousands(g.destroyed), thousands(g.surviving), object_types(g), stack(g, args.depth)])
+        .map(|g| {
+            vec![
+                thousands(g.created),
+                thousands(g.destroyed),
+                thousands(g.surviving),
+                object_types(g),
+                stack(g, args.depth),
+            ]
+        })
         .collect();
     print_with_text(&["created", "destroyed", "surviving", "object type", "stack"], &rows, 3);
     if let Some(note) = more_note(r.groups.len() - rows.len(), "stack", "stacks") {

@@ -139,25 +139,11 @@ fn free_default_name(path: &Path) -> Result<PathBuf> {
 pub fn run(args: Args) -> Result<()> {
     use crate::cmd_heap_dump_eventpipe::Source;
     if let Some(port) = &args.diagnostic_port {
-        return crate::cmd_heap_dump_eventpipe::run(
-            Source::Port(port),
-            args.output.as_deref(),
-            args.force,
-            args.timeout,
-            args.max_bytes,
-            args.json,
-        );
+        return crate::cmd_heap_dump_eventpipe::run(Source::Port(port), args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json);
     }
     let Some(pid) = args.pid else { bail!("a process id, or --diagnostic-port PATH") };
     if args.eventpipe {
-        return crate::cmd_heap_dump_eventpipe::run(
-            Source::Pid(pid),
-            args.output.as_deref(),
-            args.force,
-            args.timeout,
-            args.max_bytes,
-            args.json,
-        );
+        return crate::cmd_heap_dump_eventpipe::run(Source::Pid(pid), args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json);
     }
     // An agent already in the process is used (it is exact); a planted
     // control socket is refused here, before anything else is tried.
@@ -166,16 +152,7 @@ pub fn run(args: Args) -> Result<()> {
         None if args.attach || args.agent.is_some() || args.label.is_some() => {
             (crate::live::attach(pid, args.agent.as_deref(), &[])?, true)
         }
-        None => {
-            return crate::cmd_heap_dump_eventpipe::run(
-                Source::Pid(pid),
-                args.output.as_deref(),
-                args.force,
-                args.timeout,
-                args.max_bytes,
-                args.json,
-            )
-        }
+        None => return crate::cmd_heap_dump_eventpipe::run(Source::Pid(pid), args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json),
     };
     let output = args.output.as_deref().map(crate::cmd_record::absolute).transpose()?;
     let timeout = Duration::from_secs(args.timeout.max(1));
@@ -187,8 +164,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         None if own_log.is_some() => None,
         None => {
-            let named =
-                crate::cmd_record::absolute(&PathBuf::from(format!("heapdump_{pid}_{}.log", crate::cmd_record::local_timestamp())))?;
+            let named = crate::cmd_record::absolute(&PathBuf::from(format!("heapdump_{pid}_{}.log", crate::cmd_record::local_timestamp())))?;
             Some(free_default_name(&named)?)
         }
     };

@@ -1,7 +1,7 @@
 //! `clrprof lifetime`: per type, objects reclaimed in each generation and
 //! alive at the end (Visual Studio's Object Lifetime view).
 
-use crate::common::{cut_json, keep, more_note, print_estimated_table, print_json, thousands, QueryArgs};
+use crate::common::{cut_json, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{lifetime, LifetimeRow, Tally};
 

@@ -218,9 +218,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // The log the agent wrote: its status names it.
     let output = report
         .as_deref()
-        .and_then(|l| {
-            l.trim_end().split_once(" output=").map(|(_, rest)| PathBuf::from(rest.split(" write_error=").next().unwrap_or(rest)))
-        })
+        .and_then(|l| l.trim_end().split_once(" output=").map(|(_, rest)| PathBuf::from(rest.split(" write_error=").next().unwrap_or(rest))))
         .or_else(|| given.clone())
         .unwrap_or_else(|| dir.clone());
     let log_bytes = std::fs::metadata(&output).map(|m| m.len()).ok();
@@ -263,7 +261,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         Some(line) if line.starts_with("ok") => {
             if let Some((_, why)) = line.split_once(" write_error=") {
-                eprintln!("clrprof record: writing {} failed ({}): the log is incomplete", output.display(), why.replace('_', " "));
+                eprintln!(
+                    "clrprof record: writing {} failed ({}): the log is incomplete",
+                    output.display(),
+                    why.replace('_', " ")
+                );
             }
             if !args.quiet {
                 eprintln!(
@@ -278,7 +280,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Ok(ExitCode::from(code))
         }
         Some(line) => {
-            eprintln!("clrprof record: the profiler did not start: {}", line.strip_prefix("error ").unwrap_or(line));
+            eprintln!(
+                "clrprof record: the profiler did not start: {}",
+                line.strip_prefix("error ").unwrap_or(line)
+            );
             Ok(ExitCode::from(failure(code)))
         }
         None if seen.no_framework && !status.success() => {
@@ -453,7 +458,9 @@ pub(crate) fn default_name(command: &[OsString], stamp: &str) -> String {
 
 /// Local time as `yyyyMMdd_HHmmss`.
 pub(crate) fn local_timestamp() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as libc::time_t;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as libc::time_t;
     // Safety: `localtime_r` reads `now` and fills `tm`, both ours; a zeroed
     // `tm` is a valid value of the plain C struct.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
@@ -461,7 +468,15 @@ pub(crate) fn local_timestamp() -> String {
     if !ok {
         return format!("{now}");
     }
-    format!("{:04}{:02}{:02}_{:02}{:02}{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
+    format!(
+        "{:04}{:02}{:02}_{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
 }
 
 /// Waits for the program, watching its memory maps for the CoreCLR

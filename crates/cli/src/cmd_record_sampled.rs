@@ -248,10 +248,7 @@ fn trace_file(args: &crate::cmd_record::Args) -> Result<(std::io::BufWriter<std:
     }
     let file = clrprof_files::create(&output, args.force).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
-            anyhow::anyhow!(
-                "{} exists; clrprof record never overwrites a trace (--force allows it, or pick another --output)",
-                output.display()
-            )
+            anyhow::anyhow!("{} exists; clrprof record never overwrites a trace (--force allows it, or pick another --output)", output.display())
         } else {
             anyhow::anyhow!("cannot create {}: {e}", output.display())
         }

@@ -1,7 +1,7 @@
 //! `clrprof survivors`: objects allocated in a window and still alive later
 //! (the leak question), by type and by allocating stack.
 
-use crate::common::{cut_json, keep, more, more_note, ms_text as ms, print_estimated_table, print_json, thousands, tick_for, QueryArgs};
+use crate::common::{cut_json, keep, more, more_note, ms_text as ms, print_json, print_estimated_table, thousands, tick_for, QueryArgs};
 use anyhow::Result;
 use clrprof::query::survivors;
 
@@ -73,7 +73,11 @@ pub fn run(args: Args) -> Result<()> {
         println!("{note}");
     }
     println!();
-    println!("By allocating stack ({} of {} stacks with survivors; innermost frame first):", s.by_stack.len(), s.stacks_with_survivors);
+    println!(
+        "By allocating stack ({} of {} stacks with survivors; innermost frame first):",
+        s.by_stack.len(),
+        s.stacks_with_survivors
+    );
     let shown = if args.frames == 0 { usize::MAX } else { args.frames };
     for st in &s.by_stack {
         println!(

@@ -1,7 +1,7 @@
 //! `clrprof threads`: the threads of a log (the ids `--thread` takes), with
 //! what each allocated and when.
 
-use crate::common::{count, cut_json, keep, more_note, print_estimated_table, print_json, thousands, QueryArgs};
+use crate::common::{count, cut_json, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::threads;
 

@@ -2,12 +2,12 @@
 //! a table / JSON (live bytes by type at a moment, GC and comment markers,
 //! address bands, and with `--cells` the type of every cell).
 
-use crate::common::{count, create_output, cut_json, more_note, print_estimated_table, print_json, print_table, thousands, QueryArgs};
+use crate::common::{count, create_output, cut_json, more_note, print_json, print_estimated_table, print_table, thousands, QueryArgs};
 use anyhow::{bail, Context, Result};
 use clrprof::model::Model;
 use clrprof::query::timeline::{
-    address_axis, changes_span_ms, column_axis as axis_of_columns, comment_marks, end_ms, gc_marks, grid_on, tick_at_ms, tick_ms,
-    ColumnAxis, GridSpec,
+    address_axis, changes_span_ms, column_axis as axis_of_columns, comment_marks, end_ms, gc_marks, grid_on, tick_at_ms,
+    tick_ms, ColumnAxis, GridSpec,
 };
 use clrprof::query::{live_at, Filter, TimeWindow};
 use clrprof_render::{render_timeline, TimelineOptions};
@@ -213,7 +213,9 @@ pub fn run(args: Args) -> Result<()> {
     let rows: Vec<Vec<String>> = gcs
         .iter()
         .take(limit)
-        .map(|g| vec![format!("#{}", g.number), format!("{:.0}", g.ms), g.generation.to_string(), g.number_in_generation.to_string()])
+        .map(|g| {
+            vec![format!("#{}", g.number), format!("{:.0}", g.ms), g.generation.to_string(), g.number_in_generation.to_string()]
+        })
         .collect();
     print_table(&["gc", "ms", "generation", "# in generation"], &rows);
     if let Some(note) = more_note(gcs.len().saturating_sub(limit), "GC", "GCs") {
@@ -222,7 +224,8 @@ pub fn run(args: Args) -> Result<()> {
     if !comments.is_empty() {
         println!();
         println!("Comments:");
-        let rows: Vec<Vec<String>> = comments.iter().take(limit).map(|c| vec![format!("{:.0}", c.ms), c.text.clone()]).collect();
+        let rows: Vec<Vec<String>> =
+            comments.iter().take(limit).map(|c| vec![format!("{:.0}", c.ms), c.text.clone()]).collect();
         print_table(&["ms", "text"], &rows);
         if let Some(note) = more_note(comments.len().saturating_sub(limit), "comment", "comments") {
             println!("{note}");

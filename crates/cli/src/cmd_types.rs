@@ -6,7 +6,8 @@ use crate::common::{keep, more_note, print_estimated_table, thousands, tick_for,
 use anyhow::{bail, Result};
 use clap::ValueEnum;
 use clrprof::query::{
-    by_bytes, group_by_name, size_buckets, type_counts, BucketScale, HistogramKind, SizeBucket, TypeCount, TypeSelection,
+    by_bytes, group_by_name, size_buckets, type_counts, BucketScale, HistogramKind, SizeBucket, TypeCount,
+    TypeSelection,
 };
 
 /// Which histogram.

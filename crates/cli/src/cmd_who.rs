@@ -1,7 +1,7 @@
 //! `clrprof who`: the functions and stacks that allocated a type.
 
 use crate::cmd_functions::{figure_cells, labels, percent, Sort, FIGURE_ESTIMATES, FIGURE_HEADER};
-use crate::common::{cut_json, keep, more_note, print_estimated_table, print_json, thousands, QueryArgs};
+use crate::common::{cut_json, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
 use anyhow::{bail, Result};
 use clrprof::model::Model;
 use clrprof::query::who::stack_line;
@@ -47,7 +47,8 @@ pub fn run(mut args: Args) -> Result<()> {
     let loaded = args.query.load_allocations("`who`")?;
     let model = &loaded.model;
     let filter = args.query.filter(model)?;
-    let pattern = if args.exact { TypeMatch::Exact(args.pattern.clone()) } else { TypeMatch::Contains(args.pattern.clone()) };
+    let pattern =
+        if args.exact { TypeMatch::Exact(args.pattern.clone()) } else { TypeMatch::Contains(args.pattern.clone()) };
     let mut w = who_allocated(model, &filter, &pattern, args.sort.into());
     if w.types.is_empty() && !model.types().iter().any(|(id, _)| pattern.matches(&model.type_name(id))) {
         args.query.report_warnings(model);
@@ -56,7 +57,12 @@ pub fn run(mut args: Args) -> Result<()> {
         if close.is_empty() {
             bail!("no type {what} {:?} in {}", args.pattern, args.query.load.shown().display());
         }
-        bail!("no type {what} {:?} in {}; close names: {}", args.pattern, args.query.load.shown().display(), close.join(", "));
+        bail!(
+            "no type {what} {:?} in {}; close names: {}",
+            args.pattern,
+            args.query.load.shown().display(),
+            close.join(", ")
+        );
     }
     let limit = args.query.limit();
     if args.query.out.json {
@@ -86,15 +92,19 @@ pub fn run(mut args: Args) -> Result<()> {
     let types_left_out = keep(&mut w.types, limit);
     let functions_left_out = keep(&mut w.functions, limit);
     let stacks_left_out = keep(&mut w.stacks, limit);
-    let rows: Vec<Vec<String>> =
-        w.types.iter().map(|t| vec![t.name.clone(), thousands(t.bytes), percent(t.bytes, w.bytes), thousands(t.count)]).collect();
+    let rows: Vec<Vec<String>> = w
+        .types
+        .iter()
+        .map(|t| vec![t.name.clone(), thousands(t.bytes), percent(t.bytes, w.bytes), thousands(t.count)])
+        .collect();
     print_estimated_table(&["type", "bytes", "%", "objects"], &[1, 3], &rows);
     if let Some(note) = more_note(types_left_out, "type", "types") {
         println!("{note}");
     }
     println!();
     let total = Figures { exclusive_bytes: w.bytes, exclusive_count: w.count, ..Figures::default() };
-    let rows: Vec<Vec<String>> = w.functions.iter().zip(&names).map(|(f, name)| figure_cells(name, &f.figures, &total)).collect();
+    let rows: Vec<Vec<String>> =
+        w.functions.iter().zip(&names).map(|(f, name)| figure_cells(name, &f.figures, &total)).collect();
     let mut header = FIGURE_HEADER;
     header[0] = "function";
     print_estimated_table(&header, &FIGURE_ESTIMATES, &rows);
@@ -104,7 +114,13 @@ pub fn run(mut args: Args) -> Result<()> {
     println!();
     println!("stacks (outermost first):");
     for s in &w.stacks {
-        println!("  {:>14} bytes {:>10} objects  {} -> {}", thousands(s.bytes), thousands(s.count), stack_line(&s.frames), s.type_name);
+        println!(
+            "  {:>14} bytes {:>10} objects  {} -> {}",
+            thousands(s.bytes),
+            thousands(s.count),
+            stack_line(&s.frames),
+            s.type_name
+        );
     }
     if let Some(note) = more_note(stacks_left_out, "stack", "stacks") {
         println!("  {note}");

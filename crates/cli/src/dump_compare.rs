@@ -2,8 +2,8 @@
 //! FILE_B`, and the dump section of `diff` (two `.gcdump`s, two traces'
 //! heap walks, a log's dump against another file's).
 
-use crate::cmd_dump_diff::{delta_row, DELTA_HEADER};
 use crate::common::{cut_json, print_json, print_table, thousands, LoadArgs, OutputArgs};
+use crate::cmd_dump_diff::{delta_row, DELTA_HEADER};
 use anyhow::{bail, Result};
 use clrprof::model::Model;
 use clrprof::query::dumps::{compare_files, DumpComparison, DumpIndex};
@@ -42,8 +42,12 @@ pub fn print_types(c: &DumpComparison, top: usize) {
         println!("  no difference: the same objects and bytes per type");
         return;
     }
-    let rows: Vec<Vec<String>> =
-        c.types.iter().take(top).map(|t| delta_row(&t.name, [t.objects_a, t.objects_b], [t.bytes_a, t.bytes_b])).collect();
+    let rows: Vec<Vec<String>> = c
+        .types
+        .iter()
+        .take(top)
+        .map(|t| delta_row(&t.name, [t.objects_a, t.objects_b], [t.bytes_a, t.bytes_b]))
+        .collect();
     print_table(&DELTA_HEADER, &rows);
     if c.types.len() > top {
         println!("... and {} more types (--top N shows more)", thousands((c.types.len() - top) as u64));

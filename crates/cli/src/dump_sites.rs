@@ -84,12 +84,17 @@ fn unknown_line(what: &str, u: &UnknownAllocations) -> String {
     }
     let why = match u.reason {
         UnknownReason::None => "every allocation known",
-        UnknownReason::NoAllocationsInLog => "the log has no allocation records: attached to a running process, or allocation logging off",
+        UnknownReason::NoAllocationsInLog => {
+            "the log has no allocation records: attached to a running process, or allocation logging off"
+        }
         UnknownReason::DumpBeforeFirstAllocation => "the dump comes before the log's first allocation",
-        UnknownReason::NotInSimulation => "allocated before logging started or while allocation logging was off, or under 12 bytes",
+        UnknownReason::NotInSimulation => {
+            "allocated before logging started or while allocation logging was off, or under 12 bytes"
+        }
         _ => "no allocation record of the log made them",
     };
-    let types: Vec<String> = u.types.iter().take(3).map(|t| format!("{} {}", t.name, thousands(t.objects))).collect();
+    let types: Vec<String> =
+        u.types.iter().take(3).map(|t| format!("{} {}", t.name, thousands(t.objects))).collect();
     let more = if u.types.len() > 3 { format!(", ... ({} more types)", u.types.len() - 3) } else { String::new() };
     format!(
         "{what}: {}, {} bytes with no known allocation: {}{more}\n  ({why})",
@@ -176,7 +181,10 @@ pub fn print_diff(d: &DumpDiffBySite, top: usize) {
             ]
         })
         .collect();
-    print_table(&[column(d.by), "new objects", "new bytes", "gone objects", "gone bytes", "objects A", "objects B", "delta bytes"], &rows);
+    print_table(
+        &[column(d.by), "new objects", "new bytes", "gone objects", "gone bytes", "objects A", "objects B", "delta bytes"],
+        &rows,
+    );
     let (one, many) = noun(d.by);
     if let Some(note) = more_note(d.sites.len().saturating_sub(top), one, many) {
         println!("{note}");

@@ -33,7 +33,11 @@ pub fn grouped(cmd: Command) -> Command {
     for (heading, names) in GROUPS {
         let _ = writeln!(list, "{heading}:");
         for name in *names {
-            let about = cmd.find_subcommand(name).and_then(|c| c.get_about()).map(|a| a.to_string()).unwrap_or_default();
+            let about = cmd
+                .find_subcommand(name)
+                .and_then(|c| c.get_about())
+                .map(|a| a.to_string())
+                .unwrap_or_default();
             let _ = writeln!(list, "  {name:<width$}  {about}");
         }
         list.push('\n');

@@ -21,7 +21,9 @@ impl Progress {
     /// A bar for `total` bytes.
     pub fn new(total: u64, quiet: bool) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
-        if let Ok(style) = ProgressStyle::with_template("{spinner} loading [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})") {
+        if let Ok(style) =
+            ProgressStyle::with_template("{spinner} loading [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
+        {
             bar.set_style(style.progress_chars("=> "));
         }
         Progress { bar, start: Instant::now(), enabled: !quiet && std::io::stderr().is_terminal(), shown: false }
@@ -173,11 +175,7 @@ fn load_foreign(args: &LoadArgs, data: &[u8], quiet: bool) -> Result<Loaded> {
                 eprintln!("clrprof: warning: {}: {w}", path.display());
             }
             if facts.warnings.len() > SHOWN_WARNINGS {
-                eprintln!(
-                    "clrprof: warning: {}: ... and {} more warnings like these",
-                    path.display(),
-                    facts.warnings.len() - SHOWN_WARNINGS
-                );
+                eprintln!("clrprof: warning: {}: ... and {} more warnings like these", path.display(), facts.warnings.len() - SHOWN_WARNINGS);
             }
         }
     }

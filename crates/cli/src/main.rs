@@ -7,48 +7,48 @@ mod cmd_calls;
 mod cmd_check;
 mod cmd_collect;
 mod cmd_ctl;
-mod cmd_diff;
 mod cmd_dump;
 mod cmd_dump_diff;
 mod cmd_dumps;
 mod cmd_export;
-mod cmd_flame;
-mod cmd_footprint;
-mod cmd_functions;
-mod cmd_gen;
-mod cmd_graph;
-mod cmd_groups;
-mod cmd_handles;
 mod cmd_heap_dump;
 mod cmd_heap_dump_eventpipe;
-mod cmd_join;
 mod cmd_lifetime;
 mod cmd_load_model;
-mod cmd_ps;
 mod cmd_record;
 mod cmd_record_attached;
 mod cmd_record_sampled;
-mod cmd_sessions;
-mod cmd_stats;
-mod cmd_summary;
-mod cmd_survivors;
-mod cmd_threads;
-mod cmd_timeline;
-mod cmd_types;
-mod cmd_ui;
+mod cmd_ps;
 mod cmd_watch;
-mod cmd_who;
-mod common;
-mod dump_compare;
-mod dump_sites;
-mod help;
-mod interrupt;
-mod live;
-mod load;
-mod sampled_stream;
-mod stats_foreign;
 mod watch_actions;
 mod watch_rules;
+mod sampled_stream;
+mod cmd_footprint;
+mod cmd_gen;
+mod cmd_join;
+mod cmd_handles;
+mod cmd_diff;
+mod cmd_flame;
+mod cmd_functions;
+mod cmd_graph;
+mod cmd_groups;
+mod cmd_who;
+mod cmd_stats;
+mod stats_foreign;
+mod cmd_summary;
+mod cmd_sessions;
+mod cmd_survivors;
+mod cmd_threads;
+mod cmd_types;
+mod cmd_ui;
+mod cmd_timeline;
+mod common;
+mod help;
+mod dump_compare;
+mod interrupt;
+mod dump_sites;
+mod live;
+mod load;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
@@ -161,7 +161,10 @@ fn main() -> ExitCode {
     let matches = help::grouped(Cli::command()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // `--json`: an error is a JSON object on standard output too.
-    let json = matches.subcommand().and_then(|(_, m)| m.try_get_one::<bool>("json").ok().flatten().copied()).unwrap_or(false);
+    let json = matches
+        .subcommand()
+        .and_then(|(_, m)| m.try_get_one::<bool>("json").ok().flatten().copied())
+        .unwrap_or(false);
     let result = match cli.command {
         Command::Stats(a) => cmd_stats::run(a),
         Command::Summary(a) => cmd_summary::run(a),

@@ -198,8 +198,7 @@ fn standard_input_and_cache_off_are_never_saved() {
     assert!(o.status.success());
     assert!(entries(&cache).is_empty(), "standard input was saved");
     for off in [("CLRPROF_CACHE", "off"), ("CLRPROF_CACHE_MB", "0")] {
-        let o =
-            with_cache(clrprof_exe(), &cache, "0").args(["summary", "--json"]).arg(&log).env(off.0, off.1).output().expect("run clrprof");
+        let o = with_cache(clrprof_exe(), &cache, "0").args(["summary", "--json"]).arg(&log).env(off.0, off.1).output().expect("run clrprof");
         assert!(o.status.success());
         assert!(!cache.exists(), "{}={} still made the cache", off.0, off.1);
     }
@@ -268,8 +267,7 @@ fn ui_summary_of(args: &[&std::ffi::OsStr], open: Option<&str>, cache: &Path) ->
     stdout.read_line(&mut first).expect("read the address");
     // The server's later lines must find the pipe open.
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let url =
-        first.trim().strip_prefix("clrprof ui: open http://").unwrap_or_else(|| panic!("unexpected first line {first:?}")).to_string();
+    let url = first.trim().strip_prefix("clrprof ui: open http://").unwrap_or_else(|| panic!("unexpected first line {first:?}")).to_string();
     let (addr, token) = url.split_once("/?token=").expect("address and token");
     if let Some(name) = open {
         let (code, body) = request(addr, "POST", &format!("/api/session/{name}/open?token={token}"));
@@ -326,8 +324,7 @@ fn clrprof_cache_lists_the_entries_and_clears_them() {
         serde_json::from_slice(&o.stdout).expect("JSON")
     };
     let v = list(&["--json"]);
-    let mut listed: Vec<String> =
-        v["entries"].as_array().expect("entries").iter().map(|e| e["log"].as_str().unwrap_or("").to_string()).collect();
+    let mut listed: Vec<String> = v["entries"].as_array().expect("entries").iter().map(|e| e["log"].as_str().unwrap_or("").to_string()).collect();
     listed.sort();
     let mut want: Vec<String> = logs.iter().map(|l| std::fs::canonicalize(l).expect("canonical").display().to_string()).collect();
     want.sort();
@@ -380,12 +377,7 @@ fn another_build_does_not_read_the_entries_of_this_one() {
     // what another build of clrprof would be.
     let other = dir.join("clrprof-other");
     std::fs::copy(env!("CARGO_BIN_EXE_clrprof"), &other).expect("copy the binary");
-    let o = with_cache(&other, &cache, "0")
-        .args(["summary", "--json"])
-        .arg(&log)
-        .env("CLRPROF_CACHE_TRACE", "1")
-        .output()
-        .expect("run the copy");
+    let o = with_cache(&other, &cache, "0").args(["summary", "--json"]).arg(&log).env("CLRPROF_CACHE_TRACE", "1").output().expect("run the copy");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("another build") && err.contains("stored:"), "{err}");

@@ -150,7 +150,12 @@ fn matrix_covers_every_pair() {
     for v in &all {
         for i in 0..6 {
             for j in i + 1..6 {
-                assert!(covered.iter().any(|c| c[i] == v[i] && c[j] == v[j]), "no run has {} together with {}", v[i], v[j]);
+                assert!(
+                    covered.iter().any(|c| c[i] == v[i] && c[j] == v[j]),
+                    "no run has {} together with {}",
+                    v[i],
+                    v[j]
+                );
             }
         }
     }
@@ -169,7 +174,12 @@ fn work() -> PathBuf {
 }
 
 fn clrprof(dir: &Path, args: &[&str]) -> Output {
-    Command::new(clrprof_exe()).args(args).current_dir(dir).env("CLRPROF_AGENT", agent().unwrap_or_default()).output().expect("run clrprof")
+    Command::new(clrprof_exe())
+        .args(args)
+        .current_dir(dir)
+        .env("CLRPROF_AGENT", agent().unwrap_or_default())
+        .output()
+        .expect("run clrprof")
 }
 
 fn json(dir: &Path, args: &[&str]) -> Value {
@@ -346,12 +356,7 @@ fn record(dn: &Dotnet, i: usize, r: &Run) -> Recorded {
     assert_eq!(truth["truth"], true, "{truth}");
     drop(p.stdin.take());
     let out = p.child.wait_with_output().expect("wait");
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        if r.launch == Launched { "record" } else { "the program" },
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}: {}", if r.launch == Launched { "record" } else { "the program" }, String::from_utf8_lossy(&out.stderr));
     if let Some(rec) = attached_record {
         let out = rec.wait_with_output().expect("record -p");
         assert!(out.status.success(), "record -p: {}", String::from_utf8_lossy(&out.stderr));
@@ -457,10 +462,7 @@ fn count_marker(types: &HashMap<i32, String>, t: i32, d: &mut NaiveDump) {
 }
 
 fn count_in(rows: &Value, key: &str, name_key: &str, name: &str) -> u64 {
-    rows[key]
-        .as_array()
-        .and_then(|a| a.iter().find(|r| r[name_key] == name))
-        .map_or(0, |r| r["count"].as_u64().or(r["objects"].as_u64()).unwrap_or(0))
+    rows[key].as_array().and_then(|a| a.iter().find(|r| r[name_key] == name)).map_or(0, |r| r["count"].as_u64().or(r["objects"].as_u64()).unwrap_or(0))
 }
 
 fn u(v: &Value) -> u64 {
@@ -472,8 +474,8 @@ fn u(v: &Value) -> u64 {
 /// standard output, with exit status 1.
 fn json_error(out: &std::process::Output) -> String {
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not a JSON error ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not a JSON error ({e}): {}", String::from_utf8_lossy(&out.stdout)));
     v["error"].as_str().unwrap_or_default().to_string()
 }
 
@@ -524,11 +526,7 @@ fn check(i: usize) {
     let mut at = 0;
     for c in truth["comments"].as_array().expect("comments") {
         let c = c.as_str().expect("a comment");
-        at += comments[at..]
-            .iter()
-            .position(|x| x == c)
-            .unwrap_or_else(|| panic!("{what}: comment {c:?} missing or out of order in {comments:?}"))
-            + 1;
+        at += comments[at..].iter().position(|x| x == c).unwrap_or_else(|| panic!("{what}: comment {c:?} missing or out of order in {comments:?}")) + 1;
     }
     assert_eq!(truth["comments"].as_array().map(Vec::len), Some(8), "{what}: the program wrote its comments");
     assert!(u(&summary["comments"]) >= 8, "{what}: summary comments {}", summary["comments"]);
@@ -565,11 +563,7 @@ fn check(i: usize) {
         assert_eq!(truth["allocations_while_off"], !r.off, "{what}: the agent's switch as the program saw it");
         // Finalized: each object once, as many as the program's finalizer ran.
         assert_eq!(count_in(&finalized, "types", "type", "TruthFin"), u(&truth["finalized"]["TruthFin"]), "{what}: finalized TruthFin");
-        assert!(
-            summary["objects_finalized"].as_u64().is_some_and(|n| n >= u(&truth["finalized"]["TruthFin"])),
-            "{what}: summary {}",
-            summary["objects_finalized"]
-        );
+        assert!(summary["objects_finalized"].as_u64().is_some_and(|n| n >= u(&truth["finalized"]["TruthFin"])), "{what}: summary {}", summary["objects_finalized"]);
         assert!(summary["allocated_bytes"].as_u64().is_some_and(|b| b > 0), "{what}: {}", summary["allocated_bytes"]);
         // Stacks: each marker under its allocating method, or none at all.
         for (ty, method) in [("TruthCache", "P::Grow"), ("TruthFin", "P::MakeFin"), ("TruthTemp", "P::MakeTemp")] {
@@ -594,8 +588,7 @@ fn check(i: usize) {
         assert!(calls.status.success(), "{what}: calls: {}", String::from_utf8_lossy(&calls.stderr));
         let calls: Value = serde_json::from_slice(&calls.stdout).expect("calls --json");
         for (method, n) in truth["calls"].as_object().expect("calls") {
-            let row =
-                calls["functions"].as_array().and_then(|a| a.iter().find(|f| f["name"] == method.as_str())).cloned().unwrap_or_default();
+            let row = calls["functions"].as_array().and_then(|a| a.iter().find(|f| f["name"] == method.as_str())).cloned().unwrap_or_default();
             assert_eq!(row["exclusive"].as_u64(), n.as_u64(), "{what}: calls of {method}: {row}");
         }
     } else {
@@ -664,12 +657,7 @@ fn check(i: usize) {
                 let (a, b) = (tool_counts[n - 1].get(m).copied().unwrap_or(0), tool_counts[n].get(m).copied().unwrap_or(0));
                 let t = row(m);
                 let (gone, new) = (t["gone_objects"].as_u64().unwrap_or(0), t["new_objects"].as_u64().unwrap_or(0));
-                assert_eq!(
-                    (gone, new),
-                    (a.saturating_sub(b), b.saturating_sub(a)),
-                    "{what}: dump-diff {} {n}: {m} gone and new: {t}",
-                    n - 1
-                );
+                assert_eq!((gone, new), (a.saturating_sub(b), b.saturating_sub(a)), "{what}: dump-diff {} {n}: {m} gone and new: {t}", n - 1);
             }
         }
     }

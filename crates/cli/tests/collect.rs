@@ -248,8 +248,10 @@ fn three_programs_stream_and_take_commands_on_both_runtimes() {
     let dir = work().join("three");
     let collector = Collector::start(&dir, "127.0.0.1:0");
     let token_file = dir.join("collector.token");
-    let mut phases: Vec<(Runtime, Program)> =
-        Runtime::ALL.iter().map(|&rt| (rt, Program::start(dn, &agent, "phases", rt, "three", &collector.target, &token_file))).collect();
+    let mut phases: Vec<(Runtime, Program)> = Runtime::ALL
+        .iter()
+        .map(|&rt| (rt, Program::start(dn, &agent, "phases", rt, "three", &collector.target, &token_file)))
+        .collect();
     let markers = Program::start(dn, &agent, "markers", Runtime::Core31, "three", &collector.target, &token_file);
     for (_, p) in &mut phases {
         p.wait_for("phase A done");
@@ -325,8 +327,7 @@ fn three_programs_stream_and_take_commands_on_both_runtimes() {
         // The CLI agrees on the counts.
         let log = dir.join(s["log"].as_str().unwrap());
         let types = json(&["types", "--kind", "allocated", "--json", "--top", "0", log.to_str().unwrap()]);
-        let count =
-            |name: &str| types["types"].as_array().unwrap().iter().find(|r| r["type"] == name).map_or(0, |r| r["count"].as_u64().unwrap());
+        let count = |name: &str| types["types"].as_array().unwrap().iter().find(|r| r["type"] == name).map_or(0, |r| r["count"].as_u64().unwrap());
         assert_eq!((count("PhaseA"), count("PhaseB"), count("PhaseC")), (1000, 0, 3000), "{what}");
     }
     drop(collector);
@@ -375,8 +376,7 @@ fn collector_killed_mid_run_catches_up_from_the_spool_and_ends_whole() {
         p.go();
         let (program, err) = p.finish();
         assert!(err.contains("then to the spool") && err.contains("caught up from the spool"), "{rt:?}: {err}");
-        let rec =
-            eventually("the session ended", || sessions(&dir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] != "live"));
+        let rec = eventually("the session ended", || sessions(&dir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] != "live"));
         assert_eq!(rec["state"], "ended", "{rec}");
         assert!(rec["spool"].is_null() && rec["spool_from"].is_null(), "a whole log names no spool: {rec}");
         assert!(rec["reason"].as_str().unwrap().contains("the stored log is whole"), "{rec}");
@@ -416,15 +416,7 @@ fn collector_back_only_after_the_program_ended_part_plus_spool_is_the_whole_log(
     let part = dir.join(rec["log"].as_str().unwrap());
     let (spool, from) = spool_of(&err);
     let joined = dir.join("joined.log");
-    let out = clrprof(&[
-        "join",
-        "--spool-from",
-        &from.to_string(),
-        part.to_str().unwrap(),
-        spool.to_str().unwrap(),
-        "-o",
-        joined.to_str().unwrap(),
-    ]);
+    let out = clrprof(&["join", "--spool-from", &from.to_string(), part.to_str().unwrap(), spool.to_str().unwrap(), "-o", joined.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     counts_match("part + spool", &facts(&std::fs::read(&joined).unwrap()), &program, &[]);
     // `join` never replaces a file.
@@ -600,11 +592,7 @@ fn record_checks_the_token_before_starting_the_program() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
     let out = run(&bad, &free);
     assert!(ran.exists(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains(&format!("warning: cannot reach the collector at {free}")),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("warning: cannot reach the collector at {free}")), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// `collect --dataset DIR`: a session that ends whole is appended to the

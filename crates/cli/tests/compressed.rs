@@ -38,11 +38,7 @@ fn gz_and_zst_give_the_plain_files_answers() {
     let renamed = dir.join("gen-small-gz.log");
     std::fs::copy(&gz, &renamed).expect("copy");
     for cmd in ["summary", "stats"] {
-        let quiet = |args: &mut Vec<&str>| {
-            if cmd == "summary" {
-                args.push("--quiet")
-            }
-        };
+        let quiet = |args: &mut Vec<&str>| if cmd == "summary" { args.push("--quiet") };
         let mut args = vec![cmd, "--json"];
         quiet(&mut args);
         let want = run_ok(&[&args[..], &[plain.to_str().expect("path")]].concat());
@@ -70,11 +66,9 @@ fn a_truncated_gz_names_the_last_complete_line() {
         assert!(err.contains("cut.log.gz") && err.contains("gzip stream is damaged or cut short"), "{err}");
         // The line named is a complete line of the log: count what was
         // decompressed the same way the message does.
-        let n: u64 = err
-            .split("the last complete line is line ")
-            .nth(1)
-            .and_then(|t| t.chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok())
-            .unwrap_or_else(|| panic!("no line number in: {err}"));
+        let n: u64 = err.split("the last complete line is line ").nth(1).and_then(|t| {
+            t.chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()
+        }).unwrap_or_else(|| panic!("no line number in: {err}"));
         assert!(n > 2 && n < 50_002, "{n}");
         assert_eq!(err.lines().count(), 1, "one line: {err}");
     }

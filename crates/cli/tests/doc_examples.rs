@@ -29,8 +29,13 @@ use std::path::{Path, PathBuf};
 /// The Markdown files whose `console` blocks are run, from the repository
 /// root, and which must have some; every other chapter of the guide with a
 /// `console` block is run too.
-const DOCS: &[&str] =
-    &["README.md", "docs/src/getting-started.md", "docs/src/task-memory.md", "docs/src/task-allocations.md", "docs/src/task-old-log.md"];
+const DOCS: &[&str] = &[
+    "README.md",
+    "docs/src/getting-started.md",
+    "docs/src/task-memory.md",
+    "docs/src/task-allocations.md",
+    "docs/src/task-old-log.md",
+];
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -5,9 +5,11 @@
 
 mod common;
 
-use clrprof::model::{load, Model};
-use clrprof::query::dumps::{by_type, diff, dominators, list, paths_to, retained, retained_sizes, Csr, DumpGraph, DumpIndex};
 use clrprof_gen::{generate, GenOptions, PointerBits, Preset};
+use clrprof::model::{load, Model};
+use clrprof::query::dumps::{
+    by_type, diff, dominators, list, paths_to, retained, retained_sizes, Csr, DumpGraph, DumpIndex,
+};
 use proptest::prelude::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
@@ -16,7 +18,8 @@ fn load_file(name: &str) -> Option<(Model, Value)> {
     let dir = common::reference_dir()?;
     let log = std::fs::read(dir.join(format!("{name}.log"))).expect("read log");
     let truth: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.truth.json"))).expect("read truth")).expect("truth JSON");
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.truth.json"))).expect("read truth"))
+            .expect("truth JSON");
     Some((load(&log, &Default::default()).expect("load"), truth))
 }
 
@@ -133,7 +136,8 @@ fn tree_intervals(tree: &clrprof::query::dumps::DominatorTree, n: usize) -> Vec<
 /// against the bytes of the dominated sets.
 fn check_dominators(succ: &dyn Fn(u32) -> Vec<u32>, n: usize, root: u32, sizes: Option<(&[u32], &[u64])>) {
     let adjacency: Vec<Vec<u32>> = (0..n as u32).map(succ).collect();
-    let graph_edges: Vec<(u32, u32)> = (0..n as u32).flat_map(|v| adjacency[v as usize].iter().map(move |&w| (v, w))).collect();
+    let graph_edges: Vec<(u32, u32)> =
+        (0..n as u32).flat_map(|v| adjacency[v as usize].iter().map(move |&w| (v, w))).collect();
     let tree = dominators(&Csr::from_edges(n, &graph_edges), root);
     let all = reachable_without(&adjacency, root, None);
     let interval = tree_intervals(&tree, n);
@@ -189,7 +193,8 @@ fn check_dump_graphs(model: &Model, what: &str) {
         // of our own), not from the graph's rows.
         let t = model.heap_dumps();
         let d = &t.dumps()[info.index.0 as usize];
-        let index: std::collections::HashMap<u64, u32> = t.objects(d).enumerate().map(|(k, o)| (o.address.0, k as u32)).collect();
+        let index: std::collections::HashMap<u64, u32> =
+            t.objects(d).enumerate().map(|(k, o)| (o.address.0, k as u32)).collect();
         let n = g.objects();
         let succ = |v: u32| -> Vec<u32> {
             if v as usize == n {
@@ -276,7 +281,8 @@ fn paths_are_shortest() {
         let t = model.heap_dumps();
         let d = &t.dumps()[info.index.0 as usize];
         let objs: Vec<_> = t.objects(d).collect();
-        let index: std::collections::HashMap<u64, usize> = objs.iter().enumerate().map(|(k, o)| (o.address.0, k)).collect();
+        let index: std::collections::HashMap<u64, usize> =
+            objs.iter().enumerate().map(|(k, o)| (o.address.0, k)).collect();
         // Distances from the roots, by a plain BFS.
         let mut dist = vec![u32::MAX; objs.len()];
         let mut queue = VecDeque::new();
@@ -352,7 +358,8 @@ fn check_diff(model: &Model, what: &str) {
         for o in &after {
             *per_type.entry(o.type_id.0).or_default() += 1;
         }
-        let found: BTreeMap<i32, u64> = r.types.iter().filter(|t| t.new_objects > 0).map(|t| (t.type_id, t.new_objects)).collect();
+        let found: BTreeMap<i32, u64> =
+            r.types.iter().filter(|t| t.new_objects > 0).map(|t| (t.type_id, t.new_objects)).collect();
         assert_eq!(found, per_type, "{what}: new objects per type");
         let same = diff(model, b, b).unwrap();
         assert_eq!((same.new_objects, same.gone_objects), (0, 0));

@@ -296,6 +296,7 @@ fn eventpipe_dump_on_core31() {
     eventpipe_dump(Runtime::Core31);
 }
 
+
 /// A `clrprof collect` in `dir`, SIGKILLed when dropped.
 struct Collector {
     child: Child,
@@ -413,8 +414,7 @@ fn sampled_session_streams_to_a_collector_killed_and_restarted() {
     assert!(status.success(), "{err}");
     assert!(err.contains("caught up from the spool"), "{err}");
     assert!(!dir.join("streamed.nettrace").exists(), "streamed, not written here");
-    let rec =
-        eventually("the session ended", || sessions(&cdir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] != "live"));
+    let rec = eventually("the session ended", || sessions(&cdir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] != "live"));
     assert_eq!(rec["state"], "ended", "{rec}");
     assert!(rec["spool"].is_null(), "a whole trace names no spool: {rec}");
     let stored = cdir.join(rec["log"].as_str().expect("log"));
@@ -428,8 +428,7 @@ fn sampled_session_streams_to_a_collector_killed_and_restarted() {
     check_sampled(rt, &dir, &stored, &truth);
     // The spool is the trace from the break on, byte for byte.
     let spool = err.split("caught up from the spool ").nth(1).and_then(|r| r.split_whitespace().next()).expect("the spool named");
-    let from: usize =
-        err.split("away from byte ").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()).expect("from");
+    let from: usize = err.split("away from byte ").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()).expect("from");
     assert_eq!(std::fs::read(spool).expect("the spool"), &bytes[from..], "the spool is the trace's tail");
     assert!(from > 0 && from < bytes.len(), "the break was in the middle: {from} of {}", bytes.len());
     drop(again);
@@ -452,12 +451,7 @@ fn sampled_session_live_in_the_ui() {
     let (mut record, mut stdin, mut stdout, name) = streamed(dn, &dir, &cdir, &collector.target, &["-q"]);
     let (code, listed) = common::http(&base, &token, "GET", "/api/sessions");
     assert_eq!(code, 200, "{listed}");
-    assert!(
-        listed["sessions"]
-            .as_array()
-            .is_some_and(|v| v.iter().any(|s| s["record"]["session"] == name.as_str() || s["session"] == name.as_str())),
-        "{listed}"
-    );
+    assert!(listed["sessions"].as_array().is_some_and(|v| v.iter().any(|s| s["record"]["session"] == name.as_str() || s["session"] == name.as_str())), "{listed}");
     let (code, opened) = common::http(&base, &token, "POST", &format!("/api/session/{name}/open"));
     assert_eq!(code, 200, "{opened}");
     let id = opened["log"].as_u64().expect("the session's log id");
@@ -468,9 +462,7 @@ fn sampled_session_live_in_the_ui() {
     // catches up with the trace: the program's GCs, estimates said.
     let status = |want_live: bool| {
         let (_, logs) = common::http(&base, &token, "GET", "/api/logs");
-        logs.as_array()
-            .and_then(|v| v.iter().find(|l| l["id"] == id).cloned())
-            .filter(|l| l["state"] == "ready" && l["session"]["live"] == want_live)
+        logs.as_array().and_then(|v| v.iter().find(|l| l["id"] == id).cloned()).filter(|l| l["state"] == "ready" && l["session"]["live"] == want_live)
     };
     let seen = eventually("the live session's GCs in the UI", || {
         let l = status(true)?;
@@ -483,8 +475,7 @@ fn sampled_session_live_in_the_ui() {
     stdin.flush().expect("flush");
     assert!(record.wait().expect("wait").success());
     // Ended: the page's figures are the CLI's on the stored trace.
-    let rec =
-        eventually("the session ended", || sessions(&cdir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] == "ended"));
+    let rec = eventually("the session ended", || sessions(&cdir).into_iter().find(|s| s["session"] == name.as_str() && s["state"] == "ended"));
     let stored = cdir.join(rec["log"].as_str().expect("log"));
     eventually("the UI's model of the ended session", || status(false));
     let cli = ok_json(&dir, &["summary", stored.to_str().expect("UTF-8")]);

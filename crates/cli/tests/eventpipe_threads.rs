@@ -207,8 +207,7 @@ fn heap_walk_of_four_threads_is_whole_on_net8() {
     // (the statics' arrays retain the program's containers in the agent's
     // dump).
     let big = Some(truth["pellets"].as_u64().expect("pellets") * 8 + 24);
-    for (name, is, size) in [("the list of kept Quokkas", the_list as fn(&str) -> bool, None), ("the object[] of Pellets", the_array, big)]
-    {
+    for (name, is, size) in [("the list of kept Quokkas", the_list as fn(&str) -> bool, None), ("the object[] of Pellets", the_array, big)] {
         let (ours, theirs) = (retained_of(&retained, name, is, size), retained_of(&agents, name, is, size));
         eprintln!("{name}: retained {ours} bytes over EventPipe, {theirs} from the agent");
         assert_eq!(ours, theirs, "{name}: retained bytes over EventPipe and from the agent");

@@ -9,7 +9,8 @@ fn text(out: &std::process::Output) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-const GROUPS: [&str; 7] = ["Load and inspect:", "Allocation:", "Lifetime:", "Heap dumps:", "Capture:", "Services:", "Export:"];
+const GROUPS: [&str; 7] =
+    ["Load and inspect:", "Allocation:", "Lifetime:", "Heap dumps:", "Capture:", "Services:", "Export:"];
 
 /// `clrprof --help` (and `clrprof help`) shows the groups in order, a
 /// "Start here" line, and every command exactly once; `clrprof help CMD`

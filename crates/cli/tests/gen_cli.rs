@@ -6,7 +6,12 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn clrprof(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clrprof")).current_dir(dir).arg("gen").args(args).output().expect("run clrprof gen")
+    Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .current_dir(dir)
+        .arg("gen")
+        .args(args)
+        .output()
+        .expect("run clrprof gen")
 }
 
 fn truth(path: &Path) -> Value {

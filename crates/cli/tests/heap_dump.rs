@@ -44,7 +44,12 @@ fn setup() -> Option<(&'static Dotnet, PathBuf)> {
 }
 
 fn clrprof(dir: &Path, args: &[&str]) -> Output {
-    Command::new(clrprof_exe()).args(args).current_dir(dir).env("CLRPROF_AGENT", agent().unwrap_or_default()).output().expect("run clrprof")
+    Command::new(clrprof_exe())
+        .args(args)
+        .current_dir(dir)
+        .env("CLRPROF_AGENT", agent().unwrap_or_default())
+        .output()
+        .expect("run clrprof")
 }
 
 fn ok_json(dir: &Path, args: &[&str]) -> Value {
@@ -222,12 +227,8 @@ fn check_graph(rt: Runtime, dir: &Path, log: &Path, index: usize) {
     let queued = d.roots.iter().filter(|r| r.1 == 2 && fin.contains(&r.0)).count() as u64;
     assert!(queued >= F - 1, "{what}: {queued} FinObj objects rooted by the finalizer queue");
     // The pinned array: a pinning handle root.
-    let pinned: Vec<u64> = d
-        .objects
-        .iter()
-        .filter(|(_, o)| types.get(&o.0).map(String::as_str) == Some("System.Byte []") && o.1 >= 4099)
-        .map(|(&a, _)| a)
-        .collect();
+    let pinned: Vec<u64> =
+        d.objects.iter().filter(|(_, o)| types.get(&o.0).map(String::as_str) == Some("System.Byte []") && o.1 >= 4099).map(|(&a, _)| a).collect();
     assert!(
         d.roots.iter().any(|r| r.1 == 3 && r.2 & 1 != 0 && pinned.contains(&r.0)),
         "{what}: the byte[4099] is held by a pinning handle"
@@ -286,11 +287,7 @@ fn check_drop(rt: Runtime, dir: &Path, log: &Path, a: usize, b: usize) {
     assert_eq!(dumps[b].count(&types, "Marker"), N * K / 2, "{what}: markers after the drop");
     let diff = ok_json(dir, &["dump-diff", log.to_str().expect("UTF-8"), &a.to_string(), &b.to_string(), "--top", "0", "--json"]);
     let row = |name: &str| {
-        diff["types"]
-            .as_array()
-            .and_then(|t| t.iter().find(|r| r["name"] == name))
-            .cloned()
-            .unwrap_or_else(|| panic!("{what}: {name} not in dump-diff"))
+        diff["types"].as_array().and_then(|t| t.iter().find(|r| r["name"] == name)).cloned().unwrap_or_else(|| panic!("{what}: {name} not in dump-diff"))
     };
     let fewer = |r: &Value| r["objects_a"].as_i64().unwrap_or(0) - r["objects_b"].as_i64().unwrap_or(0);
     assert_eq!(fewer(&row("Marker")), (N * K / 2) as i64, "{what}: dump-diff Marker");
@@ -631,8 +628,7 @@ fn api(rt: Runtime) {
     let Some((dn, _)) = setup() else { return };
     let dir = app_dir(dn, "apiuse", rt, "api");
     let host = dn.host(rt).to_string_lossy().into_owned();
-    let bare =
-        Command::new(&host).arg("apiuse.dll").current_dir(&dir).env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1").output().expect("run");
+    let bare = Command::new(&host).arg("apiuse.dll").current_dir(&dir).env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1").output().expect("run");
     assert!(bare.status.success());
     let bare = dotnet::json_line(&bare.stdout).expect("JSON");
     assert_eq!(bare["under_profiler"], false, "{rt:?}: {bare}");
@@ -655,16 +651,12 @@ fn api(rt: Runtime) {
     let count = |rows: &Value, name: &str| {
         rows["types"].as_array().and_then(|a| a.iter().find(|r| r["type"] == name)).map_or(0, |r| r["count"].as_u64().unwrap_or(0))
     };
-    let phase = ok_json(
-        &dir,
-        &["types", "--kind", "allocated", "--json", "--top", "0", "--between-comments", "phase A start", "phase A end", log_s],
-    );
+    let phase = ok_json(&dir, &["types", "--kind", "allocated", "--json", "--top", "0", "--between-comments", "phase A start", "phase A end", log_s]);
     assert_eq!(count(&phase, "ApiA"), 1000, "{rt:?}: ApiA inside the marked phase");
     assert_eq!(count(&phase, "ApiB") + count(&phase, "ApiOff"), 0, "{rt:?}: only the marked phase");
     let all = ok_json(&dir, &["types", "--kind", "allocated", "--json", "--top", "0", log_s]);
     assert_eq!((count(&all, "ApiA"), count(&all, "ApiOff"), count(&all, "ApiB")), (1000, 0, 300), "{rt:?}: logging off for ApiOff only");
-    let off =
-        ok_json(&dir, &["types", "--kind", "allocated", "--json", "--top", "0", "--between-comments", "logging off", "logging on", log_s]);
+    let off = ok_json(&dir, &["types", "--kind", "allocated", "--json", "--top", "0", "--between-comments", "logging off", "logging on", log_s]);
     assert_eq!(count(&off, "ApiOff") + count(&off, "ApiA"), 0, "{rt:?}: nothing of the program's logged while off: {off}");
     let dumps = ok_json(&dir, &["dumps", "--json", log_s])["dumps"].clone();
     assert_eq!(dumps.as_array().map(Vec::len), Some(2), "{rt:?}: two dumps");
@@ -768,12 +760,7 @@ fn clear_errors() {
     let dir = work();
     std::fs::create_dir_all(&dir).expect("work dir");
     let err = |args: &[&str]| {
-        let out = Command::new(clrprof_exe())
-            .args(args)
-            .current_dir(&dir)
-            .env("CLRPROF_AGENT", "/nonexistent/libclrprof_agent.so")
-            .output()
-            .expect("run");
+        let out = Command::new(clrprof_exe()).args(args).current_dir(&dir).env("CLRPROF_AGENT", "/nonexistent/libclrprof_agent.so").output().expect("run");
         assert!(!out.status.success(), "{args:?} succeeded");
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
@@ -807,8 +794,7 @@ fn fake_attach_ok() -> Vec<u8> {
 }
 
 /// What a fake agent answers: a heap dump that never happened.
-const FAKE_DUMP: &[u8] =
-    b"{\"ok\":true,\"dump\":{\"index\":0,\"log\":\"/nowhere.log\",\"objects\":1,\"roots\":1,\"bytes\":1,\"millis\":1}}\n";
+const FAKE_DUMP: &[u8] = b"{\"ok\":true,\"dump\":{\"index\":0,\"log\":\"/nowhere.log\",\"objects\":1,\"roots\":1,\"bytes\":1,\"millis\":1}}\n";
 
 fn stderr_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -840,13 +826,9 @@ fn planted_sockets_are_refused() {
     // A process without a diagnostics socket of its own: only the planted
     // one is there.
     let a = Program::start(dn, rt, &dir, &args, &[("TMPDIR", shared_s.clone()), ("DOTNET_EnableDiagnostics", "0".into())]);
-    let fake_diag =
-        common::other_user::FakeServer::start(other, &shared.join(format!("dotnet-diagnostic-{}-1-socket", a.pid)), &fake_attach_ok());
+    let fake_diag = common::other_user::FakeServer::start(other, &shared.join(format!("dotnet-diagnostic-{}-1-socket", a.pid)), &fake_attach_ok());
     let pid = a.pid.to_string();
-    let rec = clrprof(
-        &dir,
-        &["record", "-p", &pid, "-o", "a.log", "--target", "127.0.0.1:9", "--token-file", token_file.to_str().expect("UTF-8")],
-    );
+    let rec = clrprof(&dir, &["record", "-p", &pid, "-o", "a.log", "--target", "127.0.0.1:9", "--token-file", token_file.to_str().expect("UTF-8")]);
     assert!(!rec.status.success(), "record -p trusted a planted diagnostics socket");
     let e = stderr_of(&rec);
     assert!(e.contains("refused") && e.contains(&format!("belongs to user {}", other.uid)), "{e}");
@@ -859,10 +841,7 @@ fn planted_sockets_are_refused() {
     let ours = shared.join(format!("dotnet-diagnostic-{}-2-socket", a.pid));
     let listener = std::os::unix::net::UnixListener::bind(&ours).expect("bind");
     listener.set_nonblocking(true).expect("nonblocking");
-    let rec = clrprof(
-        &dir,
-        &["record", "-p", &pid, "-o", "a.log", "--target", "127.0.0.1:9", "--token-file", token_file.to_str().expect("UTF-8")],
-    );
+    let rec = clrprof(&dir, &["record", "-p", &pid, "-o", "a.log", "--target", "127.0.0.1:9", "--token-file", token_file.to_str().expect("UTF-8")]);
     let e = stderr_of(&rec);
     assert!(!rec.status.success() && e.contains(&format!("not by process {}", a.pid)), "{e}");
     let (mut conn, _) = listener.accept().expect("clrprof connected to check the peer");
@@ -881,25 +860,17 @@ fn planted_sockets_are_refused() {
     // A process with its real diagnostics socket, and planted beside it a
     // newer fake diagnostics socket and a fake agent control socket.
     let mut b = Program::start(dn, rt, &dir, &args, &[("TMPDIR", shared_s.clone())]);
-    let fake_diag =
-        common::other_user::FakeServer::start(other, &shared.join(format!("dotnet-diagnostic-{}-99999-socket", b.pid)), &fake_attach_ok());
+    let fake_diag = common::other_user::FakeServer::start(other, &shared.join(format!("dotnet-diagnostic-{}-99999-socket", b.pid)), &fake_attach_ok());
     let agent_socket = clrprof_control::paths::control_socket(&shared, b.pid);
     let fake_agent = common::other_user::FakeServer::start(other, &agent_socket, FAKE_DUMP);
     let pid = b.pid.to_string();
     let dump = clrprof(&dir, &["heap-dump", &pid, "-o", "b.log"]);
     assert!(!dump.status.success(), "heap-dump believed a planted agent socket: {}", String::from_utf8_lossy(&dump.stdout));
     assert!(stderr_of(&dump).contains(&format!("refused {}", agent_socket.display())), "{}", stderr_of(&dump));
-    let rec = clrprof(
-        &dir,
-        &["record", "-p", &pid, "-o", "b-rec.log", "--target", "127.0.0.1:9", "--token-file", token_file.to_str().expect("UTF-8")],
-    );
+    let rec = clrprof(&dir, &["record", "-p", &pid, "-o", "b-rec.log", "--target", "127.0.0.1:9", "--token-file", token_file.to_str().expect("UTF-8")]);
     assert!(!rec.status.success());
     assert!(stderr_of(&rec).contains("refused"), "{}", stderr_of(&rec));
-    assert!(
-        fake_agent.received().is_empty(),
-        "bytes reached the planted agent socket: {:?}",
-        String::from_utf8_lossy(&fake_agent.received())
-    );
+    assert!(fake_agent.received().is_empty(), "bytes reached the planted agent socket: {:?}", String::from_utf8_lossy(&fake_agent.received()));
     // The planted agent socket gone (its owner's server stopped, the file
     // removed), heap-dump attaches through the real diagnostics socket and
     // passes over the planted one. Its default output name, which anyone

@@ -13,21 +13,8 @@ fn trace(dir: &Path, name: &str, lose_every: &str) -> (PathBuf, u64) {
     let path = dir.join(name);
     let p = path.to_str().expect("UTF-8");
     let out = clrprof(&[
-        "gen",
-        "--preset",
-        "tiny",
-        "--objects",
-        "3000",
-        "--gcs",
-        "3",
-        "--format",
-        "nettrace",
-        "--tick-bytes",
-        "0",
-        "--lose-every",
-        lose_every,
-        "-o",
-        p,
+        "gen", "--preset", "tiny", "--objects", "3000", "--gcs", "3", "--format", "nettrace", "--tick-bytes", "0", "--lose-every", lose_every,
+        "-o", p,
     ]);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "gen: {err}");

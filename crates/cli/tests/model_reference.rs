@@ -243,7 +243,8 @@ fn reference_summaries_through_the_cli() {
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let ours: Value = serde_json::from_slice(&out.stdout).expect("json");
         let reference: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.clrprofiler.json"))).expect("json")).expect("json");
+            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.clrprofiler.json"))).expect("json"))
+                .expect("json");
         assert_eq!(ours, reference["summary"], "{name}");
     }
 }
@@ -254,9 +255,16 @@ fn footprint_json() {
     let out = clrprof(&["footprint", "--json", "--quiet", "corpus/all-kinds.log"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-    for key in
-        ["file_bytes", "load_seconds", "peak_rss_bytes", "peak_anon_bytes", "samples", "sample_table_bytes", "bytes_per_sample", "tables"]
-    {
+    for key in [
+        "file_bytes",
+        "load_seconds",
+        "peak_rss_bytes",
+        "peak_anon_bytes",
+        "samples",
+        "sample_table_bytes",
+        "bytes_per_sample",
+        "tables",
+    ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
     assert_eq!(v["samples"], 1122);
@@ -297,7 +305,8 @@ fn fates_equal_the_generator_truth() {
     let Some(dir) = reference_dir() else { return };
     for name in ["gen-tiny", "gen-small"] {
         let truth: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.truth.json"))).expect("truth")).expect("json");
+            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.truth.json"))).expect("truth"))
+                .expect("json");
         let m = load(&dir.join(format!("{name}.log")), 1 << 20).expect("load");
         let a = m.allocations();
         let mut by_survived: BTreeMap<u64, (u64, u64)> = BTreeMap::new();

@@ -132,8 +132,11 @@ fn oracle(log: &[u8], keep_thread: Option<i64>) -> Oracle {
                 let bytes = list[1] as i32 as i64 as u64;
                 let frames = &list[2..];
                 o.allocated += bytes;
-                let function_name = |f: i64| fname.get(&f).cloned().unwrap_or_else(|| format!("???? function {f}"));
-                let module_name = |f: i64| fmodule.get(&f).and_then(|m| mname.get(m)).cloned().unwrap_or_else(|| "<unknown module>".into());
+                let function_name =
+                    |f: i64| fname.get(&f).cloned().unwrap_or_else(|| format!("???? function {f}"));
+                let module_name = |f: i64| {
+                    fmodule.get(&f).and_then(|m| mname.get(m)).cloned().unwrap_or_else(|| "<unknown module>".into())
+                };
                 let class_name = |f: i64| {
                     let n = function_name(f);
                     match n.rfind("::") {
@@ -313,7 +316,8 @@ fn check_graph(what: &str, g: &query::AllocationGraph, reference: &Value) {
             assert_eq!(n.bytes_in, n.bytes_out, "{what}: {}", n.name);
         }
     }
-    let types: BTreeMap<String, u64> = g.nodes.iter().filter(|n| n.kind == NodeKind::Type).map(|n| (n.name.clone(), n.bytes)).collect();
+    let types: BTreeMap<String, u64> =
+        g.nodes.iter().filter(|n| n.kind == NodeKind::Type).map(|n| (n.name.clone(), n.bytes)).collect();
     let expected: BTreeMap<String, u64> = reference["allocated_by_type"]
         .as_object()
         .unwrap()

@@ -14,14 +14,16 @@ fn totals_equal_clrprofiler_on_every_reference_log() {
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).expect("list") {
         let path = entry.expect("entry").path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".clrprofiler.json")) else {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".clrprofiler.json"))
+        else {
             continue;
         };
         let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
         if r["reader_exit_code"].as_i64() != Some(0) {
             continue;
         }
-        let model = load(&std::fs::read(dir.join(format!("{name}.log"))).expect("log"), &Default::default()).expect("load");
+        let model = load(&std::fs::read(dir.join(format!("{name}.log"))).expect("log"), &Default::default())
+            .expect("load");
         let h = handles_by_stack(&model, &Filter::all());
         let raw = &r["reader"];
         assert_eq!(Some(h.created), raw["handles_created_raw"].as_u64(), "{name}");
@@ -74,8 +76,10 @@ fn sample_all_kinds_by_hand() {
 #[test]
 fn generated_log_types_and_nulls_match_the_truth() {
     let Some(dir) = reference_dir() else { return };
-    let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("gen-small.truth.json")).expect("truth")).expect("json");
-    let model = load(&std::fs::read(dir.join("gen-small.log")).expect("log"), &Default::default()).expect("load");
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("gen-small.truth.json")).expect("truth")).expect("json");
+    let model =
+        load(&std::fs::read(dir.join("gen-small.log")).expect("log"), &Default::default()).expect("load");
     let h = handles_by_stack(&model, &Filter::all());
     let nulls: u64 = h.groups.iter().map(|g| g.null_objects).sum();
     assert_eq!(Some(nulls), truth["handles"]["null_initial_object"].as_u64());

@@ -6,7 +6,8 @@
 
 use clrprof::model::{load, Fate, Model, ObjectId, TickIndex};
 use clrprof::query::{
-    by_bytes, group_by_name, size_buckets, type_counts, BucketScale, Filter, HistogramKind, TimeWindow, TypeCount, TypeSelection,
+    by_bytes, group_by_name, size_buckets, type_counts, BucketScale, Filter, HistogramKind, TimeWindow, TypeCount,
+    TypeSelection,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,8 +24,10 @@ fn reference(path: &Path) -> serde_json::Value {
 
 fn reference_rows(v: &serde_json::Value, key: &str) -> Rows {
     let obj = v[key].as_object().unwrap_or_else(|| panic!("{key} missing"));
-    let mut rows: Rows =
-        obj.iter().map(|(name, e)| (name.clone(), e["bytes"].as_i64().expect("bytes"), e["count"].as_u64().expect("count"))).collect();
+    let mut rows: Rows = obj
+        .iter()
+        .map(|(name, e)| (name.clone(), e["bytes"].as_i64().expect("bytes"), e["count"].as_u64().expect("count")))
+        .collect();
     rows.sort();
     rows
 }
@@ -82,7 +85,8 @@ fn clean_reference_logs() -> Vec<(String, std::path::PathBuf, serde_json::Value)
     let mut v = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("list reference dir") {
         let path = entry.expect("entry").path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".clrprofiler.json")) else {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".clrprofiler.json"))
+        else {
             continue;
         };
         let r = reference(&path);
@@ -139,7 +143,8 @@ fn live_at_the_end_equals_the_final_heap() {
     for (name, path, _) in clean_reference_logs() {
         let model = load_file(&path);
         let last = TickIndex(model.time().len() as u32 - 1);
-        let at = type_counts(&model, &TypeSelection { kind: HistogramKind::FinalHeap, at: Some(last) }, &Filter::all()).expect("at");
+        let at = type_counts(&model, &TypeSelection { kind: HistogramKind::FinalHeap, at: Some(last) }, &Filter::all())
+            .expect("at");
         assert_eq!(
             rows_of(&by_bytes(group_by_name(&model, at.iter()))),
             rows_of(&by_bytes(group_by_name(&model, HistogramKind::FinalHeap.of(&model).iter()))),
@@ -211,9 +216,13 @@ fn live_at_mid_log_equals_a_naive_replay() {
         for k in 1..=7 {
             let t = TickIndex(slots * k / 8);
             let a = model.allocations();
-            let expected =
-                naive(&model, |obj| a.tick(obj) <= t && a.fate(obj) != Fate::Untracked && model.death_tick(obj).map_or(true, |d| d > t));
-            let c = type_counts(&model, &TypeSelection { kind: HistogramKind::FinalHeap, at: Some(t) }, &Filter::all()).unwrap();
+            let expected = naive(&model, |obj| {
+                a.tick(obj) <= t
+                    && a.fate(obj) != Fate::Untracked
+                    && model.death_tick(obj).map_or(true, |d| d > t)
+            });
+            let c = type_counts(&model, &TypeSelection { kind: HistogramKind::FinalHeap, at: Some(t) }, &Filter::all())
+                .unwrap();
             let got = rows_of(&by_bytes(group_by_name(&model, c.iter())));
             assert!(!expected.is_empty() || name == "sample-all-kinds", "{name} at {t}: empty");
             assert_eq!(got, expected, "{name}: live at tick {t}");
@@ -252,8 +261,12 @@ fn filtered_allocations_equal_a_naive_count() {
     let a = model.allocations();
     let ms = |obj: ObjectId| model.time().seconds(a.tick(obj)).expect("time") * 1000.0;
     let thread = model.threads().id(a.thread(ObjectId(0))).expect("thread").0;
-    let cases: [(Option<f64>, Option<f64>, Vec<i32>); 4] =
-        [(Some(60.0), Some(140.0), vec![]), (None, Some(30.5), vec![]), (Some(200.0), None, vec![thread]), (None, None, vec![thread])];
+    let cases: [(Option<f64>, Option<f64>, Vec<i32>); 4] = [
+        (Some(60.0), Some(140.0), vec![]),
+        (None, Some(30.5), vec![]),
+        (Some(200.0), None, vec![thread]),
+        (None, None, vec![thread]),
+    ];
     for (from, to, threads) in cases {
         let window = TimeWindow::Millis { from, to };
         let window = if from.is_none() && to.is_none() { TimeWindow::All } else { window };
@@ -374,12 +387,16 @@ fn range_accessors_agree_with_whole_table_iterators() {
         }
     }
     // Objects with no stored fate have the default one.
-    let stored: std::collections::HashSet<u32> = a.stored_fates_in(ObjectId(0)..ObjectId(n)).map(|(o, _)| o.0).collect();
+    let stored: std::collections::HashSet<u32> =
+        a.stored_fates_in(ObjectId(0)..ObjectId(n)).map(|(o, _)| o.0).collect();
     let ends = a.allocated_before_gcs();
     for i in (0..n).filter(|i| !stored.contains(i)) {
         let born = ends.partition_point(|&b| b <= i);
-        let default =
-            if born == ends.len() { Fate::Alive } else { Fate::DiedAtGc { gc: clrprof::model::GcIndex(born as u32), generation: 0 } };
+        let default = if born == ends.len() {
+            Fate::Alive
+        } else {
+            Fate::DiedAtGc { gc: clrprof::model::GcIndex(born as u32), generation: 0 }
+        };
         assert_eq!(fates[i as usize], default, "object {i}");
     }
     assert!(!stored.is_empty() && stored.len() < n as usize);

@@ -127,8 +127,9 @@ fn markers(rt: Runtime, extra: &[&str]) {
         ] {
             let who = query(&["who", log, ty, "--exact", "--json", "--top", "0"]);
             let expected = program["types"][ty].as_u64().unwrap_or(u64::MAX);
-            let function =
-                |name: &str| who["functions"].as_array().and_then(|a| a.iter().find(|f| f["name"] == name)).cloned().unwrap_or_default();
+            let function = |name: &str| {
+                who["functions"].as_array().and_then(|a| a.iter().find(|f| f["name"] == name)).cloned().unwrap_or_default()
+            };
             assert_eq!(function(method)["exclusive_count"].as_u64(), Some(expected), "{rt:?}: {ty} allocated in {method}");
             assert_eq!(function("P::Main")["inclusive_count"].as_u64(), Some(expected), "{rt:?}: {ty} under P::Main");
         }

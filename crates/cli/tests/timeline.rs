@@ -16,12 +16,12 @@
 mod common;
 
 use clrprof::format::{LogSource, TypeId};
+use clrprof_gen::{generate, GenOptions, Preset};
 use clrprof::model::{Fate, Model, ObjectId, TickIndex};
 use clrprof::query::timeline::{
     address_axis, comment_marks, end_ms, gc_marks, grid, last_tick, tick_at_ms, Grid, GridSpec, BAND_GAP_BYTES,
 };
 use clrprof::query::{estimated_live_at, live_at, Filter};
-use clrprof_gen::{generate, GenOptions, Preset};
 use common::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -116,8 +116,10 @@ fn oracle_grid(m: &Model, columns: u32, rows: u32, from_ms: f64, to_ms: f64, max
             }
         }
     }
-    let mut ranked: Vec<(String, i32, u64)> =
-        weight.into_iter().map(|(t, w)| (m.type_name(TypeId(t)).into_owned(), t, (w / columns as u128) as u64)).collect();
+    let mut ranked: Vec<(String, i32, u64)> = weight
+        .into_iter()
+        .map(|(t, w)| (m.type_name(TypeId(t)).into_owned(), t, (w / columns as u128) as u64))
+        .collect();
     ranked.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
     (cells, ranked)
 }
@@ -159,7 +161,11 @@ fn cells_equal_the_naive_oracle() {
 // ------------------------------------------------------------ live bytes
 
 fn live_map(m: &Model, tick: TickIndex) -> BTreeMap<String, (u64, u64)> {
-    live_at(m, tick, &Filter::all()).into_iter().filter(|r| r.count > 0).map(|r| (r.name, (r.bytes, r.count))).collect()
+    live_at(m, tick, &Filter::all())
+        .into_iter()
+        .filter(|r| r.count > 0)
+        .map(|r| (r.name, (r.bytes, r.count)))
+        .collect()
 }
 
 /// Alive at `tick` from each object's own allocation tick and death tick
@@ -203,7 +209,8 @@ fn live_at_the_end_is_the_final_heap() {
         let path = entry.path();
         let Some(stem) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".log")) else { continue };
         let reference: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{stem}.clrprofiler.json"))).expect("json")).expect("json");
+            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{stem}.clrprofiler.json"))).expect("json"))
+                .expect("json");
         if reference["reader_exit_code"] != 0 {
             continue;
         }
@@ -225,8 +232,12 @@ fn live_at_the_end_is_the_final_heap() {
 fn live_at_any_moment_equals_the_objects() {
     let (m, truth) = generated(&Preset::Tiny.options());
     // At the end: the generator's truth per type.
-    let want: BTreeMap<String, (u64, u64)> =
-        truth.types.iter().filter(|t| t.objects_at_end > 0).map(|t| (t.name.clone(), (t.bytes_at_end, t.objects_at_end))).collect();
+    let want: BTreeMap<String, (u64, u64)> = truth
+        .types
+        .iter()
+        .filter(|t| t.objects_at_end > 0)
+        .map(|t| (t.name.clone(), (t.bytes_at_end, t.objects_at_end)))
+        .collect();
     assert_eq!(live_map(&m, last_tick(&m)), want, "end of the tiny log against the truth");
     let end = end_ms(&m);
     for k in 0..=8 {
@@ -255,7 +266,8 @@ fn live_at_any_moment_equals_the_objects() {
 fn markers_equal_the_truth() {
     let (m, truth) = generated(&Preset::Tiny.options());
     let gcs = gc_marks(&m, 0.0, end_ms(&m));
-    let want: Vec<(i32, f64)> = truth.gcs.list.iter().map(|g| (g.condemned_generation as i32, g.end_tick as f64)).collect();
+    let want: Vec<(i32, f64)> =
+        truth.gcs.list.iter().map(|g| (g.condemned_generation as i32, g.end_tick as f64)).collect();
     let got: Vec<(i32, f64)> = gcs.iter().map(|g| (g.generation, g.ms)).collect();
     assert_eq!(got, want);
     let cs = comment_marks(&m, 0.0, end_ms(&m));
@@ -274,8 +286,18 @@ fn png_of_gen_small() {
     let Some(dir) = reference_dir() else { return };
     let log = dir.join("gen-small.log");
     let out = std::env::temp_dir().join(format!("clrprof-timeline-{}.png", std::process::id()));
-    let r =
-        clrprof(&["timeline", log.to_str().unwrap(), "--png", out.to_str().unwrap(), "--width", "900", "--height", "560", "--json", "-q"]);
+    let r = clrprof(&[
+        "timeline",
+        log.to_str().unwrap(),
+        "--png",
+        out.to_str().unwrap(),
+        "--width",
+        "900",
+        "--height",
+        "560",
+        "--json",
+        "-q",
+    ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let v: Value = serde_json::from_slice(&r.stdout).expect("json");
     let bytes = std::fs::read(&out).expect("png written");

@@ -36,7 +36,8 @@ fn every_view_matches_the_cli_in_headless_chromium() {
     if !browser_dir.join("node_modules/playwright-core").is_dir() {
         return missing("crates/ui/browser/node_modules (run scripts/setup-ui-tests.sh: npm ci)");
     }
-    let mut logs: Vec<PathBuf> = ["gen-small.log", "real-CLRProfilerTestBedMk1.log"].iter().map(|n| reference.join(n)).collect();
+    let mut logs: Vec<PathBuf> =
+        ["gen-small.log", "real-CLRProfilerTestBedMk1.log"].iter().map(|n| reference.join(n)).collect();
     // A real .NET Core 3.0 trace, served last: its views must say their
     // figures are estimates.
     logs.push(reference.join("../eventpipe/eventpipe-dotnetcore3.0-win-x64-objver4.nettrace"));
@@ -47,23 +48,7 @@ fn every_view_matches_the_cli_in_headless_chromium() {
     // after it: its views must say it is incomplete.
     let lossy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ui-lossy-{}.nettrace", std::process::id()));
     let made = Command::new(env!("CARGO_BIN_EXE_clrprof"))
-        .args([
-            "gen",
-            "--preset",
-            "tiny",
-            "--objects",
-            "3000",
-            "--gcs",
-            "3",
-            "--format",
-            "nettrace",
-            "--tick-bytes",
-            "0",
-            "--lose-every",
-            "50",
-            "-q",
-            "-o",
-        ])
+        .args(["gen", "--preset", "tiny", "--objects", "3000", "--gcs", "3", "--format", "nettrace", "--tick-bytes", "0", "--lose-every", "50", "-q", "-o"])
         .arg(&lossy)
         .status()
         .expect("run clrprof gen");

@@ -147,12 +147,7 @@ fn a_live_session_in_headless_chromium() {
     let (ok, shots) = node_test(&s, "live.test.mjs", &url, &dir, &program);
     drop(server);
     drop(collector);
-    assert!(
-        ok,
-        "the live browser test failed (screenshots in {}, the collector's log in {})",
-        shots.display(),
-        s.work.join("collector.err").display()
-    );
+    assert!(ok, "the live browser test failed (screenshots in {}, the collector's log in {})", shots.display(), s.work.join("collector.err").display());
     for view in ["live-sessions", "live-dump", "live-timeline"] {
         assert!(shots.join(format!("{view}.png")).is_file(), "no screenshot of {view}");
     }

@@ -81,12 +81,10 @@ impl Client {
             }
         })?;
         if n == 0 {
-            return Err(Error::BadReply {
-                peer: self.path.display().to_string(),
-                what: "the agent closed the connection without a reply".into(),
-            });
+            return Err(Error::BadReply { peer: self.path.display().to_string(), what: "the agent closed the connection without a reply".into() });
         }
-        let reply: Reply = parse_reply(&line).map_err(|what| Error::BadReply { peer: self.path.display().to_string(), what })?;
+        let reply: Reply =
+            parse_reply(&line).map_err(|what| Error::BadReply { peer: self.path.display().to_string(), what })?;
         if !reply.ok {
             return Err(Error::Agent { pid: self.pid, message: reply.error.unwrap_or_else(|| "failed (no reason given)".into()) });
         }

@@ -27,9 +27,7 @@ pub enum Error {
         name: String,
     },
     /// The runtime is older than what attaching needs.
-    #[error(
-        "process {pid} runs .NET {version}, which cannot load a profiler into a running process (attach needs .NET Core 3.0 or later)"
-    )]
+    #[error("process {pid} runs .NET {version}, which cannot load a profiler into a running process (attach needs .NET Core 3.0 or later)")]
     RuntimeTooOld {
         /// The process.
         pid: u32,

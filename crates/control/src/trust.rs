@@ -84,7 +84,10 @@ pub fn check_peer(stream: &UnixStream, path: &Path, pid: u32, owner: u32) -> Res
     if cred.pid != pid || cred.uid != owner {
         return Err(Error::Untrusted {
             path: path.to_path_buf(),
-            why: format!("is answered by process {} of user {}, not by process {pid} of user {owner}", cred.pid, cred.uid),
+            why: format!(
+                "is answered by process {} of user {}, not by process {pid} of user {owner}",
+                cred.pid, cred.uid
+            ),
         });
     }
     Ok(())

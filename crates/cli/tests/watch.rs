@@ -250,6 +250,19 @@ fn rules_fire_within_limits(rt: Runtime) {
     assert_eq!(std::fs::read_to_string(dir.join(run)).expect("run output"), "fired gen-0-gc-count\n");
     let grew = of(4)[0];
     assert!(grew["value"].as_f64().expect("value") - grew["window_low"].as_f64().expect("low") >= 3e6, "{rt:?}: {grew}");
+    // The UI charts the same series: `ui --watch` over the JSON lines.
+    let series = dir.join("watch.jsonl");
+    std::fs::write(&series, &out.stdout).expect("the JSON lines");
+    let (_ui, base, token) = common::start_ui(&["--watch", series.to_str().expect("UTF-8")]);
+    let (status, w) = common::http(&base, &token, "GET", "/api/watch");
+    assert_eq!(status, 200, "{w}");
+    let heap_series = w["series"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["counter"] == "gc-heap-size" && s["pid"] == p.pid))
+        .expect("the heap series");
+    let points: Vec<f64> = heap_series["points"].as_array().expect("points").iter().filter_map(|pt| pt[1].as_f64()).collect();
+    assert_eq!(points, heap, "{rt:?}: the UI's series is the CLI's");
+    assert_eq!(w["fired"].as_array().map(Vec::len), Some(recs.len()), "{rt:?}: {w}");
     // The folders are private.
     use std::os::unix::fs::PermissionsExt;
     for d in [dir.join("out"), dir.join("out").join(&pid)] {

@@ -10,7 +10,7 @@
 
 use crate::sampled_stream::ToCollector;
 use anyhow::{bail, Context, Result};
-use clrprof_agent::config::Spool;
+use clrprof_stream::Spool;
 use clrprof_trace::{launch, presets, Session, Stop};
 use std::io::Write;
 use std::path::PathBuf;
@@ -200,7 +200,7 @@ enum Kept {
 /// What became of a streamed trace of `total` bytes, in numbers that add
 /// up: bytes the collector confirmed, bytes in the spool, bytes lost.
 /// Never claims a stream that did not happen.
-fn stream_report(o: &clrprof_agent::stream::Outcome, total: u64, target: &str) -> (String, Kept) {
+fn stream_report(o: &clrprof_stream::Outcome, total: u64, target: &str) -> (String, Kept) {
     let session = o.session.as_deref().map(|s| format!(" as session {s}")).unwrap_or_default();
     let streamed = o.streamed.min(total);
     match &o.spool {

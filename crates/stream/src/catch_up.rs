@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use clrprof_wire::{Hello, Role, SessionKey, Token};
 
+use crate::config::Host;
 use crate::stream::{Net, Session, State};
 
 /// Accepted connections in a row that stored nothing before the thread
@@ -86,13 +87,15 @@ pub struct Plan {
     pub note: String,
     /// Why the stream stopped (the status's last field).
     pub because: String,
+    /// Where the status goes and who runs commands.
+    pub host: Host,
 }
 
 impl Plan {
     /// Amends the status line: the spool's fields, `extra`, and why the
     /// stream stopped (last: it runs to the end of the line).
     fn say(&self, extra: &str) {
-        crate::status::amend(&format!("{} {extra} because={}", self.note, self.because));
+        (self.host.status)(&format!("{} {extra} because={}", self.note, self.because));
     }
 }
 
@@ -152,7 +155,7 @@ impl CatchUp {
             if self.lock().broken {
                 return self.give_up(&plan, "spool_lost_bytes");
             }
-            let net = Net::new(State::at(plan.from));
+            let net = Net::new(State::at(plan.from), plan.host);
             let (session, stored) = self.connection(&net, &plan);
             let accepted = session.is_some();
             if let Some(s) = session {

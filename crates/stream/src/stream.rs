@@ -44,7 +44,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::catch_up::{CatchUp, Plan};
-use crate::config::{Spool, StreamConfig};
+use crate::config::{Host, Spool, StreamConfig};
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -237,11 +237,13 @@ impl State {
 pub(crate) struct Net {
     state: Mutex<State>,
     pub cv: Condvar,
+    /// Runs the collector's commands.
+    host: Host,
 }
 
 impl Net {
-    pub(crate) fn new(state: State) -> Arc<Net> {
-        Arc::new(Net { state: Mutex::new(state), cv: Condvar::new() })
+    pub(crate) fn new(state: State, host: Host) -> Arc<Net> {
+        Arc::new(Net { state: Mutex::new(state), cv: Condvar::new(), host })
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
@@ -346,7 +348,7 @@ impl Streamer {
     /// Starts connecting (on the `clrprof-net` thread; this returns at
     /// once). Buffers handed over meanwhile are kept, within the bound.
     pub fn start(config: StreamConfig, identity: Identity) -> Streamer {
-        let net = Net::new(State::default());
+        let net = Net::new(State::default(), config.host);
         let theirs = Arc::clone(&net);
         let hello = Hello {
             role: Role::Stream,
@@ -478,7 +480,7 @@ impl Streamer {
         }
         if let (Some((hello, key)), Some(token)) = (self.resume_hello(), &self.config.token) {
             if open(&self.config.target, token, hello, key.as_ref()).is_ok() {
-                crate::status::amend(&self.spool_note("told_collector=yes"));
+                (self.config.host.status)(&self.spool_note("told_collector=yes"));
             }
         }
     }
@@ -559,7 +561,7 @@ impl Streamer {
             Err(e) => {
                 let shown = self.config.spool.shown();
                 eprintln!("{}: cannot create the spool {}: {e}; the rest of the log is lost", self.config.speaker, shown.display());
-                crate::status::amend(&format!("spool_failed={e}"));
+                (self.config.host.status)(&format!("spool_failed={e}"));
                 self.spool_error = Some(format!("cannot create the spool {}: {e}", shown.display()));
             }
         }
@@ -580,7 +582,7 @@ impl Streamer {
                 self.config.speaker, self.config.target
             ),
         }
-        crate::status::amend(&format!("{} because={why}", self.spool_note("")));
+        (self.config.host.status)(&format!("{} because={why}", self.spool_note("")));
         if !catch_up || self.lost > 0 {
             return;
         }
@@ -597,6 +599,7 @@ impl Streamer {
                 bound: self.config.buffer_bytes,
                 note: self.spool_note(""),
                 because: why.to_string(),
+                host: self.config.host,
             }));
         }
     }
@@ -815,7 +818,7 @@ fn recv_main(net: &Arc<Net>, mut r: BufReader<Conn>) {
                 let text = String::from_utf8_lossy(&payload).into_owned();
                 let (seq, cmd) = text.split_once(' ').unwrap_or((&text, ""));
                 let answer = match Command::parse(cmd) {
-                    Ok(c) => crate::commands::run(&c),
+                    Ok(c) => (net.host.command)(&c),
                     Err(e) => Err(e.to_string()),
                 };
                 let reply = match answer {

@@ -2,7 +2,7 @@
 //! or from the client data of an attach request (`KEY=VALUE` lines with
 //! the same names) at `InitializeForAttach`.
 
-use clrprof_stream::{Host, Spool, StreamConfig};
+use clrprof_stream::{Host, Spool, StreamConfig, Tls};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -115,6 +115,7 @@ impl Config {
         let number = |k: &str, default: u64| get(k).and_then(|s| s.trim().parse().ok()).filter(|&v: &u64| v > 0).unwrap_or(default);
         let stream = get("CLRPROF_TARGET").map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).map(|target| StreamConfig {
             target,
+            tls: Tls::from_settings(get("CLRPROF_TLS_FINGERPRINT").as_deref(), get("CLRPROF_TLS_CA").as_deref()),
             token: get("CLRPROF_TOKEN").and_then(|t| clrprof_wire::Token::from_hex(&t).ok()),
             spool: match get("CLRPROF_SPOOL").filter(|s| !s.is_empty()) {
                 Some(p) => Spool::At(PathBuf::from(p.replace("%p", &pid.to_string()))),

@@ -27,9 +27,10 @@ pub struct ToCollector {
 impl ToCollector {
     /// Starts the client (it connects on a thread of its own; bytes
     /// written meanwhile are kept).
-    pub fn start(target: &str, token: clrprof_wire::Token, spool: Spool, pid: u32) -> ToCollector {
+    pub fn start(target: &str, tls: clrprof_stream::Tls, token: clrprof_wire::Token, spool: Spool, pid: u32) -> ToCollector {
         let config = StreamConfig {
             target: target.to_string(),
+            tls,
             token: Some(token),
             spool,
             buffer_bytes: BUFFER_MB << 20,

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use clrprof_wire::{Hello, Role, SessionKey, Token};
 
-use crate::config::Host;
+use crate::config::{Host, Tls};
 use crate::stream::{Net, Session, State};
 
 /// Accepted connections in a row that stored nothing before the thread
@@ -77,6 +77,8 @@ pub struct Plan {
     pub key: Option<SessionKey>,
     /// The collector's address.
     pub target: String,
+    /// TLS or not, and how the collector is known.
+    pub tls: Tls,
     /// The collector's token.
     pub token: Token,
     /// How often to try the collector.
@@ -190,10 +192,11 @@ impl CatchUp {
     /// the collector stored any byte.
     fn connection(&self, net: &Arc<Net>, plan: &Plan) -> (Option<Session>, bool) {
         let theirs = Arc::clone(net);
-        let (target, token, hello, key) = (plan.target.clone(), plan.token.clone(), plan.hello.clone(), plan.key.clone());
+        let (target, tls, token, hello, key) =
+            (plan.target.clone(), plan.tls.clone(), plan.token.clone(), plan.hello.clone(), plan.key.clone());
         let spawned = std::thread::Builder::new()
             .name("clrprof-net".into())
-            .spawn(move || crate::guard((), || crate::stream::send_main(&theirs, &target, Some(&token), hello, key)));
+            .spawn(move || crate::guard((), || crate::stream::send_main(&theirs, &target, &tls, Some(&token), hello, key)));
         if spawned.is_err() {
             return (None, false);
         }

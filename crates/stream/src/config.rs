@@ -8,6 +8,9 @@ use std::path::PathBuf;
 pub struct StreamConfig {
     /// `CLRPROF_TARGET`: `HOST:PORT` or `unix:/path`.
     pub target: String,
+    /// TLS to a collector started with `--tls` (`CLRPROF_TLS_FINGERPRINT`
+    /// or `CLRPROF_TLS_CA`), or plain TCP.
+    pub tls: Tls,
     /// `CLRPROF_TOKEN` (64 hex digits); `None` when missing or malformed
     /// (the agent then writes its spool and says why in its status).
     pub token: Option<clrprof_wire::Token>,
@@ -76,6 +79,32 @@ impl Spool {
         match self {
             Spool::At(p) => p.clone(),
             Spool::Private(name) => clrprof_files::user_temp_path().join(name),
+        }
+    }
+}
+
+/// TLS or not, for a stream's connections.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Tls {
+    /// Plain TCP (or a Unix socket).
+    #[default]
+    Plain,
+    /// TLS, the collector known by its certificate's fingerprint or a CA.
+    Verify(clrprof_wire::tls::Trust),
+    /// The settings asked for TLS but do not read (a malformed
+    /// fingerprint): the stream never connects, and says why; it never
+    /// falls back to plain TCP.
+    Invalid(String),
+}
+
+impl Tls {
+    /// From `CLRPROF_TLS_FINGERPRINT` and `CLRPROF_TLS_CA` (either may be
+    /// missing).
+    pub fn from_settings(fingerprint: Option<&str>, ca: Option<&str>) -> Tls {
+        match clrprof_wire::tls::Trust::from_settings(fingerprint, ca) {
+            Ok(Some(t)) => Tls::Verify(t),
+            Ok(None) => Tls::Plain,
+            Err(e) => Tls::Invalid(e),
         }
     }
 }

@@ -11,6 +11,8 @@
 //! - [`stream`]: the [`Streamer`] a writer thread hands bytes to, the
 //!   handshake and the network threads.
 //! - [`catch_up`]: sending the spool to a collector that is back.
+//! - [`conn`]: a connection (TCP, TLS or a Unix socket); [`tls_conn`]:
+//!   TLS over a blocking socket that one thread reads and one writes.
 //!
 //! The client never waits on the network in [`Streamer::write`], and no
 //! panic leaves its threads (each runs inside [`guard`]), so the agent can
@@ -20,9 +22,11 @@
 
 pub mod catch_up;
 pub mod config;
+pub mod conn;
 pub mod stream;
+pub mod tls_conn;
 
-pub use config::{Host, Spool, StreamConfig};
+pub use config::{Host, Spool, StreamConfig, Tls};
 pub use stream::{Identity, Outcome, Streamer};
 
 /// Runs `f`, giving `default` if it panics: a thread of the client never

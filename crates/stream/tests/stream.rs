@@ -136,6 +136,7 @@ fn config(target: &str, name: &str, buffer: usize) -> StreamConfig {
     std::fs::create_dir_all(&dir).unwrap();
     StreamConfig {
         target: target.to_string(),
+        tls: Default::default(),
         token: Some(token()),
         spool: Spool::At(dir.join("spool.log")),
         buffer_bytes: buffer,

@@ -358,6 +358,10 @@ pub(crate) fn check_collector(target: &str, tls: &clrprof_stream::Tls, token: &c
             "the collector at {target} refused the token in {}: {why}; nothing was started (is it the token file `clrprof collect` printed or wrote?)",
             token_file.display()
         ),
+        Ok(TokenCheck::Untrusted(why)) => bail!("{why}; nothing was started (is --tls-fingerprint what `clrprof collect --tls` printed?)"),
+        Ok(TokenCheck::Silent(why)) => bail!(
+            "the collector at {target} did not answer in clear: {why}; nothing was started (a collector started with --tls needs --tls-fingerprint or --tls-ca)"
+        ),
         Err(e) => {
             eprintln!("clrprof record: warning: {e}; the agent will keep the log in its spool file and send it when the collector is back");
             Ok(())

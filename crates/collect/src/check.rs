@@ -25,6 +25,12 @@ pub enum TokenCheck {
     /// It closed the connection without accepting: the token is not its
     /// token (or it is no clrprof collector of this version).
     Refused(String),
+    /// Over TLS, its certificate is not the expected one (or TLS failed):
+    /// nothing was sent to it.
+    Untrusted(String),
+    /// Without TLS, it sent no challenge (a collector started with
+    /// `--tls` waits for TLS): nothing was sent to it.
+    Silent(String),
 }
 
 /// Connects to the collector at `addr` (with `tls`, over TLS, the
@@ -36,8 +42,10 @@ pub enum TokenCheck {
 pub fn check_token(addr: &ListenAddr, tls: &Tls, token: &Token, timeout: Duration) -> Result<TokenCheck, CollectError> {
     let conn = match Conn::connect(&addr.to_string(), tls, timeout, timeout) {
         Ok(c) => c,
-        Err(ConnectError::Tls(why)) => return Ok(TokenCheck::Refused(why)),
-        Err(ConnectError::Unreachable(why)) => return Err(CollectError::Invalid(why)),
+        Err(ConnectError::Tls(why)) => return Ok(TokenCheck::Untrusted(why)),
+        Err(ConnectError::Unreachable { why, .. }) => {
+            return Err(CollectError::Invalid(format!("cannot reach the collector at {addr}: {why}")))
+        }
     };
     conn.set_write_timeout(Some(timeout));
     let w = conn.try_clone().map_err(CollectError::io("socket"))?;
@@ -68,8 +76,16 @@ fn ask(r: impl Read, mut w: impl Write, addr: &ListenAddr, tls: &Tls, token: &To
     let bad = |what: String| CollectError::Invalid(format!("the collector at {addr}: {what}"));
     let mut r = BufReader::new(r);
     let mut line = Vec::new();
-    let hint = if *tls == Tls::Plain { " (a collector started with --tls waits for TLS: give its fingerprint)" } else { "" };
-    (&mut r).take(MAX_LINE as u64).read_until(b'\n', &mut line).map_err(CollectError::io(format!("reading from {addr}{hint}")))?;
+    let read = (&mut r).take(MAX_LINE as u64).read_until(b'\n', &mut line);
+    if *tls == Tls::Plain && (line.is_empty() || read.is_err()) {
+        // A collector started with --tls says nothing until TLS is up.
+        let why = match read {
+            Err(e) => format!("no challenge from it ({e})"),
+            Ok(_) => "it closed the connection without a challenge".to_string(),
+        };
+        return Ok(TokenCheck::Silent(why));
+    }
+    read.map_err(CollectError::io(format!("reading from {addr}")))?;
     let server = handshake::parse_challenge(&line).map_err(|e| bad(format!("no collector's challenge ({e})")))?;
     let (nonce, hello) = tool_hello(Role::Check)?;
     let h = handshake::hello_line(token, &server, &hello).map_err(|e| bad(e.to_string()))?;

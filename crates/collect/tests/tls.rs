@@ -173,7 +173,7 @@ fn a_wrong_fingerprint_is_refused_before_any_byte_of_the_handshake_is_sent() {
     // `record --target`'s check: refused, naming the fingerprints.
     let addr: ListenAddr = target.parse().unwrap();
     match check_token(&addr, &Tls::Verify(Trust::Fingerprint(wrong)), &token, Duration::from_secs(5)).unwrap() {
-        TokenCheck::Refused(why) => assert!(why.contains(&right.to_string()) && why.contains(&wrong.to_string()), "{why}"),
+        TokenCheck::Untrusted(why) => assert!(why.contains(&right.to_string()) && why.contains(&wrong.to_string()), "{why}"),
         other => panic!("{other:?}"),
     }
     // The same server with its right fingerprint receives the hello: the
@@ -213,7 +213,7 @@ fn a_client_without_tls_is_refused_by_a_tls_collector() {
     assert_eq!(std::fs::read(&spool).unwrap(), data);
     // `record --target`'s check without TLS: not accepted.
     let addr: ListenAddr = c.target.parse().unwrap();
-    assert!(!matches!(check_token(&addr, &Tls::Plain, &c.token, Duration::from_secs(5)), Ok(TokenCheck::Accepted)));
+    assert!(matches!(check_token(&addr, &Tls::Plain, &c.token, Duration::from_secs(5)), Ok(TokenCheck::Silent(_))));
     // A client that speaks first in clear (a HELLO line, an HTTP request)
     // is closed at the TLS handshake without a byte of the protocol.
     for first in [&b"HELLO x\n"[..], b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"] {

@@ -14,8 +14,14 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Why a connection was not made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConnectError {
-    /// The collector could not be reached (or the target does not read).
-    Unreachable(String),
+    /// The collector at `target` could not be reached (or the target does
+    /// not read): why.
+    Unreachable {
+        /// The address.
+        target: String,
+        /// Why.
+        why: String,
+    },
     /// TLS failed: the collector's certificate is not the expected one,
     /// the TLS settings do not read, or the other end speaks no TLS.
     /// Nothing of the caller's was sent.
@@ -25,7 +31,8 @@ pub enum ConnectError {
 impl std::fmt::Display for ConnectError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ConnectError::Unreachable(s) | ConnectError::Tls(s) => f.write_str(s),
+            ConnectError::Unreachable { target, why } => write!(f, "cannot connect to {target}: {why}"),
+            ConnectError::Tls(s) => f.write_str(s),
         }
     }
 }
@@ -54,7 +61,7 @@ impl Conn {
     /// here, before anything of the caller's is sent. The error says
     /// which.
     pub fn connect(target: &str, tls: &Tls, connect: Duration, read_timeout: Duration) -> Result<Conn, ConnectError> {
-        let unreachable = |e: std::io::Error| ConnectError::Unreachable(format!("cannot connect to {target}: {e}"));
+        let unreachable = |e: std::io::Error| ConnectError::Unreachable { target: target.to_string(), why: e.to_string() };
         if let Some(path) = target.strip_prefix("unix:") {
             if *tls != Tls::Plain {
                 return Err(ConnectError::Tls(format!("{target}: TLS is for TCP collectors; a Unix socket is local")));

@@ -175,15 +175,23 @@ fn a_tls_session_survives_the_collector_killed_and_restarted_and_is_stored_whole
 #[test]
 fn beyond_loopback_collect_needs_tls_or_plain_off_loopback() {
     let work = tempfile::tempdir().unwrap();
-    let out = Command::new(clrprof_exe())
+    let mut child = Command::new(clrprof_exe())
         .args(["collect", "--listen", "0.0.0.0:0", "--dir"])
         .arg(work.path().join("s"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .output()
+        .spawn()
         .unwrap();
+    // It ends at once; one that started is killed (and the test fails).
+    let ended = eventually("collect to stop", || match child.try_wait() {
+        Ok(Some(status)) => Some(Some(status)),
+        Ok(None) => None,
+        Err(_) => Some(None),
+    });
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
     let e = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert_eq!(ended.and_then(|s| s.code()), Some(1), "{e}");
     assert!(e.contains("beyond loopback") && e.contains("--tls") && e.contains("--plain-off-loopback"), "{e}");
     assert!(out.stdout.is_empty(), "no token printed");
     // Told: it starts (and is stopped here).

@@ -41,7 +41,7 @@ use clrprof::format::records::{
     HandleDestroyed, Moved, Survived, Tick,
 };
 use crate::sink::{Destination, Sink};
-use crate::stream::Streamer;
+use clrprof_stream::Streamer;
 use clrprof::format::{write_record, Address, HandleId, List, Record, StackId, Style, ThreadId};
 use std::ffi::c_void;
 use std::path::PathBuf;

@@ -2,6 +2,7 @@
 //! or from the client data of an attach request (`KEY=VALUE` lines with
 //! the same names) at `InitializeForAttach`.
 
+use clrprof_stream::{Host, Spool, StreamConfig, Tls};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -26,62 +27,6 @@ pub enum Floor {
     Return,
     /// Ask the object's size, then return.
     Size,
-}
-
-/// Streaming to a collector (`CLRPROF_TARGET`).
-#[derive(Clone, Debug)]
-pub struct StreamConfig {
-    /// `CLRPROF_TARGET`: `HOST:PORT` or `unix:/path`.
-    pub target: String,
-    /// `CLRPROF_TOKEN` (64 hex digits); `None` when missing or malformed
-    /// (the agent then writes its spool and says why in its status).
-    pub token: Option<clrprof_wire::Token>,
-    /// `CLRPROF_SPOOL` (`%p` becomes the process id; default
-    /// `clrprof_<pid>.spool.log` in the user's private temporary folder
-    /// `$TMPDIR/clrprof-<uid>`): where the log goes on when the collector
-    /// cannot be reached or goes away.
-    pub spool: Spool,
-    /// `CLRPROF_STREAM_BUFFER_MB` (default 64): log bytes kept in memory
-    /// until the collector has stored them; more than this goes to the
-    /// spool.
-    pub buffer_bytes: usize,
-    /// `CLRPROF_STREAM_LINGER_MS` (default 5000): at shutdown, how long to
-    /// wait for the collector to confirm the end before spooling the rest.
-    pub linger_ms: u64,
-    /// `CLRPROF_RECONNECT_MS` (default 500): how often a spooling agent
-    /// tries the collector, to catch it up from the spool.
-    pub reconnect_ms: u64,
-    /// What the stream's bytes are: the agent's log text; a NetTrace when
-    /// `clrprof record --sampled` streams an EventPipe session.
-    pub content: clrprof_wire::Content,
-    /// How its messages on standard error begin (`clrprof agent`, or
-    /// `clrprof record` for a sampled session's stream).
-    pub speaker: &'static str,
-}
-
-/// Where a stream's spool goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Spool {
-    /// A path the user chose (`CLRPROF_SPOOL`, or beside `clrprof record
-    /// -o`): in the folder they chose.
-    At(PathBuf),
-    /// A file of this name in the user's private temporary folder
-    /// (`clrprof_files::user_temp_dir`: `$TMPDIR/clrprof-<uid>`, mode
-    /// 0700, or a fresh private folder when another user holds that
-    /// name), never in a folder others can write to, where the name could
-    /// be guessed and taken first.
-    Private(String),
-}
-
-impl Spool {
-    /// The path it names, for messages and the status line (for
-    /// [`Spool::Private`], in the folder's usual place).
-    pub fn shown(&self) -> PathBuf {
-        match self {
-            Spool::At(p) => p.clone(),
-            Spool::Private(name) => clrprof_files::user_temp_path().join(name),
-        }
-    }
 }
 
 /// Settings.
@@ -170,6 +115,7 @@ impl Config {
         let number = |k: &str, default: u64| get(k).and_then(|s| s.trim().parse().ok()).filter(|&v: &u64| v > 0).unwrap_or(default);
         let stream = get("CLRPROF_TARGET").map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).map(|target| StreamConfig {
             target,
+            tls: Tls::from_settings(get("CLRPROF_TLS_FINGERPRINT").as_deref(), get("CLRPROF_TLS_CA").as_deref()),
             token: get("CLRPROF_TOKEN").and_then(|t| clrprof_wire::Token::from_hex(&t).ok()),
             spool: match get("CLRPROF_SPOOL").filter(|s| !s.is_empty()) {
                 Some(p) => Spool::At(PathBuf::from(p.replace("%p", &pid.to_string()))),
@@ -180,6 +126,7 @@ impl Config {
             reconnect_ms: number("CLRPROF_RECONNECT_MS", 500),
             content: clrprof_wire::Content::Log,
             speaker: "clrprof agent",
+            host: Host { status: crate::status::amend, command: crate::commands::run },
         });
         let heap_dump_every = get("CLRPROF_HEAP_DUMP_EVERY")
             .and_then(|s| s.trim().parse::<f64>().ok())

@@ -3,8 +3,8 @@
 //! call into the runtime).
 
 /// This process, for the collector's handshake.
-pub fn current() -> crate::stream::Identity {
-    crate::stream::Identity { pid: std::process::id(), program: program(), runtime: runtime_version() }
+pub fn current() -> clrprof_stream::Identity {
+    clrprof_stream::Identity { pid: std::process::id(), program: program(), runtime: runtime_version() }
 }
 
 /// The program's name: the main assembly's file stem for `dotnet app.dll`

@@ -26,8 +26,9 @@
 //! - [`agent`]: buffers, tables, drains and the log file.
 //! - [`sink`]: the log file behind its writer thread; [`logname`]: its
 //!   name, and creating it without overwriting anything.
-//! - [`stream`]: the log streamed to a collector (`CLRPROF_TARGET`), and
-//!   the spool when the collector is away; [`identity`] says who we are.
+//! - streaming the log to a collector (`CLRPROF_TARGET`), with the spool
+//!   when the collector is away, is crate `clrprof-stream`'s (shared with
+//!   `clrprof record --sampled --target`); [`identity`] says who we are.
 //! - [`commands`]: what the collector can ask for (comment, heap dump,
 //!   allocations and calls on/off, flush).
 //! - [`names`]: type and function names as CLRProfiler spells them.
@@ -51,7 +52,6 @@
 pub mod agent;
 pub mod api;
 pub mod callback;
-pub mod catch_up;
 pub mod com;
 pub mod commands;
 pub mod config;
@@ -68,7 +68,6 @@ pub mod names;
 pub mod segments;
 pub mod sink;
 pub mod status;
-pub mod stream;
 pub mod tables;
 pub mod thread;
 pub mod threadlog;

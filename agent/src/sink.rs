@@ -22,11 +22,11 @@
 //!
 //! With `CLRPROF_TARGET` set the writer thread hands buffers to a
 //! [`Streamer`] instead of a file: that never waits on the network (see
-//! [`crate::stream`]), so the drains never wait on it either. A
+//! [`clrprof_stream::stream`]), so the drains never wait on it either. A
 //! synchronous flush then waits until the buffers are written to the
 //! socket, for at most [`SYNC_NET_WAIT`]; [`Sink::finish`] ends the log.
 
-use crate::stream::Streamer;
+use clrprof_stream::Streamer;
 use clrprof::format::{write_record, Record, Style};
 use std::fs::File;
 use std::io::Write;

@@ -11,10 +11,29 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     /// Where agents connect: `IP:PORT` (default 127.0.0.1, any free port)
-    /// or `unix:/path`. A non-loopback address is accepted: the token never
-    /// crosses the connection (see the guide, docs/src/collector.md).
+    /// or `unix:/path`. An address beyond loopback needs --tls (or
+    /// --plain-off-loopback).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
+    /// TLS on the agents' port: the collector makes its own key and
+    /// certificate in DIR/tls/ at its first start (or loads them, or
+    /// --tls-cert and --tls-key) and prints CLRPROF_TLS_FINGERPRINT, by
+    /// which agents and `record --target` know it.
+    #[arg(long)]
+    tls: bool,
+    /// With --tls: the certificate chain (PEM) to serve instead of the
+    /// collector's own (clients then use a CA file or its fingerprint).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// With --tls-cert: its private key (PEM), a file of the collector's
+    /// user that no one else can read.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Listen beyond loopback without TLS (the profiles cross the network
+    /// in clear; the token still does not): for a network of your own, a
+    /// tunnel or a VPN.
+    #[arg(long, conflicts_with = "tls")]
+    plain_off_loopback: bool,
     /// Where session logs and records go (created if missing).
     #[arg(long, value_name = "DIR", default_value = ".")]
     dir: PathBuf,
@@ -54,13 +73,7 @@ fn to_dataset(dataset: PathBuf, loader: clrprof_cache::child::ChildLoader) -> cl
         };
         // The agent's machine: the host part of its address.
         let host = rec.peer.rsplit_once(':').map_or(rec.peer.as_str(), |(h, _)| h).trim_matches(['[', ']']).to_string();
-        let info = LogInfo {
-            name: rec.session.clone(),
-            host,
-            start_ms,
-            start_source,
-            source: log.display().to_string(),
-        };
+        let info = LogInfo { name: rec.session.clone(), host, start_ms, start_source, source: log.display().to_string() };
         match append(&model, &Default::default(), &dataset, &info) {
             Ok(_) => eprintln!("clrprof collect: session {} added to the dataset {}", rec.session, dataset.display()),
             Err(e) => eprintln!("clrprof collect: session {} not added to the dataset {}: {e}", rec.session, dataset.display()),
@@ -84,6 +97,9 @@ pub fn run(args: Args) -> Result<()> {
         dir: args.dir,
         token_file: args.token_file,
         handshake_timeout: Duration::from_secs_f64(args.handshake_timeout.clamp(0.01, 3600.0)),
+        tls: (args.tls || args.tls_cert.is_some())
+            .then(|| clrprof_collect::tls::TlsFiles { cert: args.tls_cert.clone(), key: args.tls_key.clone() }),
+        plain_off_loopback: args.plain_off_loopback,
         on_ended: match args.dataset.clone() {
             Some(d) => Some(to_dataset(d, crate::cmd_load_model::child_loader()?)),
             None => None,
@@ -105,6 +121,9 @@ pub fn run(args: Args) -> Result<()> {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "CLRPROF_TARGET={}", c.target());
         let _ = writeln!(out, "CLRPROF_TOKEN={}", c.token_hex());
+        if let Some((fingerprint, _, _)) = c.tls() {
+            let _ = writeln!(out, "CLRPROF_TLS_FINGERPRINT={fingerprint}");
+        }
         let _ = out.flush();
         drop(out);
         clrprof_collect::say!(
@@ -114,6 +133,13 @@ pub fn run(args: Args) -> Result<()> {
             file.display(),
             c.admin_path().display()
         );
+        if let Some((_, cert, made)) = c.tls() {
+            clrprof_collect::say!(
+                "clrprof collect: TLS on; certificate {} {}",
+                if made { "made and kept in" } else { "read from" },
+                cert.display()
+            );
+        }
         for s in c.stale_sessions() {
             clrprof_collect::say!("clrprof collect: session {s} was live when the collector last stopped: marked cut");
         }

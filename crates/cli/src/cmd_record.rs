@@ -76,6 +76,17 @@ pub struct Args {
     /// The collector's token file (with --target).
     #[arg(long, value_name = "FILE", requires = "target")]
     pub(crate) token_file: Option<PathBuf>,
+    /// With --target: the collector runs with --tls, and this is its
+    /// certificate's fingerprint (it prints CLRPROF_TLS_FINGERPRINT; default:
+    /// that variable). A collector with another certificate is refused
+    /// before anything is sent.
+    #[arg(long, value_name = "HEX", requires = "target")]
+    pub(crate) tls_fingerprint: Option<String>,
+    /// With --target: the collector runs with --tls and a certificate that
+    /// a CA in FILE (PEM) signed for the address or name of --target
+    /// (default: $CLRPROF_TLS_CA).
+    #[arg(long, value_name = "FILE", requires = "target", conflicts_with = "tls_fingerprint")]
+    pub(crate) tls_ca: Option<PathBuf>,
     /// Print nothing of its own (the program's output is untouched).
     #[arg(long, short)]
     pub(crate) quiet: bool,
@@ -173,7 +184,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if let (Some(target), Some(token_file)) = (&args.target, &args.token_file) {
         let token = clrprof_collect::token_file::read(token_file)?;
-        check_collector(target, &token, token_file)?;
+        let (tls, tls_env) = args.collector_tls()?;
+        check_collector(target, &tls, &token, token_file)?;
+        cmd.envs(tls_env);
         let spool = match &given {
             Some(p) => p.with_extension("spool.log"),
             None => spool_default.clone(),
@@ -336,19 +349,49 @@ fn no_icu_advice() -> String {
 /// `token_file` before anything is started: a refusal stops `record` (exit
 /// 1, nothing run or attached); a collector that cannot be reached is only
 /// a warning, since the agent then spools the log and catches up later.
-pub(crate) fn check_collector(target: &str, token: &clrprof_wire::Token, token_file: &Path) -> Result<()> {
+pub(crate) fn check_collector(target: &str, tls: &clrprof_stream::Tls, token: &clrprof_wire::Token, token_file: &Path) -> Result<()> {
     use clrprof_collect::check::{check_token, TokenCheck};
     let addr: clrprof_collect::address::ListenAddr = target.parse()?;
-    match check_token(&addr, token, std::time::Duration::from_secs(10)) {
+    match check_token(&addr, tls, token, std::time::Duration::from_secs(10)) {
         Ok(TokenCheck::Accepted) => Ok(()),
         Ok(TokenCheck::Refused(why)) => bail!(
             "the collector at {target} refused the token in {}: {why}; nothing was started (is it the token file `clrprof collect` printed or wrote?)",
             token_file.display()
         ),
+        Ok(TokenCheck::Untrusted(why)) => bail!("{why}; nothing was started (is --tls-fingerprint what `clrprof collect --tls` printed?)"),
+        Ok(TokenCheck::Silent(why)) => bail!(
+            "the collector at {target} did not answer in clear: {why}; nothing was started (a collector started with --tls needs --tls-fingerprint or --tls-ca)"
+        ),
         Err(e) => {
             eprintln!("clrprof record: warning: {e}; the agent will keep the log in its spool file and send it when the collector is back");
             Ok(())
         }
+    }
+}
+
+impl Args {
+    /// TLS to the collector (`--tls-fingerprint`, `--tls-ca`, else
+    /// `CLRPROF_TLS_FINGERPRINT`, `CLRPROF_TLS_CA`), and the settings that
+    /// give the agent the same. A fingerprint that does not read stops
+    /// `record`: it never falls back to plain TCP.
+    pub(crate) fn collector_tls(&self) -> Result<(clrprof_stream::Tls, Vec<(&'static str, String)>)> {
+        use clrprof_wire::tls::Trust;
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let fingerprint =
+            self.tls_fingerprint.clone().or_else(|| if self.tls_ca.is_some() { None } else { env("CLRPROF_TLS_FINGERPRINT") });
+        let ca = self.tls_ca.as_ref().map(|p| p.display().to_string()).or_else(|| env("CLRPROF_TLS_CA"));
+        let tls = clrprof_stream::Tls::from_settings(fingerprint.as_deref(), ca.as_deref());
+        let settings = match &tls {
+            clrprof_stream::Tls::Invalid(why) => bail!("{why}"),
+            clrprof_stream::Tls::Plain => Vec::new(),
+            clrprof_stream::Tls::Verify(Trust::Fingerprint(f)) => vec![("CLRPROF_TLS_FINGERPRINT", f.to_string())],
+            clrprof_stream::Tls::Verify(Trust::CaFile(p)) => {
+                // The program may run elsewhere (its own working folder).
+                let p = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+                vec![("CLRPROF_TLS_CA", p.display().to_string())]
+            }
+        };
+        Ok((tls, settings))
     }
 }
 

@@ -50,7 +50,9 @@ pub fn run(pid: u32, args: &crate::cmd_record::Args) -> Result<ExitCode> {
     let streaming = match (&args.target, &args.token_file) {
         (Some(target), Some(token_file)) => {
             let token = clrprof_collect::token_file::read(token_file)?;
-            crate::cmd_record::check_collector(target, &token, token_file)?;
+            let (tls, tls_settings) = args.collector_tls()?;
+            crate::cmd_record::check_collector(target, &tls, &token, token_file)?;
+            settings.extend(tls_settings);
             settings.push(("CLRPROF_TARGET", target.clone()));
             settings.push(("CLRPROF_TOKEN", token.to_hex()));
             settings.push(("CLRPROF_SPOOL", output.with_extension("spool.log").display().to_string()));

@@ -10,7 +10,7 @@
 
 use crate::sampled_stream::ToCollector;
 use anyhow::{bail, Context, Result};
-use clrprof_agent::config::Spool;
+use clrprof_stream::Spool;
 use clrprof_trace::{launch, presets, Session, Stop};
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,8 +22,17 @@ use std::time::Duration;
 /// Where the trace goes: a file, or a collector (through the streaming
 /// client, which starts once the process id is known).
 enum Dest {
-    File { out: std::io::BufWriter<std::fs::File>, path: PathBuf },
-    Collector { target: String, token: clrprof_wire::Token, spool: Option<PathBuf>, client: Option<Box<ToCollector>> },
+    File {
+        out: std::io::BufWriter<std::fs::File>,
+        path: PathBuf,
+    },
+    Collector {
+        target: String,
+        tls: clrprof_stream::Tls,
+        token: clrprof_wire::Token,
+        spool: Option<PathBuf>,
+        client: Option<Box<ToCollector>>,
+    },
 }
 
 impl Dest {
@@ -31,11 +40,11 @@ impl Dest {
     fn writer(&mut self, pid: u32) -> &mut dyn Write {
         match self {
             Dest::File { out, .. } => out,
-            Dest::Collector { target, token, spool, client } => {
+            Dest::Collector { target, tls, token, spool, client } => {
                 // Beside -o when given, else in the user's private folder
                 // ($TMPDIR/clrprof-<uid>), where no one else can plant the name.
                 let spool = spool.clone().map(Spool::At).unwrap_or_else(|| Spool::Private(format!("clrprof_sampled_{pid}.spool.nettrace")));
-                client.get_or_insert_with(|| Box::new(ToCollector::start(target, token.clone(), spool, pid))).as_mut()
+                client.get_or_insert_with(|| Box::new(ToCollector::start(target, tls.clone(), token.clone(), spool, pid))).as_mut()
             }
         }
     }
@@ -59,9 +68,10 @@ pub fn run(args: &crate::cmd_record::Args) -> Result<ExitCode> {
         (Some(target), Some(token_file)) => {
             // The collector must take the token before anything starts.
             let token = clrprof_collect::token_file::read(token_file)?;
-            crate::cmd_record::check_collector(target, &token, token_file)?;
+            let (tls, _) = args.collector_tls()?;
+            crate::cmd_record::check_collector(target, &tls, &token, token_file)?;
             let spool = args.output.as_deref().map(crate::cmd_record::absolute).transpose()?.map(|o| o.with_extension("spool.nettrace"));
-            Dest::Collector { target: target.clone(), token, spool, client: None }
+            Dest::Collector { target: target.clone(), tls, token, spool, client: None }
         }
         _ => {
             let (out, path) = trace_file(args)?;
@@ -200,7 +210,7 @@ pub(crate) enum Kept {
 /// What became of a streamed trace of `total` bytes, in numbers that add
 /// up: bytes the collector confirmed, bytes in the spool, bytes lost.
 /// Never claims a stream that did not happen.
-pub(crate) fn stream_report(o: &clrprof_agent::stream::Outcome, total: u64, target: &str) -> (String, Kept) {
+pub(crate) fn stream_report(o: &clrprof_stream::Outcome, total: u64, target: &str) -> (String, Kept) {
     let session = o.session.as_deref().map(|s| format!(" as session {s}")).unwrap_or_default();
     let streamed = o.streamed.min(total);
     match &o.spool {
@@ -248,7 +258,10 @@ fn trace_file(args: &crate::cmd_record::Args) -> Result<(std::io::BufWriter<std:
     }
     let file = clrprof_files::create(&output, args.force).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
-            anyhow::anyhow!("{} exists; clrprof record never overwrites a trace (--force allows it, or pick another --output)", output.display())
+            anyhow::anyhow!(
+                "{} exists; clrprof record never overwrites a trace (--force allows it, or pick another --output)",
+                output.display()
+            )
         } else {
             anyhow::anyhow!("cannot create {}: {e}", output.display())
         }

@@ -196,8 +196,13 @@ pub fn run(args: Args) -> Result<()> {
         (Some(target), Some(token_file)) => {
             // The collector must take the token before anything starts.
             let token = clrprof_collect::token_file::read(token_file)?;
-            crate::cmd_record::check_collector(target, &token, token_file)?;
-            Some(watch_actions::Collector { target: target.clone(), token })
+            let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+            let tls = clrprof_stream::Tls::from_settings(env("CLRPROF_TLS_FINGERPRINT").as_deref(), env("CLRPROF_TLS_CA").as_deref());
+            if let clrprof_stream::Tls::Invalid(why) = &tls {
+                bail!("{why}");
+            }
+            crate::cmd_record::check_collector(target, &tls, &token, token_file)?;
+            Some(watch_actions::Collector { target: target.clone(), token, tls })
         }
         _ => None,
     };

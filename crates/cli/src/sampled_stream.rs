@@ -1,12 +1,12 @@
 //! `record --sampled --target`: the trace of an EventPipe session sent to
 //! `clrprof collect` as it arrives, through the same client the capture
-//! agent streams its log with (`clrprof_agent::stream`): the token
+//! agent streams its log with (crate `clrprof-stream`): the token
 //! handshake, acknowledged bytes, and the spool file the trace goes on in
 //! when the collector is away, sent to it again once it is back. The
 //! collector stores the trace byte for byte as `<session>.nettrace`.
 
-use clrprof_agent::config::{Spool, StreamConfig};
-use clrprof_agent::stream::{Identity, Outcome, Streamer};
+use clrprof_stream::{Identity, Outcome, Streamer};
+use clrprof_stream::{Spool, StreamConfig};
 use std::io::Write;
 
 /// In-memory bytes the collector may be behind by before the trace goes
@@ -27,9 +27,10 @@ pub struct ToCollector {
 impl ToCollector {
     /// Starts the client (it connects on a thread of its own; bytes
     /// written meanwhile are kept).
-    pub fn start(target: &str, token: clrprof_wire::Token, spool: Spool, pid: u32) -> ToCollector {
+    pub fn start(target: &str, tls: clrprof_stream::Tls, token: clrprof_wire::Token, spool: Spool, pid: u32) -> ToCollector {
         let config = StreamConfig {
             target: target.to_string(),
+            tls,
             token: Some(token),
             spool,
             buffer_bytes: BUFFER_MB << 20,
@@ -37,6 +38,7 @@ impl ToCollector {
             reconnect_ms: RECONNECT_MS,
             content: clrprof_wire::Content::NetTrace,
             speaker: "clrprof record",
+            host: clrprof_stream::Host::default(),
         };
         ToCollector { streamer: Streamer::start(config, identity(pid)) }
     }

@@ -50,6 +50,9 @@ pub struct Collector {
     pub target: String,
     /// The token.
     pub token: clrprof_wire::Token,
+    /// How the collector is verified (`CLRPROF_TLS_FINGERPRINT` or
+    /// `CLRPROF_TLS_CA`; plain TCP without either).
+    pub tls: clrprof_stream::Tls,
 }
 
 /// One firing of a rule for a process.
@@ -157,8 +160,8 @@ fn capture(
         let pid = u32::try_from(target.pid()).unwrap_or(0);
         let session = target.session(providers, true).map_err(|e| (None, e.to_string()))?;
         // The spool, if the collector is away, in the user's private folder.
-        let spool = clrprof_agent::config::Spool::Private(format!("clrprof_watch_{pid}_{}", name.replace(".nettrace", ".spool.nettrace")));
-        let mut to = crate::sampled_stream::ToCollector::start(&c.target, c.token.clone(), spool, pid);
+        let spool = clrprof_stream::Spool::Private(format!("clrprof_watch_{pid}_{}", name.replace(".nettrace", ".spool.nettrace")));
+        let mut to = crate::sampled_stream::ToCollector::start(&c.target, c.tls.clone(), c.token.clone(), spool, pid);
         let w = session.write_to(&mut to, &stop, |_| {}).map_err(|e| (None, e.to_string()))?;
         let outcome = to.finish();
         let (report, kept) = crate::cmd_record_sampled::stream_report(&outcome, w.bytes, &c.target);

@@ -10,6 +10,8 @@
 
 use crate::address::ListenAddr;
 use crate::CollectError;
+use clrprof_stream::conn::{Conn, ConnectError};
+use clrprof_stream::Tls;
 use clrprof_wire::handshake::{self, Hello, Role, MAX_LINE};
 use clrprof_wire::Token;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -23,30 +25,31 @@ pub enum TokenCheck {
     /// It closed the connection without accepting: the token is not its
     /// token (or it is no clrprof collector of this version).
     Refused(String),
+    /// Over TLS, its certificate is not the expected one (or TLS failed):
+    /// nothing was sent to it.
+    Untrusted(String),
+    /// Without TLS, it sent no challenge (a collector started with
+    /// `--tls` waits for TLS): nothing was sent to it.
+    Silent(String),
 }
 
-/// Connects to the collector at `addr` and checks `token` with it, waiting
-/// up to `timeout` for each step. An error means the collector could not
-/// be reached or asked (the caller decides whether to go on, as an agent
-/// does, spooling); [`TokenCheck::Refused`] means it answered no.
-pub fn check_token(addr: &ListenAddr, token: &Token, timeout: Duration) -> Result<TokenCheck, CollectError> {
-    let unreachable = CollectError::io(format!("cannot reach the collector at {addr}"));
-    match addr {
-        ListenAddr::Tcp(a) => {
-            let s = std::net::TcpStream::connect_timeout(a, timeout).map_err(unreachable)?;
-            s.set_read_timeout(Some(timeout)).map_err(CollectError::io("socket"))?;
-            s.set_write_timeout(Some(timeout)).map_err(CollectError::io("socket"))?;
-            let w = s.try_clone().map_err(CollectError::io("socket"))?;
-            ask(s, w, addr, token)
+/// Connects to the collector at `addr` (with `tls`, over TLS, the
+/// collector's certificate checked first) and checks `token` with it,
+/// waiting up to `timeout` for each step. An error means the collector
+/// could not be reached or asked (the caller decides whether to go on, as
+/// an agent does, spooling); [`TokenCheck::Refused`] means it answered no,
+/// or its certificate is not the expected one (then nothing was sent).
+pub fn check_token(addr: &ListenAddr, tls: &Tls, token: &Token, timeout: Duration) -> Result<TokenCheck, CollectError> {
+    let conn = match Conn::connect(&addr.to_string(), tls, timeout, timeout) {
+        Ok(c) => c,
+        Err(ConnectError::Tls(why)) => return Ok(TokenCheck::Untrusted(why)),
+        Err(ConnectError::Unreachable { why, .. }) => {
+            return Err(CollectError::Invalid(format!("cannot reach the collector at {addr}: {why}")))
         }
-        ListenAddr::Unix(p) => {
-            let s = std::os::unix::net::UnixStream::connect(p).map_err(unreachable)?;
-            s.set_read_timeout(Some(timeout)).map_err(CollectError::io("socket"))?;
-            s.set_write_timeout(Some(timeout)).map_err(CollectError::io("socket"))?;
-            let w = s.try_clone().map_err(CollectError::io("socket"))?;
-            ask(s, w, addr, token)
-        }
-    }
+    };
+    conn.set_write_timeout(Some(timeout));
+    let w = conn.try_clone().map_err(CollectError::io("socket"))?;
+    ask(conn, w, addr, tls, token)
 }
 
 /// The hello of the `clrprof` tool itself (not an agent: no program, no
@@ -69,11 +72,20 @@ pub(crate) fn tool_hello(role: Role) -> Result<(clrprof_wire::Nonce, Hello), Col
     Ok((nonce, hello))
 }
 
-fn ask(r: impl Read, mut w: impl Write, addr: &ListenAddr, token: &Token) -> Result<TokenCheck, CollectError> {
+fn ask(r: impl Read, mut w: impl Write, addr: &ListenAddr, tls: &Tls, token: &Token) -> Result<TokenCheck, CollectError> {
     let bad = |what: String| CollectError::Invalid(format!("the collector at {addr}: {what}"));
     let mut r = BufReader::new(r);
     let mut line = Vec::new();
-    (&mut r).take(MAX_LINE as u64).read_until(b'\n', &mut line).map_err(CollectError::io(format!("reading from {addr}")))?;
+    let read = (&mut r).take(MAX_LINE as u64).read_until(b'\n', &mut line);
+    if *tls == Tls::Plain && (line.is_empty() || read.is_err()) {
+        // A collector started with --tls says nothing until TLS is up.
+        let why = match read {
+            Err(e) => format!("no challenge from it ({e})"),
+            Ok(_) => "it closed the connection without a challenge".to_string(),
+        };
+        return Ok(TokenCheck::Silent(why));
+    }
+    read.map_err(CollectError::io(format!("reading from {addr}")))?;
     let server = handshake::parse_challenge(&line).map_err(|e| bad(format!("no collector's challenge ({e})")))?;
     let (nonce, hello) = tool_hello(Role::Check)?;
     let h = handshake::hello_line(token, &server, &hello).map_err(|e| bad(e.to_string()))?;

@@ -18,6 +18,7 @@
 //! - [`Options`], [`Collector::bind`], [`Collector::serve`]: the service.
 //! - [`address`]: where it listens (`HOST:PORT` or `unix:/path`).
 //! - [`token_file`]: the token, made and kept in a file only its user reads.
+//! - [`tls`]: `--tls`: the collector's key and certificate, made or loaded.
 //! - [`record`]: session records and file names.
 //! - [`key_file`]: each session's own key, which a resume must prove.
 //! - [`files`]: the directory's rules (owner, mode) and files made and
@@ -57,6 +58,7 @@ mod registry;
 pub mod say;
 mod server;
 pub mod session;
+pub mod tls;
 pub mod token_file;
 pub mod waiting;
 

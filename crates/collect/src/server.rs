@@ -48,6 +48,12 @@ pub struct Options {
     /// session has ended whole (not when it is cut: its log may go on from
     /// the agent's spool).
     pub on_ended: Option<OnEnded>,
+    /// TLS on the agents' endpoint (`--tls`): the key and certificate, or
+    /// the collector's own (see [`tls`](crate::tls)).
+    pub tls: Option<crate::tls::TlsFiles>,
+    /// Listen beyond loopback without TLS (`--plain-off-loopback`);
+    /// otherwise such a collector does not start.
+    pub plain_off_loopback: bool,
 }
 
 /// What to do with the log of a session that ended whole: its path and
@@ -76,6 +82,8 @@ impl Default for Options {
             max_waiting: crate::waiting::default_cap(),
             reply_timeout: Duration::from_secs(60),
             on_ended: None,
+            tls: None,
+            plain_off_loopback: false,
         }
     }
 }
@@ -87,6 +95,7 @@ pub(crate) struct Ctx {
     pub refusals: Refusals,
     pub registry: Registry,
     pub buffers: Arc<Buffers>,
+    pub tls: Option<crate::tls::TlsServer>,
 }
 
 enum Listener {
@@ -177,10 +186,22 @@ impl Collector {
     /// a killed collector left live, and binds the listener and the admin
     /// socket.
     pub async fn bind(opts: Options) -> Result<Collector, CollectError> {
+        if !opts.listen.is_local() && opts.tls.is_none() && !opts.plain_off_loopback {
+            return Err(CollectError::Invalid(format!(
+                "{} is beyond loopback, and without --tls the profiles would cross the network in clear: \
+                 add --tls (agents then verify the collector by the fingerprint it prints), or \
+                 --plain-off-loopback if the network is yours (a tunnel, a VPN)",
+                opts.listen
+            )));
+        }
         crate::files::check_dir(&opts.dir)?;
         let token_path = opts.token_file.clone().unwrap_or_else(|| opts.dir.join(TOKEN_FILE));
         let (token, token_made) = token_file::load_or_create(&token_path)?;
         let stale = record::close_stale(&opts.dir)?;
+        let tls = match &opts.tls {
+            Some(files) => Some(crate::tls::load_or_make(files, &opts.dir, &opts.listen)?),
+            None => None,
+        };
         let (listener, target) = match &opts.listen {
             ListenAddr::Tcp(a) => {
                 let l = listen_tcp(a).map_err(CollectError::io(format!("cannot listen on {a}")))?;
@@ -192,7 +213,7 @@ impl Collector {
         let admin_path = opts.dir.join(ADMIN_SOCKET);
         let admin = bind_unix(&admin_path, SocketPlace::Private)?;
         let buffers = Arc::new(Buffers::new(opts.max_buffered));
-        let ctx = Arc::new(Ctx { opts, token, refusals: Refusals::default(), registry: Registry::default(), buffers });
+        let ctx = Arc::new(Ctx { opts, token, refusals: Refusals::default(), registry: Registry::default(), buffers, tls });
         Ok(Collector { ctx, listener, admin, admin_path, target, token_file: token_path, token_made, stale })
     }
 
@@ -205,6 +226,16 @@ impl Collector {
     /// started the collector).
     pub fn token_hex(&self) -> String {
         self.ctx.token.to_hex()
+    }
+
+    /// With `--tls`: the certificate's fingerprint
+    /// (`CLRPROF_TLS_FINGERPRINT`), its file, and whether this start made
+    /// it.
+    pub fn tls(&self) -> Option<(clrprof_wire::tls::Fingerprint, &Path, bool)> {
+        self.ctx.tls.as_ref().map(|t| {
+            let (file, made) = t.cert_file();
+            (t.fingerprint(), file, made)
+        })
     }
 
     /// The token file, and whether this start made it.
@@ -377,8 +408,6 @@ async fn challenge(w: &mut Writer, r: &mut Reader, server: &Nonce, ticket: &Tick
 }
 
 async fn handle(ctx: Arc<Ctx>, conn: BoxConn, peer: String, admin_socket: bool, ticket: Ticket) {
-    let (r, mut w) = tokio::io::split(conn);
-    let mut r = BufReader::new(r);
     let server = match token_file::random_nonce() {
         Ok(n) => n,
         Err(e) => {
@@ -389,6 +418,38 @@ async fn handle(ctx: Arc<Ctx>, conn: BoxConn, peer: String, admin_socket: bool, 
     // The whole handshake within its deadline, unless the connection is
     // closed before to make room for a newer one.
     let closed = Arc::clone(&ticket.closed);
+    // With --tls, TLS first (within the same deadline, its own): nothing
+    // of the token handshake is sent before it is up. It is the client's
+    // turn from the accept (its ClientHello), so the connection may be
+    // closed for a newcomer from then on, as after a challenge.
+    let conn = match (&ctx.tls, admin_socket) {
+        (Some(tls), false) => {
+            ticket.challenged();
+            let accepted = tokio::select! {
+                r = tokio::time::timeout(ctx.opts.handshake_timeout, tls.acceptor.accept(conn)) => r,
+                _ = closed.notified() => {
+                    let cap = ticket.cap();
+                    ctx.refusals.log(&peer, &format!("closed before its TLS handshake to make room: {cap} connections were waiting for theirs"));
+                    return;
+                }
+            };
+            match accepted {
+                Ok(Ok(s)) => Box::new(s) as BoxConn,
+                Ok(Err(e)) => {
+                    ctx.refusals.log(&peer, &format!("TLS handshake failed ({e}); nothing else was read or sent"));
+                    return;
+                }
+                Err(_) => {
+                    let s = ctx.opts.handshake_timeout.as_secs_f32();
+                    ctx.refusals.log(&peer, &format!("no TLS handshake within {s} s (a client without TLS?); nothing else was sent"));
+                    return;
+                }
+            }
+        }
+        _ => conn,
+    };
+    let (r, mut w) = tokio::io::split(conn);
+    let mut r = BufReader::new(r);
     let line = tokio::select! {
         r = tokio::time::timeout(ctx.opts.handshake_timeout, challenge(&mut w, &mut r, &server, &ticket)) => r,
         _ = closed.notified() => {

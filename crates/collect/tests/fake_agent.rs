@@ -18,6 +18,8 @@ pub struct Running {
     pub token: Token,
     pub admin: PathBuf,
     pub dir: PathBuf,
+    /// With TLS: the certificate's fingerprint.
+    pub fingerprint: Option<clrprof_wire::tls::Fingerprint>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -31,7 +33,7 @@ impl Running {
             let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
             rt.block_on(async move {
                 let c = Collector::bind(opts).await.unwrap();
-                tx.send((c.target().to_string(), c.token_hex(), c.admin_path().to_path_buf())).unwrap();
+                tx.send((c.target().to_string(), c.token_hex(), c.admin_path().to_path_buf(), c.tls().map(|t| t.0))).unwrap();
                 c.serve(async move {
                     let _ = stopped.await;
                 })
@@ -39,8 +41,8 @@ impl Running {
                 .unwrap();
             });
         });
-        let (target, token, admin) = rx.recv().unwrap();
-        Running { target, token: Token::from_hex(&token).unwrap(), admin, dir, stop: Some(stop), thread: Some(thread) }
+        let (target, token, admin, fingerprint) = rx.recv().unwrap();
+        Running { target, token: Token::from_hex(&token).unwrap(), admin, dir, fingerprint, stop: Some(stop), thread: Some(thread) }
     }
 
     pub fn stop(mut self) {

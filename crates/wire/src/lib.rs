@@ -2,7 +2,7 @@
 //!
 //! Both sides use this crate: the agent (plain threads and blocking
 //! sockets) and the collector (tokio). It only builds and checks bytes; it
-//! does no I/O.
+//! does no I/O (but for reading a CA file in [`tls`]).
 //!
 //! # API structure
 //!
@@ -13,6 +13,9 @@
 //! - [`frame`]: the frames that follow the handshake (log data, end,
 //!   acknowledgements, commands, replies).
 //! - [`command`]: what a collector can ask a connected agent to do.
+//! - [`tls`]: how a client knows a collector started with `--tls` (its
+//!   certificate's fingerprint, or a CA), for the rustls settings of both
+//!   sides.
 //!
 //! # A connection
 //!
@@ -44,6 +47,7 @@ pub mod command;
 pub mod error;
 pub mod frame;
 pub mod handshake;
+pub mod tls;
 pub mod token;
 
 pub use command::Command;

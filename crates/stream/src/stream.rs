@@ -37,86 +37,16 @@ use clrprof_wire::{handshake, Command, FrameHeader, FrameKind, Hello, Nonce, Rol
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::catch_up::{CatchUp, Plan};
-use crate::config::{Spool, StreamConfig};
+use crate::config::{Host, Spool, StreamConfig, Tls};
+use crate::conn::{Conn, CONNECT_TIMEOUT};
 
-/// How long a connection attempt may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long the collector may take to answer the handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A connection to the collector.
-enum Conn {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Conn {
-    fn connect(target: &str) -> std::io::Result<Conn> {
-        if let Some(path) = target.strip_prefix("unix:") {
-            return UnixStream::connect(path).map(Conn::Unix);
-        }
-        let mut last = std::io::Error::new(std::io::ErrorKind::InvalidInput, "expected HOST:PORT or unix:/path");
-        for addr in target.to_socket_addrs()? {
-            match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
-                Ok(s) => {
-                    let _ = s.set_nodelay(true);
-                    return Ok(Conn::Tcp(s));
-                }
-                Err(e) => last = e,
-            }
-        }
-        Err(last)
-    }
-
-    fn try_clone(&self) -> std::io::Result<Conn> {
-        match self {
-            Conn::Tcp(s) => s.try_clone().map(Conn::Tcp),
-            Conn::Unix(s) => s.try_clone().map(Conn::Unix),
-        }
-    }
-
-    fn shutdown(&self) {
-        let _ = match self {
-            Conn::Tcp(s) => s.shutdown(Shutdown::Both),
-            Conn::Unix(s) => s.shutdown(Shutdown::Both),
-        };
-    }
-
-    fn set_read_timeout(&self, t: Option<Duration>) {
-        let _ = match self {
-            Conn::Tcp(s) => s.set_read_timeout(t),
-            Conn::Unix(s) => s.set_read_timeout(t),
-        };
-    }
-}
-
-impl Read for Conn {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Conn::Tcp(s) => s.read(buf),
-            Conn::Unix(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Conn {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Conn::Tcp(s) => s.write(buf),
-            Conn::Unix(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Who this process is, for the handshake.
 #[derive(Clone, Debug)]
@@ -155,21 +85,28 @@ pub struct Session {
 /// Connects and does the handshake; gives the session (for a resume,
 /// `key`, which its hello proves) and the connection's reader (which may
 /// hold bytes after the `OK` line).
-fn open(target: &str, token: &Token, mut hello: Hello, key: Option<&SessionKey>) -> Result<(Session, Conn, BufReader<Conn>), String> {
+fn open(
+    target: &str,
+    tls: &Tls,
+    token: &Token,
+    mut hello: Hello,
+    key: Option<&SessionKey>,
+) -> Result<(Session, Conn, BufReader<Conn>), String> {
     if hello.role == Role::Resume && key.is_none() {
         return Err("internal: a resume without the session's key".into());
     }
-    let conn = Conn::connect(target).map_err(|e| format!("cannot connect to {target}: {e}"))?;
-    conn.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    let conn = Conn::connect(target, tls, CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT)?;
     let mut reader = BufReader::new(conn.try_clone().map_err(|e| format!("socket: {e}"))?);
     let mut w = conn;
     let mut line = Vec::new();
+    // A collector started with --tls says nothing until TLS is up.
+    let hint = if *tls == Tls::Plain { "; one started with --tls needs CLRPROF_TLS_FINGERPRINT or CLRPROF_TLS_CA" } else { "" };
     let read_line = |r: &mut BufReader<Conn>, line: &mut Vec<u8>| {
         line.clear();
         match r.by_ref().take(handshake::MAX_LINE as u64).read_until(b'\n', line) {
-            Ok(0) => Err("the collector closed the connection (wrong token?)".to_string()),
+            Ok(0) => Err(format!("the collector closed the connection (wrong token?{hint})")),
             Ok(_) => Ok(()),
-            Err(e) => Err(format!("no answer from the collector: {e}")),
+            Err(e) => Err(format!("no answer from the collector: {e}{hint}")),
         }
     };
     read_line(&mut reader, &mut line)?;
@@ -237,11 +174,13 @@ impl State {
 pub(crate) struct Net {
     state: Mutex<State>,
     pub cv: Condvar,
+    /// Runs the collector's commands.
+    host: Host,
 }
 
 impl Net {
-    pub(crate) fn new(state: State) -> Arc<Net> {
-        Arc::new(Net { state: Mutex::new(state), cv: Condvar::new() })
+    pub(crate) fn new(state: State, host: Host) -> Arc<Net> {
+        Arc::new(Net { state: Mutex::new(state), cv: Condvar::new(), host })
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
@@ -346,7 +285,7 @@ impl Streamer {
     /// Starts connecting (on the `clrprof-net` thread; this returns at
     /// once). Buffers handed over meanwhile are kept, within the bound.
     pub fn start(config: StreamConfig, identity: Identity) -> Streamer {
-        let net = Net::new(State::default());
+        let net = Net::new(State::default(), config.host);
         let theirs = Arc::clone(&net);
         let hello = Hello {
             role: Role::Stream,
@@ -362,10 +301,11 @@ impl Streamer {
             content: config.content,
         };
         let target = config.target.clone();
+        let tls = config.tls.clone();
         let token = config.token.clone();
         let spawned = std::thread::Builder::new()
             .name("clrprof-net".into())
-            .spawn(move || crate::guard((), || send_main(&theirs, &target, token.as_ref(), hello, None)));
+            .spawn(move || crate::guard((), || send_main(&theirs, &target, &tls, token.as_ref(), hello, None)));
         if let Err(e) = spawned {
             net.fail(format!("cannot start the network thread: {e}"));
         }
@@ -477,8 +417,8 @@ impl Streamer {
             let _ = f.flush();
         }
         if let (Some((hello, key)), Some(token)) = (self.resume_hello(), &self.config.token) {
-            if open(&self.config.target, token, hello, key.as_ref()).is_ok() {
-                crate::status::amend(&self.spool_note("told_collector=yes"));
+            if open(&self.config.target, &self.config.tls, token, hello, key.as_ref()).is_ok() {
+                (self.config.host.status)(&self.spool_note("told_collector=yes"));
             }
         }
     }
@@ -559,7 +499,7 @@ impl Streamer {
             Err(e) => {
                 let shown = self.config.spool.shown();
                 eprintln!("{}: cannot create the spool {}: {e}; the rest of the log is lost", self.config.speaker, shown.display());
-                crate::status::amend(&format!("spool_failed={e}"));
+                (self.config.host.status)(&format!("spool_failed={e}"));
                 self.spool_error = Some(format!("cannot create the spool {}: {e}", shown.display()));
             }
         }
@@ -580,7 +520,7 @@ impl Streamer {
                 self.config.speaker, self.config.target
             ),
         }
-        crate::status::amend(&format!("{} because={why}", self.spool_note("")));
+        (self.config.host.status)(&format!("{} because={why}", self.spool_note("")));
         if !catch_up || self.lost > 0 {
             return;
         }
@@ -592,11 +532,13 @@ impl Streamer {
                 hello,
                 key,
                 target: self.config.target.clone(),
+                tls: self.config.tls.clone(),
                 token,
                 period: Duration::from_millis(self.config.reconnect_ms),
                 bound: self.config.buffer_bytes,
                 note: self.spool_note(""),
                 because: why.to_string(),
+                host: self.config.host,
             }));
         }
     }
@@ -668,12 +610,12 @@ fn create_spool(spool: &Spool) -> std::io::Result<(File, PathBuf, Option<String>
 
 /// `clrprof-net`: connect (a resume proving `key`), then send what the
 /// writer hands over.
-pub(crate) fn send_main(net: &Arc<Net>, target: &str, token: Option<&Token>, hello: Hello, key: Option<SessionKey>) {
+pub(crate) fn send_main(net: &Arc<Net>, target: &str, tls: &Tls, token: Option<&Token>, hello: Hello, key: Option<SessionKey>) {
     let Some(token) = token else {
         net.fail("CLRPROF_TOKEN is missing or is not 64 hex digits".into());
         return;
     };
-    let (session, mut w, reader) = match open(target, token, hello, key.as_ref()) {
+    let (session, mut w, reader) = match open(target, tls, token, hello, key.as_ref()) {
         Ok(x) => x,
         Err(e) => {
             net.fail(e);
@@ -815,7 +757,7 @@ fn recv_main(net: &Arc<Net>, mut r: BufReader<Conn>) {
                 let text = String::from_utf8_lossy(&payload).into_owned();
                 let (seq, cmd) = text.split_once(' ').unwrap_or((&text, ""));
                 let answer = match Command::parse(cmd) {
-                    Ok(c) => crate::commands::run(&c),
+                    Ok(c) => (net.host.command)(&c),
                     Err(e) => Err(e.to_string()),
                 };
                 let reply = match answer {

@@ -1,12 +1,11 @@
-//! The agent's streaming destination against scripted collectors (plain
+//! The streaming client (the agent's destination) against scripted collectors (plain
 //! sockets and the wire crate): what the collector acknowledged followed by
 //! the spool is always every byte handed over, whether the collector goes
 //! away, stops reading, or was never there; a clean end waits for the last
 //! acknowledgement; a resume proves the key of the session's first
 //! handshake, as the real collector requires. No .NET runtime needed.
 
-use clrprof_agent::config::{Spool, StreamConfig};
-use clrprof_agent::stream::{Identity, Streamer};
+use clrprof_stream::{Host, Identity, Spool, StreamConfig, Streamer};
 use clrprof_wire::frame::{small_frame, HEADER};
 use clrprof_wire::{handshake, FrameHeader, FrameKind, Hello, Nonce, Role, SessionKey, Token};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -137,6 +136,7 @@ fn config(target: &str, name: &str, buffer: usize) -> StreamConfig {
     std::fs::create_dir_all(&dir).unwrap();
     StreamConfig {
         target: target.to_string(),
+        tls: Default::default(),
         token: Some(token()),
         spool: Spool::At(dir.join("spool.log")),
         buffer_bytes: buffer,
@@ -144,6 +144,7 @@ fn config(target: &str, name: &str, buffer: usize) -> StreamConfig {
         reconnect_ms: 60_000,
         content: Default::default(),
         speaker: "clrprof agent",
+        host: Host::default(),
     }
 }
 
@@ -296,7 +297,7 @@ fn a_collector_back_after_a_break_is_caught_up_from_the_spool_and_gets_the_whole
 
 #[test]
 fn a_collector_that_accepts_the_catch_up_but_stores_nothing_is_given_up() {
-    use clrprof_agent::catch_up::MAX_BARREN;
+    use clrprof_stream::catch_up::MAX_BARREN;
     let mut scripts = vec![Script::CloseAfter(100_000)];
     scripts.extend(std::iter::repeat_n(Script::Barren, MAX_BARREN as usize + 3));
     let (addr, seen) = collectors(scripts);

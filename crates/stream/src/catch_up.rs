@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use clrprof_wire::{Hello, Role, SessionKey, Token};
 
+use crate::config::{Host, Tls};
 use crate::stream::{Net, Session, State};
 
 /// Accepted connections in a row that stored nothing before the thread
@@ -76,6 +77,8 @@ pub struct Plan {
     pub key: Option<SessionKey>,
     /// The collector's address.
     pub target: String,
+    /// TLS or not, and how the collector is known.
+    pub tls: Tls,
     /// The collector's token.
     pub token: Token,
     /// How often to try the collector.
@@ -86,13 +89,15 @@ pub struct Plan {
     pub note: String,
     /// Why the stream stopped (the status's last field).
     pub because: String,
+    /// Where the status goes and who runs commands.
+    pub host: Host,
 }
 
 impl Plan {
     /// Amends the status line: the spool's fields, `extra`, and why the
     /// stream stopped (last: it runs to the end of the line).
     fn say(&self, extra: &str) {
-        crate::status::amend(&format!("{} {extra} because={}", self.note, self.because));
+        (self.host.status)(&format!("{} {extra} because={}", self.note, self.because));
     }
 }
 
@@ -152,7 +157,7 @@ impl CatchUp {
             if self.lock().broken {
                 return self.give_up(&plan, "spool_lost_bytes");
             }
-            let net = Net::new(State::at(plan.from));
+            let net = Net::new(State::at(plan.from), plan.host);
             let (session, stored) = self.connection(&net, &plan);
             let accepted = session.is_some();
             if let Some(s) = session {
@@ -187,10 +192,11 @@ impl CatchUp {
     /// the collector stored any byte.
     fn connection(&self, net: &Arc<Net>, plan: &Plan) -> (Option<Session>, bool) {
         let theirs = Arc::clone(net);
-        let (target, token, hello, key) = (plan.target.clone(), plan.token.clone(), plan.hello.clone(), plan.key.clone());
+        let (target, tls, token, hello, key) =
+            (plan.target.clone(), plan.tls.clone(), plan.token.clone(), plan.hello.clone(), plan.key.clone());
         let spawned = std::thread::Builder::new()
             .name("clrprof-net".into())
-            .spawn(move || crate::guard((), || crate::stream::send_main(&theirs, &target, Some(&token), hello, key)));
+            .spawn(move || crate::guard((), || crate::stream::send_main(&theirs, &target, &tls, Some(&token), hello, key)));
         if spawned.is_err() {
             return (None, false);
         }

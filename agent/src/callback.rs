@@ -39,6 +39,9 @@ mod slot {
     pub const OBJECT_REFERENCES: usize = 52;
     pub const ROOT_REFERENCES2: usize = 77;
     pub const EXCEPTION_THROWN: usize = 54;
+    pub const EXCEPTION_SEARCH_FUNCTION_ENTER: usize = 55;
+    pub const EXCEPTION_SEARCH_FUNCTION_LEAVE: usize = 56;
+    pub const EXCEPTION_SEARCH_CATCHER_FOUND: usize = 59;
     pub const EXCEPTION_UNWIND_FUNCTION_ENTER: usize = 62;
     pub const EXCEPTION_UNWIND_FUNCTION_LEAVE: usize = 63;
     pub const GARBAGE_COLLECTION_STARTED: usize = 73;
@@ -81,6 +84,9 @@ const fn build_vtable() -> [*const c_void; slot::COUNT] {
     v[slot::OBJECT_ALLOCATED] = object_allocated as *const c_void;
     v[slot::OBJECT_REFERENCES] = object_references as *const c_void;
     v[slot::EXCEPTION_THROWN] = exception_thrown as *const c_void;
+    v[slot::EXCEPTION_SEARCH_FUNCTION_ENTER] = exception_search_function_enter as *const c_void;
+    v[slot::EXCEPTION_SEARCH_FUNCTION_LEAVE] = exception_search_function_leave as *const c_void;
+    v[slot::EXCEPTION_SEARCH_CATCHER_FOUND] = exception_search_catcher_found as *const c_void;
     v[slot::EXCEPTION_UNWIND_FUNCTION_ENTER] = exception_unwind_function_enter as *const c_void;
     v[slot::EXCEPTION_UNWIND_FUNCTION_LEAVE] = exception_unwind_function_leave as *const c_void;
     v[slot::GARBAGE_COLLECTION_STARTED] = garbage_collection_started as *const c_void;
@@ -174,12 +180,8 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
         };
         // The destination after install: a default name may have had to
         // take a suffix.
-        let started = format!(
-            "ok stacks={} calls={} {}",
-            agent.config.stack_name(),
-            u8::from(agent.config.calls),
-            agent.config.destination()
-        );
+        let started =
+            format!("ok stacks={} calls={} {}", agent.config.stack_name(), u8::from(agent.config.calls), agent.config.destination());
         // Enter/leave hooks make the runtime pass over precompiled
         // (ReadyToRun) code, so the whole framework runs as tier-0 JIT code,
         // which does not expand some intrinsics: on .NET 8
@@ -356,9 +358,40 @@ extern "system" fn root_references2(
 extern "system" fn exception_thrown(_this: *mut c_void, _object: usize) -> HRESULT {
     crate::guard(S_OK, || {
         // An unhandled exception ends the process without Shutdown: write
-        // what is buffered now.
+        // what is buffered now (the search below may find it unhandled).
+        crate::hooks::search_start();
         if let Some(a) = crate::agent::get() {
             a.flush();
+        }
+        S_OK
+    })
+}
+
+extern "system" fn exception_search_function_enter(_this: *mut c_void, func: usize) -> HRESULT {
+    crate::guard(S_OK, || {
+        crate::hooks::search_enter(func);
+        S_OK
+    })
+}
+
+extern "system" fn exception_search_catcher_found(_this: *mut c_void, _func: usize) -> HRESULT {
+    crate::guard(S_OK, || {
+        crate::hooks::search_caught();
+        S_OK
+    })
+}
+
+extern "system" fn exception_search_function_leave(_this: *mut c_void) -> HRESULT {
+    crate::guard(S_OK, || {
+        // The search left the thread's outermost managed frame without a
+        // catcher: the runtime reports the exception unhandled and aborts,
+        // without `Shutdown` (and .NET 8 puts SIGABRT's default action
+        // back first, so the agent's handler does not run): end the log
+        // now (shadow stacks only: the other modes keep no stack).
+        if crate::hooks::search_leave() {
+            if let Some(a) = crate::agent::get() {
+                a.end("an unhandled exception");
+            }
         }
         S_OK
     })
@@ -439,13 +472,7 @@ unsafe fn slice<'a, T>(p: *const T, count: u32) -> &'a [T] {
     }
 }
 
-extern "system" fn moved_references2(
-    _this: *mut c_void,
-    count: u32,
-    old: *const usize,
-    new: *const usize,
-    len: *const usize,
-) -> HRESULT {
+extern "system" fn moved_references2(_this: *mut c_void, count: u32, old: *const usize, new: *const usize, len: *const usize) -> HRESULT {
     crate::guard(S_OK, || {
         if let Some(a) = crate::agent::get() {
             // Safety: parallel arrays of `count` entries.

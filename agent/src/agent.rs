@@ -31,17 +31,17 @@
 
 use crate::config::{Config, StackMode};
 use crate::info::{GenerationRange, Info};
-use crate::merge::ThreadSource;
 use crate::segments::Segments;
-use crate::sink::{Destination, Sink};
-use crate::stream::Streamer;
+use crate::merge::ThreadSource;
+use crate::threadlog::{Mark, Slot};
 use crate::tables::{StackKey, Tables};
 use crate::thread::{self, ThreadState};
-use crate::threadlog::{Mark, Slot};
 use clrprof::format::records::{
-    AssemblyLoad, Comment, FinalizerQueued, GcBoundary, GcCounts, GenerationRange as LogRange, HandleCreated, HandleDestroyed, Moved,
-    Survived, Tick,
+    AssemblyLoad, Comment, FinalizerQueued, GcBoundary, GcCounts, GenerationRange as LogRange, HandleCreated,
+    HandleDestroyed, Moved, Survived, Tick,
 };
+use crate::sink::{Destination, Sink};
+use crate::stream::Streamer;
 use clrprof::format::{write_record, Address, HandleId, List, Record, StackId, Style, ThreadId};
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -588,18 +588,8 @@ impl Agent {
     /// `z`: a comment, in the calling thread's own time order (after what
     /// it allocated before, before what it allocates after).
     pub fn comment(&self, text: &str) {
-        let bytes: Vec<u8> = text
-            .chars()
-            .map(|c| {
-                if c == '\n' || c == '\r' {
-                    b' '
-                } else if (c as u32) < 0x100 {
-                    c as u32 as u8
-                } else {
-                    b'?'
-                }
-            })
-            .collect();
+        let bytes: Vec<u8> =
+            text.chars().map(|c| if c == '\n' || c == '\r' { b' ' } else if (c as u32) < 0x100 { c as u32 as u8 } else { b'?' }).collect();
         let record = Record::Comment(Comment { text: &bytes });
         let tick = self.now_ms();
         match thread::current() {
@@ -634,11 +624,7 @@ impl Agent {
     /// `j`: a GC handle was destroyed.
     pub fn handle_destroyed(&self, handle: usize) {
         let (tid, stack) = self.thread_and_stack();
-        self.event(&Record::HandleDestroyed(HandleDestroyed {
-            thread: ThreadId(tid),
-            handle: HandleId(handle as u64),
-            stack: StackId(stack),
-        }));
+        self.event(&Record::HandleDestroyed(HandleDestroyed { thread: ThreadId(tid), handle: HandleId(handle as u64), stack: StackId(stack) }));
     }
 
     /// `m`: a module was loaded.
@@ -729,7 +715,11 @@ impl Agent {
             let mut done = 0usize;
             while done < l {
                 let part = (l - done).min(u32::MAX as usize);
-                out.record(&Record::Moved(Moved { old: Address((o + done) as u64), new: Address((n + done) as u64), length: part as u32 }));
+                out.record(&Record::Moved(Moved {
+                    old: Address((o + done) as u64),
+                    new: Address((n + done) as u64),
+                    length: part as u32,
+                }));
                 done += part;
             }
         }

@@ -180,8 +180,12 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
         };
         // The destination after install: a default name may have had to
         // take a suffix.
-        let started =
-            format!("ok stacks={} calls={} {}", agent.config.stack_name(), u8::from(agent.config.calls), agent.config.destination());
+        let started = format!(
+            "ok stacks={} calls={} {}",
+            agent.config.stack_name(),
+            u8::from(agent.config.calls),
+            agent.config.destination()
+        );
         // Enter/leave hooks make the runtime pass over precompiled
         // (ReadyToRun) code, so the whole framework runs as tier-0 JIT code,
         // which does not expand some intrinsics: on .NET 8
@@ -472,7 +476,13 @@ unsafe fn slice<'a, T>(p: *const T, count: u32) -> &'a [T] {
     }
 }
 
-extern "system" fn moved_references2(_this: *mut c_void, count: u32, old: *const usize, new: *const usize, len: *const usize) -> HRESULT {
+extern "system" fn moved_references2(
+    _this: *mut c_void,
+    count: u32,
+    old: *const usize,
+    new: *const usize,
+    len: *const usize,
+) -> HRESULT {
     crate::guard(S_OK, || {
         if let Some(a) = crate::agent::get() {
             // Safety: parallel arrays of `count` entries.

@@ -59,7 +59,8 @@ impl std::fmt::Display for Guid {
 }
 
 /// The agent's class id: what `CORECLR_PROFILER` must name (with braces).
-pub const CLSID_CLRPROF_AGENT: Guid = Guid::new(0xbc620a3a, 0xb286, 0x4c9c, [0x81, 0x38, 0x25, 0x6e, 0xe4, 0x4f, 0x80, 0x2d]);
+pub const CLSID_CLRPROF_AGENT: Guid =
+    Guid::new(0xbc620a3a, 0xb286, 0x4c9c, [0x81, 0x38, 0x25, 0x6e, 0xe4, 0x4f, 0x80, 0x2d]);
 
 /// `IUnknown`.
 pub const IID_IUNKNOWN: Guid = Guid::new(0, 0, 0, [0xC0, 0, 0, 0, 0, 0, 0, 0x46]);
@@ -175,7 +176,12 @@ extern "system" fn factory_query_interface(this: *mut c_void, riid: *const Guid,
     })
 }
 
-extern "system" fn factory_create_instance(_this: *mut c_void, outer: *mut c_void, riid: *const Guid, out: *mut *mut c_void) -> HRESULT {
+extern "system" fn factory_create_instance(
+    _this: *mut c_void,
+    outer: *mut c_void,
+    riid: *const Guid,
+    out: *mut *mut c_void,
+) -> HRESULT {
     crate::guard(E_FAIL, || {
         if out.is_null() || riid.is_null() {
             return E_POINTER;
@@ -197,7 +203,11 @@ extern "system" fn factory_lock_server(_this: *mut c_void, _lock: i32) -> HRESUL
 /// # Safety
 /// Called by the runtime with valid pointers.
 #[no_mangle]
-pub unsafe extern "system" fn DllGetClassObject(rclsid: *const Guid, riid: *const Guid, ppv: *mut *mut c_void) -> HRESULT {
+pub unsafe extern "system" fn DllGetClassObject(
+    rclsid: *const Guid,
+    riid: *const Guid,
+    ppv: *mut *mut c_void,
+) -> HRESULT {
     crate::guard(E_FAIL, || {
         if rclsid.is_null() || riid.is_null() || ppv.is_null() {
             return E_POINTER;

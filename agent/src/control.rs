@@ -20,7 +20,7 @@
 //! ```
 
 use crate::agent::{self, lock, Agent};
-use clrprof_control::protocol::{DumpInfo, Reply, Request, Status};
+use clrprof_control::protocol::{DumpInfo, Request, Reply, Status};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -89,8 +89,7 @@ pub fn set_calls(on: bool) -> Result<bool, ControlError> {
     let a = agent()?;
     if on && !a.config.calls {
         return Err(ControlError::Unavailable(
-            "call logging was not enabled at start (CLRPROF_CALLS=1, `clrprof record --calls`); it can only be switched off and on again"
-                .into(),
+            "call logging was not enabled at start (CLRPROF_CALLS=1, `clrprof record --calls`); it can only be switched off and on again".into(),
         ));
     }
     Ok(a.calls_on.swap(on, Ordering::AcqRel))
@@ -138,7 +137,9 @@ pub fn stop() -> Result<(), ControlError> {
 /// share this).
 pub fn handle(req: &Request) -> Reply {
     let done = match req {
-        Request::Dump { label, output } => heap_dump(label.as_deref(), output.as_deref()).map(|d| Reply { dump: Some(d), ..Reply::ok() }),
+        Request::Dump { label, output } => {
+            heap_dump(label.as_deref(), output.as_deref()).map(|d| Reply { dump: Some(d), ..Reply::ok() })
+        }
         Request::Comment { text } => comment(text).map(|_| Reply::ok()),
         Request::Allocations { on } => set_allocations(*on).map(|p| Reply { previous: Some(p), ..Reply::ok() }),
         Request::Calls { on } => set_calls(*on).map(|p| Reply { previous: Some(p), ..Reply::ok() }),

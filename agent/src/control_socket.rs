@@ -42,7 +42,9 @@ pub fn start(_agent: &'static Agent) -> Result<(), String> {
             }
             for conn in listener.incoming() {
                 let Ok(stream) = conn else { continue };
-                let _ = std::thread::Builder::new().name("clrprof-control-conn".into()).spawn(move || crate::guard((), || serve(stream)));
+                let _ = std::thread::Builder::new()
+                    .name("clrprof-control-conn".into())
+                    .spawn(move || crate::guard((), || serve(stream)));
             }
         })
         .map(|_| ())

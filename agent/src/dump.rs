@@ -158,7 +158,8 @@ impl Agent {
         }
         let n = refs.len().min(kinds.len()).min(flags.len()).min(ids.len());
         // Name the functions before taking the lock (calls into the runtime).
-        let funcs: Vec<Option<i32>> = (0..n).map(|i| (kinds[i] == ROOT_STACK && ids[i] != 0).then(|| self.function_id(ids[i]))).collect();
+        let funcs: Vec<Option<i32>> =
+            (0..n).map(|i| (kinds[i] == ROOT_STACK && ids[i] != 0).then(|| self.function_id(ids[i]))).collect();
         let used: Vec<i32> = funcs.iter().flatten().copied().collect();
         let mut out = self.lock_out();
         self.define_for_dump(&mut out, &[], &used);
@@ -277,8 +278,7 @@ pub fn heap_dump(agent: &'static Agent, label: Option<&str>, output: Option<&Pat
 
 fn worker(agent: &'static Agent, rx: Receiver<Job>) {
     while let Ok(job) = rx.recv() {
-        let result =
-            crate::guard(Err("the dump failed (internal error)".into()), || run(agent, job.label.as_deref(), job.output.as_deref()));
+        let result = crate::guard(Err("the dump failed (internal error)".into()), || run(agent, job.label.as_deref(), job.output.as_deref()));
         let _ = job.reply.send(result);
     }
 }
@@ -338,7 +338,14 @@ fn run(agent: &'static Agent, label: Option<&str>, output: Option<&Path>) -> Res
             (log, agent.dumps_in_log.fetch_add(1, Ordering::AcqRel))
         }
     };
-    Ok(DumpInfo { index, log, objects: dump.objects, roots: dump.roots, bytes: dump.bytes, millis: started.elapsed().as_millis() as u64 })
+    Ok(DumpInfo {
+        index,
+        log,
+        objects: dump.objects,
+        roots: dump.roots,
+        bytes: dump.bytes,
+        millis: started.elapsed().as_millis() as u64,
+    })
 }
 
 /// Starts the thread of `CLRPROF_HEAP_DUMP_EVERY`: a dump into the log
@@ -350,15 +357,17 @@ fn run(agent: &'static Agent, label: Option<&str>, output: Option<&Path>) -> Res
 pub(crate) fn start_periodic(agent: &'static Agent, every: Duration) -> Result<(), String> {
     std::thread::Builder::new()
         .name("clrprof-periodic".into())
-        .spawn(move || loop {
-            std::thread::sleep(every);
-            if agent.is_shut_down() || lock(&agent.log).is_none() {
-                return;
-            }
-            let n = agent.dumps_in_log.load(Ordering::Acquire);
-            let label = format!("periodic heap dump {n}");
-            if let Err(e) = heap_dump(agent, Some(&label), None) {
-                eprintln!("clrprof agent: {label}: {e}");
+        .spawn(move || {
+            loop {
+                std::thread::sleep(every);
+                if agent.is_shut_down() || lock(&agent.log).is_none() {
+                    return;
+                }
+                let n = agent.dumps_in_log.load(Ordering::Acquire);
+                let label = format!("periodic heap dump {n}");
+                if let Err(e) = heap_dump(agent, Some(&label), None) {
+                    eprintln!("clrprof agent: {label}: {e}");
+                }
             }
         })
         .map(|_| ())

@@ -8,15 +8,20 @@ use crate::com::{self, method, Guid, HRESULT, S_OK};
 use std::ffi::c_void;
 
 /// `ICorProfilerInfo`.
-pub const IID_ICORPROFILERINFO: Guid = Guid::new(0x28B5557D, 0x3F3F, 0x48b4, [0x90, 0xB2, 0x5F, 0x9E, 0xEA, 0x2F, 0x6C, 0x48]);
+pub const IID_ICORPROFILERINFO: Guid =
+    Guid::new(0x28B5557D, 0x3F3F, 0x48b4, [0x90, 0xB2, 0x5F, 0x9E, 0xEA, 0x2F, 0x6C, 0x48]);
 /// `ICorProfilerInfo3`.
-pub const IID_ICORPROFILERINFO3: Guid = Guid::new(0xB555ED4F, 0x452A, 0x4E54, [0x8B, 0x39, 0xB5, 0x36, 0x0B, 0xAD, 0x32, 0xA0]);
+pub const IID_ICORPROFILERINFO3: Guid =
+    Guid::new(0xB555ED4F, 0x452A, 0x4E54, [0x8B, 0x39, 0xB5, 0x36, 0x0B, 0xAD, 0x32, 0xA0]);
 /// `ICorProfilerInfo4`.
-pub const IID_ICORPROFILERINFO4: Guid = Guid::new(0x0d8fdcaa, 0x6257, 0x47bf, [0xb1, 0xbf, 0x94, 0xda, 0xc8, 0x84, 0x66, 0xee]);
+pub const IID_ICORPROFILERINFO4: Guid =
+    Guid::new(0x0d8fdcaa, 0x6257, 0x47bf, [0xb1, 0xbf, 0x94, 0xda, 0xc8, 0x84, 0x66, 0xee]);
 /// `ICorProfilerInfo5`.
-pub const IID_ICORPROFILERINFO5: Guid = Guid::new(0x07602928, 0xCE38, 0x4B83, [0x81, 0xE7, 0x74, 0xAD, 0xAF, 0x78, 0x12, 0x14]);
+pub const IID_ICORPROFILERINFO5: Guid =
+    Guid::new(0x07602928, 0xCE38, 0x4B83, [0x81, 0xE7, 0x74, 0xAD, 0xAF, 0x78, 0x12, 0x14]);
 /// `IMetaDataImport`.
-pub const IID_IMETADATAIMPORT: Guid = Guid::new(0x7DAC8207, 0xD3AE, 0x4c75, [0x9B, 0x67, 0x92, 0x80, 0x1A, 0x49, 0x7D, 0x44]);
+pub const IID_IMETADATAIMPORT: Guid =
+    Guid::new(0x7DAC8207, 0xD3AE, 0x4c75, [0x9B, 0x67, 0x92, 0x80, 0x1A, 0x49, 0x7D, 0x44]);
 
 /// Event mask bits (`COR_PRF_MONITOR`).
 pub mod mask {
@@ -399,34 +404,15 @@ impl MetaData {
         let (mut class, mut len, mut attr, mut sig_len, mut rva, mut impl_flags) = (0u32, 0u32, 0u32, 0u32, 0u32, 0u32);
         let mut sig: *const u8 = std::ptr::null();
         type F = extern "system" fn(
-            *mut c_void,
-            u32,
-            *mut u32,
-            *mut u16,
-            u32,
-            *mut u32,
-            *mut u32,
-            *mut *const u8,
-            *mut u32,
-            *mut u32,
-            *mut u32,
+            *mut c_void, u32, *mut u32, *mut u16, u32, *mut u32, *mut u32, *mut *const u8, *mut u32, *mut u32, *mut u32,
         ) -> HRESULT;
         // Safety: slot from cor.h; the buffer holds 1024 units; the
         // signature blob lives as long as the metadata and is copied here.
         unsafe {
             let f: F = method(self.ptr, 30);
             let hr = f(
-                self.ptr,
-                token,
-                &mut class,
-                name.as_mut_ptr(),
-                name.len() as u32,
-                &mut len,
-                &mut attr,
-                &mut sig,
-                &mut sig_len,
-                &mut rva,
-                &mut impl_flags,
+                self.ptr, token, &mut class, name.as_mut_ptr(), name.len() as u32, &mut len, &mut attr, &mut sig, &mut sig_len,
+                &mut rva, &mut impl_flags,
             );
             if !com::succeeded(hr) {
                 return None;

@@ -215,7 +215,11 @@ mod tests {
     fn oracle(tid: i32, s: &Slot) -> Vec<u8> {
         let mut out = Vec::new();
         let r = match s.kind {
-            kind::ALLOC => Record::Alloc(Alloc { thread: Some(ThreadId(tid)), address: Address(s.word), stack: StackId(s.value as i32) }),
+            kind::ALLOC => Record::Alloc(Alloc {
+                thread: Some(ThreadId(tid)),
+                address: Address(s.word),
+                stack: StackId(s.value as i32),
+            }),
             kind::CALL => Record::Call(Call { thread: ThreadId(tid), stack: StackId(s.value as i32) }),
             _ => return out,
         };

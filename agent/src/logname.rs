@@ -36,10 +36,9 @@ pub fn default_name(pid: u32) -> PathBuf {
 /// argument's stem, else the executable's, else `program`.
 pub fn program(args: &[String]) -> String {
     let stem = |a: &String| Path::new(a).file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|s| !s.is_empty());
-    let managed = args
-        .iter()
-        .skip(1)
-        .find(|a| Path::new(a).extension().is_some_and(|e| e.eq_ignore_ascii_case("dll") || e.eq_ignore_ascii_case("exe")));
+    let managed = args.iter().skip(1).find(|a| {
+        Path::new(a).extension().is_some_and(|e| e.eq_ignore_ascii_case("dll") || e.eq_ignore_ascii_case("exe"))
+    });
     let name = managed.and_then(stem).or_else(|| args.first().and_then(stem)).unwrap_or_else(|| "program".into());
     name.chars().map(|c| if c.is_alphanumeric() || c == '.' || c == '-' || c == '_' { c } else { '_' }).collect()
 }
@@ -53,7 +52,15 @@ pub fn local_stamp() -> String {
     if unsafe { libc::localtime_r(&now, &mut tm) }.is_null() {
         return now.to_string();
     }
-    format!("{:04}{:02}{:02}_{:02}{:02}{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
+    format!(
+        "{:04}{:02}{:02}_{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
 }
 
 /// Bytes free for an unprivileged writer on the file system holding `dir`.
@@ -80,7 +87,11 @@ pub fn create(path: &Path, default: bool, force: bool) -> Result<(File, PathBuf)
     };
     if let Some(free) = free_bytes(&dir) {
         if free < MIN_FREE {
-            return Err(format!("the file system of {} is full ({} bytes free, the agent wants at least {MIN_FREE})", dir.display(), free));
+            return Err(format!(
+                "the file system of {} is full ({} bytes free, the agent wants at least {MIN_FREE})",
+                dir.display(),
+                free
+            ));
         }
     }
     let mut candidate = path.to_path_buf();

@@ -65,7 +65,14 @@ fn class_name(info: &Info, class: usize, depth: u32) -> String {
 
 /// CLRProfiler's `GetClassName`: nested classes joined with `.`, the
 /// generic arity suffix replaced by the argument names.
-fn metadata_class_name(info: &Info, md: &MetaData, token: u32, args: Option<&[usize]>, used: &mut usize, depth: u32) -> Option<String> {
+fn metadata_class_name(
+    info: &Info,
+    md: &MetaData,
+    token: u32,
+    args: Option<&[usize]>,
+    used: &mut usize,
+    depth: u32,
+) -> Option<String> {
     let (own, flags, _) = md.type_def_props(token)?;
     let mut name = if flags & TD_VISIBILITY_MASK >= TD_NESTED_PUBLIC && depth <= MAX_DEPTH {
         let outer = md.enclosing_class(token)?;

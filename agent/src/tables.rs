@@ -5,7 +5,9 @@
 
 use crate::thread::FxMap;
 use clrprof::format::records::{FunctionDef, ModuleLoad, StackDef, TypeDef};
-use clrprof::format::{escape_name, write_record, Address, FunctionId, ModuleId, Record, StackId, Style, TypeId};
+use clrprof::format::{
+    escape_name, write_record, Address, FunctionId, ModuleId, Record, StackId, Style, TypeId,
+};
 
 /// One stack: frames (log function ids, outermost first) and, for an
 /// allocation stack, the type and size.
@@ -157,7 +159,12 @@ impl Tables {
             (StackId(previous.unwrap_or(0)), shared as u32, prev.alloc.is_some())
         });
         let shared = reference.map_or(0, |r| r.1 as usize);
-        let def = StackDef::new(StackId(id), key.alloc.map(|(t, s)| (TypeId(t), s)), reference, &frames[shared..]);
+        let def = StackDef::new(
+            StackId(id),
+            key.alloc.map(|(t, s)| (TypeId(t), s)),
+            reference,
+            &frames[shared..],
+        );
         write_record(defs, &Record::Stack(def), style);
         self.stacks.insert(key.clone(), id);
         self.stack_list.push(key);
@@ -179,9 +186,7 @@ mod tests {
         let again = t.stack(&mut defs, s, StackKey { frames: vec![1, 2, 3].into(), alloc: Some((7, 24)) }, Some(b));
         assert_eq!((a, b, again), (1, 2, 1));
         assert_eq!(String::from_utf8(defs).unwrap(), "n 1 1 7 24 1 2 3\nn 2 10 1 4\n");
-        let (records, diags) = clrprof::format::read_all(
-            b"t 7 0 X\nf 1 a b() 0x0 0\nf 2 a b() 0x0 0\nf 3 a b() 0x0 0\nf 4 a b() 0x0 0\nn 1 1 7 24 1 2 3\nn 2 10 1 4\n",
-        );
+        let (records, diags) = clrprof::format::read_all(b"t 7 0 X\nf 1 a b() 0x0 0\nf 2 a b() 0x0 0\nf 3 a b() 0x0 0\nf 4 a b() 0x0 0\nn 1 1 7 24 1 2 3\nn 2 10 1 4\n");
         assert_eq!(diags.total(), 0);
         assert_eq!(records.len(), 7);
     }

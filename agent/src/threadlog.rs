@@ -330,7 +330,9 @@ impl Reader {
             }
             // Safety: slots `[pos, end)` are published and initialized;
             // Slot is plain data, MaybeUninit/UnsafeCell are transparent.
-            let slots: &[Slot] = unsafe { std::slice::from_raw_parts((*self.chunk).slots[self.pos].get() as *const Slot, end - self.pos) };
+            let slots: &[Slot] = unsafe {
+                std::slice::from_raw_parts((*self.chunk).slots[self.pos].get() as *const Slot, end - self.pos)
+            };
             let n = slots.iter().position(|s| s.kind == kind::TICK).unwrap_or(slots.len());
             if n > 0 {
                 f(&slots[..n]);

@@ -42,7 +42,8 @@ fn env() -> Option<&'static Env> {
         let dotnet = dotnet::dotnet(&work)?;
         let exe = std::env::current_exe().ok()?;
         let deps = exe.parent()?;
-        let Some(agent) = [deps.join("libclrprof_agent.so"), deps.parent()?.join("libclrprof_agent.so")].into_iter().find(|p| p.is_file())
+        let Some(agent) =
+            [deps.join("libclrprof_agent.so"), deps.parent()?.join("libclrprof_agent.so")].into_iter().find(|p| p.is_file())
         else {
             return dotnet::skip("libclrprof_agent.so was not built next to the tests");
         };

@@ -105,10 +105,7 @@ impl Facts {
         self.types.get(&id).map(|t| t.0.clone()).unwrap_or_default()
     }
     fn frame_names(&self, stack: i32) -> Vec<String> {
-        self.stacks
-            .get(&stack)
-            .map(|s| s.1.iter().map(|f| self.functions.get(f).cloned().unwrap_or_default()).collect())
-            .unwrap_or_default()
+        self.stacks.get(&stack).map(|s| s.1.iter().map(|f| self.functions.get(f).cloned().unwrap_or_default()).collect()).unwrap_or_default()
     }
 }
 
@@ -238,15 +235,11 @@ fn check_markers(rt: Runtime, mode: &str, extra: &[(&str, &str)]) {
     // Exceptions unwound the shadow stack: no thrower frames remain.
     for &s in &f.alloc_stacks_by_type["ExcMarker"] {
         let names = f.frame_names(s);
-        assert!(
-            !names.iter().any(|n| n == "P::Thrower" || n == "P::RunExceptions" && names.last() != Some(&"P::AfterCatch".to_string())),
-            "{what}: {names:?}"
-        );
+        assert!(!names.iter().any(|n| n == "P::Thrower" || n == "P::RunExceptions" && names.last() != Some(&"P::AfterCatch".to_string())), "{what}: {names:?}");
         assert_eq!(names.last().map(String::as_str), Some("P::AfterCatch"), "{what}: innermost ExcMarker frame");
     }
     // Strings made in AllocStrings.
-    let strings =
-        f.alloc_stacks_by_type["System.String"].iter().filter(|&&s| f.frame_names(s).iter().any(|n| n == "P::AllocStrings")).count();
+    let strings = f.alloc_stacks_by_type["System.String"].iter().filter(|&&s| f.frame_names(s).iter().any(|n| n == "P::AllocStrings")).count();
     // The runtime may make a string of its own the first time (seen on
     // .NET 8: one string allocated directly in AllocStrings, outside
     // String::Ctor): at least the program's strings, and hardly more.

@@ -12,7 +12,8 @@
 //   sigterm-handler  SIGTERM, with a ProcessExit handler that allocates
 //   sigint           SIGINT
 //   native-exit      exit(4) from native code (libc, by P/Invoke)
-//   wait             returns once standard input ends (the parent killed)
+//   wait             returns once standard input ends (the parent killed;
+//                    SIGKILL)
 using System;
 using System.Collections.Generic;
 using System.Runtime.CompilerServices;
@@ -86,7 +87,7 @@ static class P
                 Say("{\"handler\":{\"HandlerMarker\":" + InHandler + "}}");
             };
         }
-        Say("{\"path\":\"" + path + "\",\"types\":{\"ExitMarker\":" + Count + "}}");
+        Say("{\"path\":\"" + path + "\",\"pid\":" + GetPid() + ",\"types\":{\"ExitMarker\":" + Count + "}}");
         switch (path)
         {
             case "return":

@@ -228,10 +228,8 @@ fn end_from_handler(sig: libc::c_int) {
     while left > 0 {
         // Safety: poll(2) is async-signal-safe; one valid pollfd.
         let r = unsafe { libc::poll(&mut p, 1, 100) };
-        if r != 0 {
-            if r > 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return;
-            }
+        if r > 0 || (r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
+            return;
         }
         left -= 100;
     }

@@ -45,7 +45,7 @@ use clrprof_stream::Streamer;
 use clrprof::format::{write_record, Address, HandleId, List, Record, StackId, Style, ThreadId};
 use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
@@ -78,6 +78,8 @@ pub struct Out {
     pub(crate) gc_counts: [i32; 3],
     /// The heap dump asked for or being written (see `dump`).
     pub(crate) dump: Option<crate::dump::Dump>,
+    /// The log was ended ([`Agent::end`]): nothing more is written.
+    pub(crate) ended: bool,
 }
 
 impl Out {
@@ -152,6 +154,40 @@ pub struct Agent {
     pub(crate) dumps_in_log: AtomicU32,
     /// The event mask the agent runs with.
     pub(crate) event_mask: AtomicU32,
+    /// The thread holding `out` (`pthread_self`), 0 for none: a signal
+    /// that would end the log is put off until that thread lets go
+    /// ([`crate::exit`]).
+    out_owner: AtomicUsize,
+}
+
+/// The `out` lock, held: the holder is known to the exit path's signal
+/// handler, which puts off a signal caught while it is held (a drain
+/// interrupted halfway cannot be finished by another thread).
+pub(crate) struct OutGuard<'a> {
+    guard: std::mem::ManuallyDrop<MutexGuard<'a, Out>>,
+    owner: &'a AtomicUsize,
+}
+
+impl std::ops::Deref for OutGuard<'_> {
+    type Target = Out;
+    fn deref(&self) -> &Out {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for OutGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Out {
+        &mut self.guard
+    }
+}
+
+impl Drop for OutGuard<'_> {
+    fn drop(&mut self) {
+        self.owner.store(0, Ordering::Release);
+        // Safety: dropped once, here; not used afterwards.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.guard) };
+        crate::exit::after_out_released();
+    }
 }
 
 /// What the fast path of a record found.
@@ -196,6 +232,10 @@ impl Agent {
     /// Creates the agent and its log file. Fails when the file cannot be
     /// created or the agent already exists.
     pub fn install(info: Info, mut config: Config) -> Result<&'static Agent, String> {
+        // The agent's threads are all started from here (or from threads
+        // started here): born blocking the exit signals, so that those
+        // land on the program's threads (see `exit`).
+        let _blocked = crate::exit::Blocked::now();
         let style = Style::BITS64;
         let dest = match (&config.stream, &config.output) {
             (Some(s), _) => Some(Destination::Stream(Box::new(Streamer::start(s.clone(), crate::identity::current())))),
@@ -235,7 +275,7 @@ impl Agent {
             info,
             style,
             start: clock(),
-            out: Mutex::new(Out { writer, last_tick: None, gc_stack: Vec::new(), gc_counts: [0; 3], dump: None }),
+            out: Mutex::new(Out { writer, last_tick: None, gc_stack: Vec::new(), gc_counts: [0; 3], dump: None, ended: false }),
             defs: Mutex::new(Vec::new()),
             events: Mutex::new(Segments::default()),
             threads: Mutex::new(Vec::new()),
@@ -248,6 +288,7 @@ impl Agent {
             dumping: AtomicBool::new(false),
             dumps_in_log: AtomicU32::new(0),
             event_mask: AtomicU32::new(0),
+            out_owner: AtomicUsize::new(0),
             config,
         };
         AGENT.set(agent).map_err(|_| "the agent is already installed".to_string())?;
@@ -277,7 +318,23 @@ impl Agent {
         if let Some(every) = agent.config.heap_dump_every {
             crate::dump::start_periodic(agent, every)?;
         }
+        if let Err(e) = crate::exit::install(agent) {
+            eprintln!("clrprof agent: {e}; the log may be cut if the process ends without Shutdown");
+        }
         Ok(agent)
+    }
+
+    /// Takes the `out` lock, noting the holder for the exit path.
+    pub(crate) fn lock_out(&self) -> OutGuard<'_> {
+        let guard = lock(&self.out);
+        self.out_owner.store(crate::exit::this_thread(), Ordering::Release);
+        OutGuard { guard: std::mem::ManuallyDrop::new(guard), owner: &self.out_owner }
+    }
+
+    /// True when the calling thread holds the `out` lock (safe in a
+    /// signal handler: one atomic load).
+    pub(crate) fn holds_out(&self) -> bool {
+        self.out_owner.load(Ordering::Acquire) == crate::exit::this_thread()
     }
 
     /// True after `shutdown`.
@@ -617,7 +674,7 @@ impl Agent {
         let condemned = generation as i32 - 1;
         let ranges = self.ranges();
         let now = self.now_ms();
-        let mut out = lock(&self.out);
+        let mut out = self.lock_out();
         self.drain(&mut out);
         out.gc_stack.push(condemned);
         let tick = out.fresh_tick(now);
@@ -631,7 +688,7 @@ impl Agent {
     pub fn gc_finished(&self) {
         let ranges = self.ranges();
         let now = self.now_ms();
-        let mut out = lock(&self.out);
+        let mut out = self.lock_out();
         let depth = out.gc_stack.len();
         let Some(condemned) = out.gc_stack.pop() else { return };
         let tick = out.fresh_tick(now);
@@ -650,7 +707,7 @@ impl Agent {
 
     /// `u` lines.
     pub fn moved(&self, old: &[usize], new: &[usize], len: &[usize]) {
-        let mut out = lock(&self.out);
+        let mut out = self.lock_out();
         if out.gc_stack.is_empty() {
             return;
         }
@@ -670,7 +727,7 @@ impl Agent {
 
     /// `v` lines.
     pub fn survived(&self, start: &[usize], len: &[usize]) {
-        let mut out = lock(&self.out);
+        let mut out = self.lock_out();
         if out.gc_stack.is_empty() {
             return;
         }
@@ -686,7 +743,7 @@ impl Agent {
 
     /// `l`: an object was queued for finalization.
     pub fn finalizer_queued(&self, flags: u32, object: usize) {
-        let mut out = lock(&self.out);
+        let mut out = self.lock_out();
         if out.gc_stack.is_empty() {
             return;
         }
@@ -698,33 +755,57 @@ impl Agent {
     /// Writes everything buffered to the file, and waits until it is
     /// written (the process may end right after: an exception, shutdown).
     pub fn flush(&self) {
-        let mut out = lock(&self.out);
+        let mut out = self.lock_out();
         self.drain(&mut out);
         out.writer.flush_sync();
     }
 
     /// Hands everything buffered to the writer thread without waiting.
     pub fn flush_async(&self) {
-        let mut out = lock(&self.out);
+        let mut out = self.lock_out();
         self.drain(&mut out);
         out.writer.flush();
     }
 
-    /// Called at shutdown: a last flush; the timer stops.
+    /// Called at `Shutdown`: the log ends (see [`Agent::end`]).
     pub fn shutdown(&self) {
+        self.end("Shutdown");
+    }
+
+    /// Ends the log, once, whichever exit path gets here first
+    /// (`Shutdown`, `atexit`, a fatal signal: see [`crate::exit`]): a last
+    /// drain, the end line `z clrprof agent: end of log (HOW)`, and the
+    /// sink finished (streaming: the end frame, confirmed, or the spool).
+    /// The timer stops; what threads still running record afterwards is
+    /// dropped, so the log stays whole. A second caller waits until the
+    /// first has finished (the `out` lock), then returns.
+    pub fn end(&self, how: &str) {
         self.shutdown.store(true, Ordering::Release);
+        let mut out = self.lock_out();
+        if out.ended {
+            return;
+        }
         crate::control_socket::remove();
-        let mut out = lock(&self.out);
         self.drain(&mut out);
+        if out.writer.has_file() {
+            let text = format!("clrprof agent: end of log ({how})");
+            out.record(&Record::Comment(Comment { text: text.as_bytes() }));
+        }
         out.writer.finish();
+        out.writer = Sink::discard(self.style);
+        out.ended = true;
     }
 
     /// Flushes the log and stops writing it (what comes later is dropped).
     pub(crate) fn close_log(&self) {
-        let mut out = lock(&self.out);
+        let mut out = self.lock_out();
+        if out.ended {
+            return;
+        }
         self.drain(&mut out);
         out.writer.finish();
         out.writer = Sink::discard(self.style);
+        out.ended = true;
         *lock(&self.log) = None;
     }
 

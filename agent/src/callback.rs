@@ -39,6 +39,9 @@ mod slot {
     pub const OBJECT_REFERENCES: usize = 52;
     pub const ROOT_REFERENCES2: usize = 77;
     pub const EXCEPTION_THROWN: usize = 54;
+    pub const EXCEPTION_SEARCH_FUNCTION_ENTER: usize = 55;
+    pub const EXCEPTION_SEARCH_FUNCTION_LEAVE: usize = 56;
+    pub const EXCEPTION_SEARCH_CATCHER_FOUND: usize = 59;
     pub const EXCEPTION_UNWIND_FUNCTION_ENTER: usize = 62;
     pub const EXCEPTION_UNWIND_FUNCTION_LEAVE: usize = 63;
     pub const GARBAGE_COLLECTION_STARTED: usize = 73;
@@ -81,6 +84,9 @@ const fn build_vtable() -> [*const c_void; slot::COUNT] {
     v[slot::OBJECT_ALLOCATED] = object_allocated as *const c_void;
     v[slot::OBJECT_REFERENCES] = object_references as *const c_void;
     v[slot::EXCEPTION_THROWN] = exception_thrown as *const c_void;
+    v[slot::EXCEPTION_SEARCH_FUNCTION_ENTER] = exception_search_function_enter as *const c_void;
+    v[slot::EXCEPTION_SEARCH_FUNCTION_LEAVE] = exception_search_function_leave as *const c_void;
+    v[slot::EXCEPTION_SEARCH_CATCHER_FOUND] = exception_search_catcher_found as *const c_void;
     v[slot::EXCEPTION_UNWIND_FUNCTION_ENTER] = exception_unwind_function_enter as *const c_void;
     v[slot::EXCEPTION_UNWIND_FUNCTION_LEAVE] = exception_unwind_function_leave as *const c_void;
     v[slot::GARBAGE_COLLECTION_STARTED] = garbage_collection_started as *const c_void;
@@ -356,9 +362,40 @@ extern "system" fn root_references2(
 extern "system" fn exception_thrown(_this: *mut c_void, _object: usize) -> HRESULT {
     crate::guard(S_OK, || {
         // An unhandled exception ends the process without Shutdown: write
-        // what is buffered now.
+        // what is buffered now (the search below may find it unhandled).
+        crate::hooks::search_start();
         if let Some(a) = crate::agent::get() {
             a.flush();
+        }
+        S_OK
+    })
+}
+
+extern "system" fn exception_search_function_enter(_this: *mut c_void, func: usize) -> HRESULT {
+    crate::guard(S_OK, || {
+        crate::hooks::search_enter(func);
+        S_OK
+    })
+}
+
+extern "system" fn exception_search_catcher_found(_this: *mut c_void, _func: usize) -> HRESULT {
+    crate::guard(S_OK, || {
+        crate::hooks::search_caught();
+        S_OK
+    })
+}
+
+extern "system" fn exception_search_function_leave(_this: *mut c_void) -> HRESULT {
+    crate::guard(S_OK, || {
+        // The search left the thread's outermost managed frame without a
+        // catcher: the runtime reports the exception unhandled and aborts,
+        // without `Shutdown` (and .NET 8 puts SIGABRT's default action
+        // back first, so the agent's handler does not run): end the log
+        // now (shadow stacks only: the other modes keep no stack).
+        if crate::hooks::search_leave() {
+            if let Some(a) = crate::agent::get() {
+                a.end("an unhandled exception");
+            }
         }
         S_OK
     })

@@ -161,7 +161,7 @@ impl Agent {
         let funcs: Vec<Option<i32>> =
             (0..n).map(|i| (kinds[i] == ROOT_STACK && ids[i] != 0).then(|| self.function_id(ids[i]))).collect();
         let used: Vec<i32> = funcs.iter().flatten().copied().collect();
-        let mut out = lock(&self.out);
+        let mut out = self.lock_out();
         self.define_for_dump(&mut out, &[], &used);
         let Out { writer, dump, .. } = &mut *out;
         let Some(d) = dump.as_mut().filter(|d| d.claimed.is_some() && !d.finished) else { return };
@@ -187,14 +187,14 @@ impl Agent {
             return false;
         }
         let size = self.info.object_size(object).unwrap_or(0);
-        let mut out = lock(&self.out);
+        let mut out = self.lock_out();
         let cached = out.dump.as_ref().and_then(|d| d.classes.get(&class).copied());
         let ty = match cached {
             Some(t) => t,
             None => {
                 drop(out);
                 let t = self.type_id(class);
-                out = lock(&self.out);
+                out = self.lock_out();
                 if let Some(d) = out.dump.as_mut() {
                     d.classes.insert(class, t);
                 }
@@ -311,14 +311,14 @@ fn run(agent: &'static Agent, label: Option<&str>, output: Option<&Path>) -> Res
         }
     };
     {
-        let mut out = lock(&agent.out);
+        let mut out = agent.lock_out();
         if out.dump.is_some() {
             return Err("a heap dump is already in progress".into());
         }
         out.dump = Some(Dump::new(target));
     }
     let hr = agent.info.force_gc();
-    let dump = lock(&agent.out).dump.take();
+    let dump = agent.lock_out().dump.take();
     agent.dumping.store(false, Ordering::Release);
     let Some(dump) = dump else { return Err("the dump vanished".into()) };
     if hr < 0 {

@@ -49,6 +49,54 @@ pub fn unwind_enter(func: usize) {
     }
 }
 
+/// An exception was thrown: its search for a catcher starts at the top
+/// of the shadow stack.
+pub fn search_start() {
+    if let Some(ts) = thread::current() {
+        ts.with_local(|l| l.search = Some((l.frames.len(), false)));
+    }
+}
+
+/// The search reached `func`: the frame of it nearest the top, below the
+/// frames searched so far (a function without hooks has no frame).
+pub fn search_enter(func: usize) {
+    if let Some(ts) = thread::current() {
+        ts.with_local(|l| {
+            if let Some((below, _)) = &mut l.search {
+                let frames = l.frames.as_slice();
+                if let Some(i) = frames[..(*below).min(frames.len())].iter().rposition(|f| f.func == func) {
+                    *below = i;
+                }
+            }
+        });
+    }
+}
+
+/// The search found a catcher.
+pub fn search_caught() {
+    if let Some(ts) = thread::current() {
+        ts.with_local(|l| {
+            if let Some((_, caught)) = &mut l.search {
+                *caught = true;
+            }
+        });
+    }
+}
+
+/// The search left a function. True when it was the thread's outermost
+/// frame and no catcher was found: the exception is unhandled (the
+/// runtime reports it and aborts, without a second pass).
+pub fn search_leave() -> bool {
+    let Some(ts) = thread::current() else { return false };
+    ts.with_local(|l| match l.search {
+        Some((0, false)) if !l.frames.as_slice().is_empty() => {
+            l.search = None;
+            true
+        }
+        _ => false,
+    })
+}
+
 /// The unwind left the function: pop its frame if it is on top (functions
 /// without hooks never pushed one).
 pub fn unwind_leave() {

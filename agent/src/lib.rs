@@ -36,6 +36,8 @@
 //! - [`thread`]: per-thread state; [`threadlog`]: a thread's binary
 //!   records; [`lines`]: their text, formatted by the drain;
 //!   [`merge`]: a drain's merge of all sources in tick order.
+//! - [`exit`]: the log ended on every exit path (`Shutdown`, `atexit`,
+//!   fatal signals).
 //! - [`status`]: the start-up report `clrprof record` reads.
 //! - [`dump`]: heap dumps (an induced GC writing `o` and `e` lines).
 //! - [`control`]: what can be asked of a running agent (dump, comment,
@@ -58,6 +60,7 @@ pub mod config;
 pub mod control;
 pub mod control_socket;
 pub mod dump;
+pub mod exit;
 pub mod hooks;
 pub mod identity;
 pub mod info;

@@ -179,6 +179,10 @@ pub struct Local {
     pub last_alloc: Vec<(usize, u64, i32)>,
     /// Functions being unwound by an exception (innermost last).
     pub unwinding: Vec<usize>,
+    /// The search for a catcher of the exception thrown last: the shadow
+    /// stack index of the frame it reached, and whether it found one
+    /// (see `hooks::search_*`).
+    pub search: Option<(usize, bool)>,
     /// Set while the agent works on this thread (no re-entry).
     pub busy: bool,
 }
@@ -195,6 +199,7 @@ impl Local {
             last_child: Vec::new(),
             last_alloc: Vec::new(),
             unwinding: Vec::new(),
+            search: None,
             busy: false,
         }
     }

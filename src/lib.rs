@@ -88,6 +88,7 @@
 pub mod eventpipe;
 pub mod format;
 pub mod gcdump;
+mod hash;
 pub mod import;
 pub mod limits;
 #[cfg(feature = "model")]

@@ -46,7 +46,6 @@
 //! ```
 
 mod allocations;
-mod blockhash;
 mod builder;
 #[cfg(test)]
 mod calls_test;

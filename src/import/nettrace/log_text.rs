@@ -14,27 +14,32 @@ use super::methods::MethodMap;
 use crate::eventpipe::Stack;
 use crate::format::records::{Alloc, Comment, FunctionDef, ModuleLoad, StackDef, Tick, TypeDef};
 use crate::format::{escape_name, Address, FunctionId, ModuleId, Record, RecordSink, StackId, ThreadId, TypeId};
+use crate::hash::BlockHashState;
 use std::collections::HashMap;
+
+/// A map with the cheap seeded hash (one lookup or two per sample).
+type Map<K, V> = HashMap<K, V, BlockHashState>;
 
 /// The records' sink and the definition tables.
 pub(super) struct LogText<'s> {
     sink: &'s mut dyn RecordSink,
     /// Runtime type handle -> log type id.
-    types: HashMap<u64, i32>,
+    types: Map<u64, i32>,
     /// Method index (in the [`MethodMap`]) or unresolved address -> log
     /// function id.
-    functions: HashMap<FrameKey, i32>,
+    functions: Map<FrameKey, i32>,
     /// Function ids (outermost first) -> the log id of the call stack
     /// that lists them, and how many there are.
-    frame_lists: HashMap<Box<[i32]>, (i32, u32)>,
+    frame_lists: Map<Box<[i32]>, (i32, u32)>,
     /// A trace's stack (its bytes' place in the trace) -> the same, so
-    /// that a stack used again is not resolved frame by frame again.
-    trace_stacks: HashMap<(usize, usize), (i32, u32)>,
+    /// that a stack used again is not resolved frame by frame again (the
+    /// latest [`MAX_PLACES`] places).
+    trace_stacks: Map<(usize, usize), (i32, u32)>,
     /// The trace's bytes, as addresses: a stack borrowed from them is
     /// known by its place (one that is not is resolved each time).
     trace: std::ops::Range<usize>,
     /// (type id, size, call stack id) -> log allocation stack id.
-    stacks: HashMap<(i32, i32, i32), i32>,
+    stacks: Map<(i32, i32, i32), i32>,
     /// Log stack ids given so far.
     stack_ids: i32,
     /// Method name and signature -> log function id: a method compiled
@@ -42,7 +47,7 @@ pub(super) struct LogText<'s> {
     /// later) is one function.
     by_name: HashMap<(String, String), i32>,
     /// Module id -> log module id.
-    modules: HashMap<u64, i32>,
+    modules: Map<u64, i32>,
     last_ms: Option<u32>,
     /// Scratch for a stack's function ids.
     frames: Vec<i32>,
@@ -59,6 +64,10 @@ pub(super) struct LogText<'s> {
 /// a 32-bit number).
 const MAX_FRAMES: usize = 1 << 20;
 
+/// Stack places remembered at most (about 2 MB of table): the stacks of
+/// the latest stack blocks, so that memory does not grow with the trace.
+const MAX_PLACES: usize = 1 << 16;
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum FrameKey {
     Method(usize),
@@ -71,14 +80,14 @@ impl<'s> LogText<'s> {
         LogText {
             trace: start..start + trace.len(),
             sink,
-            types: HashMap::new(),
-            functions: HashMap::new(),
+            types: Map::default(),
+            functions: Map::default(),
             by_name: HashMap::new(),
-            frame_lists: HashMap::new(),
-            trace_stacks: HashMap::new(),
-            stacks: HashMap::new(),
+            frame_lists: Map::default(),
+            trace_stacks: Map::default(),
+            stacks: Map::default(),
             stack_ids: 0,
-            modules: HashMap::new(),
+            modules: Map::default(),
             last_ms: None,
             frames: Vec::new(),
             frame_ids: Vec::new(),
@@ -107,6 +116,11 @@ impl<'s> LogText<'s> {
     pub fn comment(&mut self, text: &str) {
         let text: Vec<u8> = text.chars().map(|c| if c.is_control() || (c as u32) > 0xFF { b'?' } else { c as u32 as u8 }).collect();
         self.sink.record(&Record::Comment(Comment { text: &text }));
+    }
+
+    /// Whether a runtime type handle has its type id.
+    pub fn knows_type(&self, handle: u64) -> bool {
+        self.types.contains_key(&handle)
     }
 
     /// The log's type id for a runtime type handle, written as a `t` line
@@ -193,6 +207,12 @@ impl<'s> LogText<'s> {
             }
         };
         if let Some(p) = place {
+            // Places are those of the trace's stack blocks: a long trace
+            // has ever more of them. The places of the latest blocks are
+            // the ones its events use again.
+            if self.trace_stacks.len() >= MAX_PLACES {
+                self.trace_stacks.clear();
+            }
             self.trace_stacks.insert(p, known);
         }
         self.frames = ids;

@@ -33,6 +33,7 @@ use crate::format::{RecordSink, Style, TextSink};
 use fields::Fields;
 use gc::{GcState, Range};
 use log_text::LogText;
+use crate::hash::BlockHashState;
 use methods::MethodMap;
 use snapshot::Snapshot;
 use std::collections::HashMap;
@@ -151,7 +152,7 @@ struct Writer<'m, 's> {
     gc: GcState,
     snapshot: Snapshot,
     /// Type handle -> name, from the allocation events.
-    allocation_type_names: HashMap<u64, String>,
+    allocation_type_names: HashMap<u64, String, BlockHashState>,
     weights: Vec<f32>,
     method: Option<SamplingMethod>,
     sizes_unknown: bool,
@@ -176,7 +177,7 @@ fn second_pass(
         methods,
         gc: GcState::new(bytes.len(), header.pointer_size),
         snapshot: Snapshot::aligned(u64::from(header.pointer_size.max(4))),
-        allocation_type_names: HashMap::new(),
+        allocation_type_names: HashMap::default(),
         weights: Vec::new(),
         method: None,
         sizes_unknown: false,
@@ -381,7 +382,10 @@ impl Writer<'_, '_> {
         let handle = f.u64("TypeID").unwrap_or(0);
         let address = f.u64("Address").unwrap_or(0);
         let object_size = f.u64("ObjectSize").filter(|&s| s > 0);
-        let name = f.string("TypeName");
+        // The name is read (a UTF-16 string made a `String`) only for a
+        // type not named yet.
+        let known = self.log.knows_type(handle) && self.allocation_type_names.contains_key(&handle);
+        let name = if known { String::new() } else { f.string("TypeName") };
         if !name.is_empty() {
             self.allocation_type_names.entry(handle).or_insert_with(|| name.clone());
         }

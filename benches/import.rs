@@ -28,9 +28,7 @@ fn import(c: &mut Criterion) {
     let mut g = c.benchmark_group("import");
     g.sample_size(10);
     g.throughput(Throughput::Bytes(trace.len() as u64));
-    g.bench_function("trace_records", |b| {
-        b.iter(|| load_trace(&trace, &Default::default(), |_| {}).expect("imports").allocations().len())
-    });
+    g.bench_function("trace_records", |b| b.iter(|| load_trace(&trace, &Default::default(), |_| {}).expect("imports").allocations().len()));
     g.bench_function("trace_via_text", |b| {
         b.iter(|| {
             let imported = clrprof::import::nettrace::to_log(&trace).expect("imports");

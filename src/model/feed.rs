@@ -5,9 +5,9 @@
 use super::builder::Builder;
 use super::deferred::{Deferred, Recorder};
 use super::{Error, Model};
+use crate::format::{Diagnostics, Parsed, Record, RecordSink, DEFAULT_KEPT_WARNINGS};
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
-use crate::format::{Diagnostics, Parsed, Record, RecordSink, DEFAULT_KEPT_WARNINGS};
 
 /// A [`Builder`] fed records one at a time, in log order, as a
 /// [`RecordSink`]: the way a trace or a heap snapshot goes into the model

@@ -132,7 +132,11 @@ impl Snapshot {
     /// The dump (roots, then objects), with the type records it needs
     /// given to `log` first; `None` when no walk was read. What could not
     /// be joined is added to [`Self::gaps`].
-    pub fn take<S: std::hash::BuildHasher>(&mut self, log: &mut LogText<'_>, type_name_of_allocation: &HashMap<u64, String, S>) -> Option<Dump> {
+    pub fn take<S: std::hash::BuildHasher>(
+        &mut self,
+        log: &mut LogText<'_>,
+        type_name_of_allocation: &HashMap<u64, String, S>,
+    ) -> Option<Dump> {
         if self.walk.is_empty() {
             return None;
         }

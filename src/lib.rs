@@ -43,14 +43,17 @@
 //! - [`model`]: [`model::load_path`] / [`model::load`] build the immutable
 //!   columnar [`model::Model`] (CLRProfiler's heap simulation).
 //! - [`query`]: pure functions over a `Model`, one per CLRProfiler view.
-//! - [`import`]: other profilers' files as CLRProfiler log text
-//!   ([`import::nettrace::to_log`]), with the weights of sampled
-//!   allocations.
+//! - [`import`]: other profilers' files as CLRProfiler records given
+//!   straight to a [`format::RecordSink`] ([`import::nettrace::import`];
+//!   the model's sink is `model::RecordFeed`), with the weights of
+//!   sampled allocations; [`import::nettrace::to_log`] writes them as
+//!   log text.
 //! - [`eventpipe`]: [`eventpipe::NetTraceReader`] streams the events of a
 //!   `.nettrace` (EventPipe) trace from bytes in memory.
 //! - [`gcdump`]: [`gcdump::read`] reads a `.gcdump` heap snapshot
 //!   (PerfView's `GCHeapDump`) into a [`gcdump::HeapGraph`];
-//!   [`gcdump::write_log`] transcodes it into a CLRProfiler heap dump.
+//!   [`gcdump::write_records`] gives it as a CLRProfiler heap dump's
+//!   records ([`gcdump::write_log`] as log text).
 //!
 //! # Features
 //!
@@ -88,6 +91,7 @@
 pub mod eventpipe;
 pub mod format;
 pub mod gcdump;
+mod hash;
 pub mod import;
 pub mod limits;
 #[cfg(feature = "model")]

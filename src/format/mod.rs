@@ -9,6 +9,9 @@
 //! - [`parse_chunks`] runs readers over line-aligned chunks on the rayon
 //!   pool and hands results back in file order.
 //! - [`LogWriter`] formats records as CLRProfiler's profiler does.
+//! - [`RecordSink`] takes records in log order from whatever makes them
+//!   (the parser, the importers, an embedder); [`TextSink`] writes them as
+//!   log text.
 //! - [`LogStats`] counts records, definitions and lines in one pass.
 //!
 //! The parser never fails on content: like the reference reader, it reads a
@@ -31,6 +34,7 @@ mod reader;
 mod record;
 pub mod records;
 pub mod scan;
+mod sink;
 mod sniff;
 mod source;
 mod stream;
@@ -51,6 +55,7 @@ pub use parallel::{cut, parse_chunks, ChunkOptions};
 pub use reader::{read_all, DumpState, FrequentVisitor, RecordReader};
 pub use record::{Kind, Parsed, Record};
 pub use decompress::{open_read, open_read_with};
+pub use sink::{RecordSink, TextSink};
 pub use sniff::{sniff, Content, SNIFF_BYTES};
 pub use source::{display_path, LogSource};
 pub use stream::{RecordStream, StreamOptions};

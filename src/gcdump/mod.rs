@@ -31,7 +31,9 @@
 //!   [`HeapGraph::node_kind`]), the [`HeapGraph::root`], the
 //!   [`Sampling`] multipliers and the [`DumpInfo`] (collection log,
 //!   process, time).
-//! - [`write_log`]: the graph as CLRProfiler log text.
+//! - [`write_records`]: the graph as records for a [`crate::format::RecordSink`]
+//!   (the model's builder takes them straight); [`write_log`] the same as
+//!   CLRProfiler log text.
 //!
 //! # What is read
 //!
@@ -56,7 +58,7 @@ mod to_log;
 pub use error::{Error, ErrorKind};
 pub use graph::{DumpInfo, HeapGraph, NodeKind, Sampling};
 pub use ids::{NodeIndex, TypeIndex};
-pub use to_log::write_log;
+pub use to_log::{write_log, write_records};
 
 /// Bytes [`is_gcdump`] needs to decide.
 pub const SNIFF_BYTES: usize = serialization::SIGNATURE.len() + 3 + 8 + 4 + heap_dump::GC_HEAP_DUMP.len();

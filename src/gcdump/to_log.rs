@@ -38,7 +38,7 @@ use super::graph::{HeapGraph, NodeKind};
 use super::ids::NodeIndex;
 use super::orphans::unnamed_roots;
 use crate::format::records::{Comment, HeapObject, Root, Tick, TypeDef, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_UNNAMED};
-use crate::format::{escape_name, write_record, Address, List, Record, Style, TypeId};
+use crate::format::{escape_name, Address, List, Record, RecordSink, Style, TextSink, TypeId};
 
 /// Where synthesized addresses start.
 const SYNTHETIC_BASE: u64 = 0x10000;
@@ -58,13 +58,19 @@ const HANDLE: i32 = 3;
 /// [`HeapGraph::object_bytes`] bytes.
 pub fn write_log(graph: &HeapGraph, out: &mut Vec<u8>) {
     let style = if graph.is_64bit() { Style::BITS64 } else { Style::BITS32 };
+    write_records(graph, &mut TextSink::new(out, style));
+}
+
+/// Gives the graph to `sink` as the records [`write_log`] writes as text
+/// (the model's builder takes them straight: `clrprof::model::load_gcdump`).
+pub fn write_records(graph: &HeapGraph, sink: &mut dyn RecordSink) {
     let addresses = object_addresses(graph);
     let mut roots = roots(graph);
     let named = roots.len();
     roots.extend(unnamed(graph, &roots).into_iter().map(|n| (n, OTHER, ROOT_UNNAMED)));
 
     let comment = describe(graph, named, roots.len() - named);
-    write_record(out, &Record::Comment(Comment { text: &comment }), style);
+    sink.record(&Record::Comment(Comment { text: &comment }));
 
     let mut name = String::new();
     for t in graph.types() {
@@ -77,18 +83,18 @@ pub fn write_log(graph: &HeapGraph, out: &mut Vec<u8>) {
         }
         let escaped = log_safe_name(escape_name(&name, None));
         let id = TypeId(t.0 as i32 + 1);
-        write_record(out, &Record::Type(TypeDef { id, finalizable: Some(false), name: &escaped }), style);
+        sink.record(&Record::Type(TypeDef { id, finalizable: Some(false), name: &escaped }));
     }
 
-    write_record(out, &Record::Tick(Tick { ms: 0 }), style);
+    sink.record(&Record::Tick(Tick { ms: 0 }));
     for &(n, kind, flags) in &roots {
         let address = Address(addresses[n.index()]);
-        write_record(out, &Record::Root(Root { address, kind, flags, id: 0 }), style);
+        sink.record(&Record::Root(Root { address, kind, flags, id: 0 }));
     }
     if roots.is_empty() {
         // A heap dump starts at an `e` line; one at address 0 starts it
         // without naming a root.
-        write_record(out, &Record::Root(Root { address: Address(0), kind: OTHER, flags: 0, id: 0 }), style);
+        sink.record(&Record::Root(Root { address: Address(0), kind: OTHER, flags: 0, id: 0 }));
     }
 
     let mut refs: Vec<Address> = Vec::new();
@@ -104,7 +110,7 @@ pub fn write_log(graph: &HeapGraph, out: &mut Vec<u8>) {
             size: graph.node_size(n),
             refs: List::Items(&refs),
         };
-        write_record(out, &Record::HeapObject(object), style);
+        sink.record(&Record::HeapObject(object));
     }
 }
 

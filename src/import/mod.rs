@@ -1,9 +1,10 @@
 //! Other profilers' files turned into CLRProfiler records, so that the
 //! model and every query open them.
 //!
-//! A `.nettrace` (EventPipe) trace becomes the log a CLRProfiler-style
-//! profiler would have written for the same events ([`nettrace::to_log`]):
-//! its sampled allocations as `!` records with their stacks, its GCs as
+//! A `.nettrace` (EventPipe) trace becomes the records a CLRProfiler-style
+//! profiler would have written for the same events ([`nettrace::import`]),
+//! given straight to a [`crate::format::RecordSink`] (the model's builder;
+//! no log text is written and parsed again): its sampled allocations as `!` records with their stacks, its GCs as
 //! `b`/`u`/`v`/`g` records, its heap snapshots as `e`/`o` heap dumps. What
 //! a trace cannot give exactly (every allocation) is carried beside the
 //! log as [`Sampling`]: the objects and bytes each sampled allocation
@@ -11,8 +12,10 @@
 //!
 //! # API structure
 //!
-//! - [`nettrace::to_log`]: trace bytes to an [`Imported`] (the log text,
-//!   the [`Sampling`], the [`TraceFacts`] and the reader's warnings).
+//! - [`nettrace::import`]: trace bytes to records in a sink, and an
+//!   [`Import`] (the [`Sampling`], the [`TraceFacts`] and the reader's
+//!   warnings); [`nettrace::to_log`] the same with the records as log
+//!   text (an [`Imported`]).
 //! - [`Sampling`] and [`SamplingMethod`]: how allocations were sampled and
 //!   the weight of each sampled allocation.
 
@@ -20,6 +23,16 @@ pub mod nettrace;
 mod sampling;
 
 pub use sampling::{Sampling, SamplingMethod, TraceFacts};
+
+/// What an import gives beside its records.
+#[derive(Debug)]
+pub struct Import {
+    /// How allocations were sampled, when the file sampled them; `None`
+    /// when every allocation in the records is one the program made.
+    pub sampling: Option<Sampling>,
+    /// What the file said about itself and what it could not say.
+    pub facts: TraceFacts,
+}
 
 /// A file turned into CLRProfiler log text.
 #[derive(Debug)]

@@ -80,6 +80,28 @@ pub struct Builder<'a> {
     call_log: Vec<u32>,
     had_alloc_info: bool,
     had_call_info: bool,
+    /// Records come from a [`super::RecordFeed`], not from log text:
+    /// a record's offset is its number, each follows the one before.
+    stream: Option<Stream>,
+}
+
+/// What a builder fed records without log text knows of its input.
+#[derive(Clone, Copy)]
+struct Stream {
+    /// The input's size (the memory rule's D; the model's file size).
+    input_bytes: u64,
+}
+
+impl Builder<'static> {
+    /// A builder fed records made without log text (see
+    /// [`super::RecordFeed`]): an input of `input_bytes` bytes (for the
+    /// memory rule's shares), each record's offset its number.
+    pub(crate) fn for_records(input_bytes: u64) -> Self {
+        let mut b = Builder::new(&[]);
+        b.stream = Some(Stream { input_bytes });
+        b.allow(input_bytes);
+        b
+    }
 }
 
 impl<'a> Builder<'a> {
@@ -121,6 +143,7 @@ impl<'a> Builder<'a> {
             call_log: Vec::new(),
             had_alloc_info: false,
             had_call_info: false,
+            stream: None,
         };
         b.allow(data.len() as u64);
         b
@@ -178,6 +201,7 @@ impl<'a> Builder<'a> {
             call_log: self.call_log,
             had_alloc_info: self.had_alloc_info,
             had_call_info: self.had_call_info,
+            stream: self.stream,
         };
         b.allow(base + data.len() as u64);
         b
@@ -186,6 +210,10 @@ impl<'a> Builder<'a> {
     /// The line number of the log's byte `offset` (which `data` holds).
     #[cold]
     fn line_at(&self, offset: u64) -> u64 {
+        if self.stream.is_some() {
+            // The record's number: its line in the same records as text.
+            return offset + 1;
+        }
         self.base_line + crate::format::line_of(self.data, offset.saturating_sub(self.base))
     }
 
@@ -230,6 +258,9 @@ impl<'a> Builder<'a> {
     fn follows_previous(&self, offset: u64) -> bool {
         if !self.last_was_root {
             return false;
+        }
+        if self.stream.is_some() {
+            return true;
         }
         let state = DumpState { root_seen: self.extended_roots_seen, dump_started: true };
         let mut r = RecordReader::range_with_state(self.data, self.local(self.last_offset), self.data.len(), state);
@@ -679,6 +710,7 @@ impl<'a> Builder<'a> {
             call_log: self.call_log.clone(),
             had_alloc_info: self.had_alloc_info,
             had_call_info: self.had_call_info,
+            stream: self.stream,
         };
         copy.finish_with(std::borrow::Cow::Borrowed(&self.heap), self.heap.relocations())
     }
@@ -686,11 +718,18 @@ impl<'a> Builder<'a> {
     /// [`Builder::finish`] with the final heap `heap` (this builder's own
     /// heap is not used) and its relocation counts.
     fn finish_with(mut self, heap: std::borrow::Cow<'_, Heap>, relocated: StackCounts) -> Result<Model, Error> {
-        let end = self.base + self.data.len() as u64;
+        let end = match self.stream {
+            Some(s) => s.input_bytes,
+            None => self.base + self.data.len() as u64,
+        };
         // (Lines are counted only for an error: reading the whole log
         // again would bring back the pages the loader gave back.)
         let (data, base_line) = (self.data, self.base_line);
-        let err = |problem| Error { line: base_line + crate::format::line_of(data, data.len() as u64), offset: end, kind: None, problem };
+        let (records, stream) = (self.records, self.stream.is_some());
+        let err = |problem| {
+            let line = if stream { records + 1 } else { base_line + crate::format::line_of(data, data.len() as u64) };
+            Error { line, offset: end, kind: None, problem }
+        };
         let mut recorder = std::mem::take(&mut self.out).into_recorder();
         if let Some(problem) = recorder.failed.take() {
             return Err(err(problem));

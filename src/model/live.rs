@@ -22,14 +22,14 @@
 //! (where the last entry was placed in its middle, or where the last moved
 //! run landed: see [`Block::lower_bound`]). There is no allocation per
 //! object and no hashing per allocation; a block missing from the cache is
-//! found by a cheap seeded hash ([`super::blockhash`]). Searches that cross empty blocks use the
+//! found by a cheap seeded hash ([`crate::hash`]). Searches that cross empty blocks use the
 //! ordered set of nonempty blocks, so sparse 64-bit heaps cost nothing.
 //!
 //! The header-word details that matter on inconsistent logs (a clear that
 //! hits the second or third word of a header, a header written over another
 //! one's words) are applied by [`super::heap`].
 
-use super::blockhash::BlockHashState;
+use crate::hash::BlockHashState;
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 
@@ -115,7 +115,7 @@ impl Block {
 pub(crate) struct LiveObjects {
     blocks: Vec<Block>,
     ids: Vec<u64>,
-    /// Block id -> slot (a cheap seeded hash: see [`super::blockhash`]).
+    /// Block id -> slot (a cheap seeded hash: see [`crate::hash`]).
     index: HashMap<u64, u32, BlockHashState>,
     /// Slots of `blocks` that hold no block (recycled by `compact`).
     free: Vec<u32>,

@@ -22,6 +22,9 @@
 //!   already in memory: both parse the log in parallel and feed the records
 //!   to a [`Builder`] on the calling thread; [`Builder`] can also be fed by
 //!   hand.
+//! - [`RecordFeed`] is a builder as a [`crate::format::RecordSink`]: the
+//!   one way in for records made without log text (a trace's events, a
+//!   `.gcdump`'s graph, an embedder's events).
 //! - [`Model`] gives the tables: [`Model::stacks`] ([`StackTable`]),
 //!   [`Model::allocations`] ([`AllocationTable`], with [`Fate`]),
 //!   [`Model::samples`] ([`SampleTable`]), [`Model::gcs`] ([`GcTable`]),
@@ -43,7 +46,6 @@
 //! ```
 
 mod allocations;
-mod blockhash;
 mod builder;
 #[cfg(test)]
 mod calls_test;
@@ -53,6 +55,7 @@ mod dump_follow;
 mod error;
 #[cfg(test)]
 mod fast_paths_test;
+mod feed;
 mod finalizers;
 mod functions;
 mod gc;
@@ -82,6 +85,7 @@ pub use allocations::{AllocationTable, Fate, ObjectRow};
 pub use builder::Builder;
 pub use comments::{Comment, CommentTable};
 pub use error::{Error, Problem, Result};
+pub use feed::RecordFeed;
 pub use finalizers::{Finalization, FinalizerTable};
 pub use functions::{Function, FunctionTable};
 pub use gc::{Gc, GcBookkeeping, GcSource, GcTable, GenerationRange};
@@ -93,7 +97,7 @@ pub use ids::{FrameNode, GcIndex, NameId, ObjectId, SampleId, StackRef, ThreadRe
 pub use modules::{AssemblyLoad, Module, ModuleTable};
 pub use names::NameTable;
 pub use open::{load_path, load_path_with_progress, load_source_with_progress, OpenError};
-pub use sampled::{load_foreign, load_gcdump, load_trace, TraceError};
+pub use sampled::{load_foreign, load_gcdump, load_imported, load_trace, TraceError};
 pub use samples::{GrainIndex, PackedSamples, Sample, SampleTable, GROUP as SAMPLE_GROUP};
 pub use stacks::StackTable;
 pub use threads::ThreadTable;

@@ -4,6 +4,7 @@
 
 use super::{load_with_progress, Error, LoadOptions, Model};
 use crate::format::{display_path, LogSource};
+use crate::import::nettrace::Pass;
 use std::path::{Path, PathBuf};
 
 /// Why a log file could not be loaded.
@@ -49,29 +50,39 @@ pub fn load_path(path: &Path, options: &LoadOptions) -> Result<Model, OpenError>
 
 /// Like [`load_path`], calling `progress` with the bytes of log text read so
 /// far after each chunk (of [`LogSource::bytes`]'s length in all).
-pub fn load_path_with_progress(
-    path: &Path,
-    options: &LoadOptions,
-    progress: impl FnMut(u64),
-) -> Result<Model, OpenError> {
+pub fn load_path_with_progress(path: &Path, options: &LoadOptions, progress: impl FnMut(u64)) -> Result<Model, OpenError> {
     let source = LogSource::open(path)?;
     let mut progress = progress;
-    if let Some(loaded) = super::load_foreign(source.bytes(), options, &mut progress) {
+    let bytes = source.bytes();
+    if crate::eventpipe::is_nettrace(bytes) {
+        // Both passes give back the pages of a mapped trace behind them:
+        // the resident set is the model and a window of the trace.
+        let mut release = ReleaseConsumed::new(match &source {
+            LogSource::Mapped(m) => Some(m),
+            LogSource::Owned(_) => None,
+        });
+        let (len, mut pass_now) = (bytes.len() as u64, Pass::Methods);
+        let loaded = super::sampled::load_trace_at(bytes, options, &mut |pass, at| {
+            if pass != pass_now {
+                pass_now = pass;
+                release.restart();
+            }
+            release.upto(at as usize);
+            progress(super::sampled::halves(len, pass, at));
+        });
         return loaded.map_err(|source| OpenError::Trace { path: display_path(path), source });
     }
-    load_source_with_progress(&source, options, progress)
-        .map_err(|source| OpenError::Model { path: display_path(path), source })
+    if let Some(loaded) = super::load_foreign(bytes, options, &mut progress) {
+        return loaded.map_err(|source| OpenError::Trace { path: display_path(path), source });
+    }
+    load_source_with_progress(&source, options, progress).map_err(|source| OpenError::Model { path: display_path(path), source })
 }
 
 /// Loads an opened log. For a mapped file, the pages already parsed are
 /// given back to the kernel as the load moves on (the model copies what it
 /// keeps), so the resident set stays at the model plus a window of the
 /// file, however large the file is.
-pub fn load_source_with_progress(
-    source: &LogSource,
-    options: &LoadOptions,
-    mut progress: impl FnMut(u64),
-) -> Result<Model, Error> {
+pub fn load_source_with_progress(source: &LogSource, options: &LoadOptions, mut progress: impl FnMut(u64)) -> Result<Model, Error> {
     let mut release = ReleaseConsumed::new(match source {
         LogSource::Mapped(m) => Some(m),
         LogSource::Owned(_) => None,
@@ -106,6 +117,11 @@ impl<'a> ReleaseConsumed<'a> {
             let _ = m.advise(memmap2::Advice::Random);
         }
         ReleaseConsumed { map, released: 0, started: false }
+    }
+
+    /// A new pass from the file's start: what it reads is given back again.
+    fn restart(&mut self) {
+        self.released = 0;
     }
 
     fn upto(&mut self, done: usize) {

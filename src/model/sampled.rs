@@ -1,19 +1,40 @@
-//! Models of traces: the log a trace becomes ([`crate::import`]) loaded as
-//! any log, then the allocated histogram weighted by what each sampled
-//! allocation stands for.
+//! Models of traces and snapshots: their records ([`crate::import`],
+//! [`crate::gcdump`]) given straight to the model's builder (a
+//! [`RecordFeed`]), then the allocated histogram weighted by what each
+//! sampled allocation stands for.
 
-use super::{load_with_progress, Error, LoadOptions, Model, ObjectId, StackCounts};
-use crate::import::{Imported, Sampling};
+use super::{load_with_progress, Error, LoadOptions, Model, ObjectId, RecordFeed, StackCounts};
+use crate::import::nettrace::Pass;
+use crate::import::{Import, Imported, Sampling};
 
 /// Loads a NetTrace (EventPipe) trace: its events become CLRProfiler
-/// records ([`crate::import::nettrace::to_log`]), which load as a log
-/// does; the model then carries the trace's [`Sampling`] and facts, and
-/// its allocated histogram counts the objects the samples stand for.
+/// records ([`crate::import::nettrace::import`]) that go straight into the
+/// model's builder (no log text is made); the model then carries the
+/// trace's [`Sampling`] and facts, and its allocated histogram counts the
+/// objects the samples stand for.
 ///
-/// `progress` is called with the bytes of the made log read so far.
-pub fn load_trace(bytes: &[u8], options: &LoadOptions, progress: impl FnMut(u64)) -> Result<Model, TraceError> {
-    let imported = crate::import::nettrace::to_log(bytes).map_err(TraceError::Read)?;
-    from_imported(imported, options, progress).map_err(TraceError::Model)
+/// `progress` is called with a figure that grows from 0 to the trace's
+/// length over the import's two passes (half of it each).
+pub fn load_trace(bytes: &[u8], options: &LoadOptions, mut progress: impl FnMut(u64)) -> Result<Model, TraceError> {
+    let len = bytes.len() as u64;
+    load_trace_at(bytes, options, &mut |pass, at| progress(halves(len, pass, at)))
+}
+
+/// The progress figure of a position `at` in a pass over a trace of
+/// `len` bytes: the first pass the first half, the second the second.
+pub(crate) fn halves(len: u64, pass: Pass, at: u64) -> u64 {
+    match pass {
+        Pass::Methods => at / 2,
+        Pass::Records => len / 2 + at.div_ceil(2).min(len - len / 2),
+    }
+}
+
+/// [`load_trace`], calling `position` with each pass's place in `bytes`.
+pub(crate) fn load_trace_at(bytes: &[u8], _options: &LoadOptions, position: &mut dyn FnMut(Pass, u64)) -> Result<Model, TraceError> {
+    let mut feed = RecordFeed::new(bytes.len() as u64);
+    let import = crate::import::nettrace::import(bytes, &mut feed, position).map_err(TraceError::Read)?;
+    let model = feed.finish().map_err(TraceError::Model)?;
+    Ok(with_import(model, import))
 }
 
 /// Loads a file another tool wrote, recognised by its first bytes: a
@@ -29,12 +50,14 @@ pub fn load_foreign(bytes: &[u8], options: &LoadOptions, progress: impl FnMut(u6
     }
 }
 
-/// Loads a `.gcdump` heap snapshot (`dotnet-gcdump`, PerfView) as a log
-/// with one heap dump ([`crate::gcdump::write_log`]).
-pub fn load_gcdump(bytes: &[u8], options: &LoadOptions, progress: impl FnMut(u64)) -> Result<Model, TraceError> {
+/// Loads a `.gcdump` heap snapshot (`dotnet-gcdump`, PerfView) as one heap
+/// dump: its records ([`crate::gcdump::write_records`]) go straight into
+/// the model's builder. `progress` is called once, at the end, with the
+/// file's length.
+pub fn load_gcdump(bytes: &[u8], _options: &LoadOptions, mut progress: impl FnMut(u64)) -> Result<Model, TraceError> {
     let graph = crate::gcdump::read(bytes).map_err(TraceError::GcDump)?;
-    let mut log = Vec::new();
-    crate::gcdump::write_log(&graph, &mut log);
+    let mut feed = RecordFeed::new(bytes.len() as u64);
+    crate::gcdump::write_records(&graph, &mut feed);
     let info = graph.info();
     let mut warnings = Vec::new();
     let sampling = graph.sampling();
@@ -51,11 +74,10 @@ pub fn load_gcdump(bytes: &[u8], options: &LoadOptions, progress: impl FnMut(u64
         warnings,
         ..Default::default()
     };
-    // The graph is in the log now: its memory is given back before the
-    // log loads (peak memory is the log and the model, not the graph too).
     drop(graph);
-    let imported = Imported { log, sampling: None, facts };
-    from_imported(imported, options, progress).map_err(TraceError::Model)
+    let model = feed.finish().map_err(TraceError::Model)?;
+    progress(bytes.len() as u64);
+    Ok(with_import(model, Import { sampling: None, facts }))
 }
 
 /// Why a trace could not be loaded.
@@ -74,16 +96,28 @@ pub enum TraceError {
     Model(Error),
 }
 
-/// The model of an imported file.
-pub(crate) fn from_imported(imported: Imported, options: &LoadOptions, progress: impl FnMut(u64)) -> Result<Model, Error> {
+/// The model of a file imported as log text ([`crate::import::nettrace::to_log`]):
+/// the text loaded as a log, with the import's sampling and facts. The
+/// same model as [`load_trace`] gives, but for the text's size and
+/// offsets ([`Model::file_bytes`], the time table's record offsets); the
+/// way traces were loaded before they went straight into the builder,
+/// kept to compare the two.
+pub fn load_imported(imported: Imported, options: &LoadOptions, progress: impl FnMut(u64)) -> Result<Model, Error> {
     let Imported { log, sampling, facts } = imported;
-    let mut model = load_with_progress(&log, options, progress)?;
+    let model = load_with_progress(&log, options, progress)?;
+    Ok(with_import(model, Import { sampling, facts }))
+}
+
+/// A model of imported records with the import's sampling (the
+/// histograms weighted) and facts.
+fn with_import(mut model: Model, import: Import) -> Model {
+    let Import { sampling, facts } = import;
     if let Some(s) = &sampling {
         weigh(&mut model, s);
     }
     model.sampling = sampling;
     model.imported = Some(facts);
-    Ok(model)
+    model
 }
 
 /// Weighs the histograms of sampled objects: the allocated one counts

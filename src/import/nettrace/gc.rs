@@ -20,8 +20,10 @@
 //! counted ([`GcState::cut_ranges`]). A 609-byte trace claiming a range
 //! of 2^64 - 1 bytes is a warning, not 2^34 lines.
 
-use super::log_text::{dec, LogText};
-use crate::format::hex_lower;
+use super::log_text::LogText;
+use super::snapshot::Dump;
+use crate::format::records::{GcBoundary, GcCounts, GenerationRange, Moved, Survived};
+use crate::format::{Address, List, Record};
 
 /// One generation range.
 #[derive(Clone, Copy, Debug)]
@@ -116,11 +118,11 @@ impl GcState {
     }
 
     /// `GC/Start`.
-    pub fn start(&mut self, log: &mut LogText, depth: u64, reason: u64) {
+    pub fn start(&mut self, log: &mut LogText<'_>, depth: u64, reason: u64) {
         // A start without a stop before it: the previous GC's end is
         // missing (lost events); close it as reported so far.
         if self.current.is_some() {
-            self.stop(log, None);
+            self.stop(log, None::<Dump>);
         }
         self.current = Some(Current {
             condemned: depth.min(2) as u32,
@@ -145,24 +147,20 @@ impl GcState {
     }
 
     /// Writes the `b 1` line if it is not written yet.
-    fn write_start(&mut self, log: &mut LogText) {
+    fn write_start(&mut self, log: &mut LogText<'_>) {
         let Some(c) = self.current.as_mut() else { return };
         if c.started {
             return;
         }
         c.started = true;
-        let mut line = Vec::with_capacity(64);
-        line.extend_from_slice(b"b 1 ");
-        line.extend_from_slice(if c.induced { b"1 " } else { b"0 " });
-        dec(&mut line, i64::from(c.condemned));
-        write_ranges(&mut line, &c.start_ranges);
-        line.push(b'\n');
-        log.raw(&line);
+        let ranges = record_ranges(&c.start_ranges);
+        let ranges = List::Items(&ranges);
+        log.record(&Record::GcBoundary(GcBoundary { is_start: true, induced: c.induced, condemned: c.condemned as i32, ranges }));
     }
 
     /// `GC/BulkMovedObjectRanges` / `GC/BulkSurvivingObjectRanges`: one
     /// `u` line per range (`old == new` for a survivor).
-    pub fn survivors(&mut self, log: &mut LogText, ranges: impl Iterator<Item = (u64, u64, u64)>) {
+    pub fn survivors(&mut self, log: &mut LogText<'_>, ranges: impl Iterator<Item = (u64, u64, u64)>) {
         if self.current.is_none() {
             return;
         }
@@ -171,7 +169,6 @@ impl GcState {
         if let Some(c) = self.current.as_mut() {
             c.survivors_reported = true;
         }
-        let mut line = Vec::with_capacity(64);
         for (old, new, length) in ranges {
             // Lengths are 32-bit in the log: longer ranges in pieces, as
             // many as the budget allows.
@@ -179,20 +176,12 @@ impl GcState {
             let mut done = 0u64;
             while done < length {
                 let piece = (length - done).min(PIECE);
-                line.clear();
-                if old == new {
-                    line.extend_from_slice(b"v ");
-                    hex_lower(&mut line, old + done);
+                let record = if old == new {
+                    Record::Survived(Survived { start: Address(old + done), length: piece as u32 })
                 } else {
-                    line.extend_from_slice(b"u ");
-                    hex_lower(&mut line, old + done);
-                    line.push(b' ');
-                    hex_lower(&mut line, new + done);
-                }
-                line.push(b' ');
-                dec(&mut line, piece as i64);
-                line.push(b'\n');
-                log.raw(&line);
+                    Record::Moved(Moved { old: Address(old + done), new: Address(new + done), length: piece as u32 })
+                };
+                log.record(&record);
                 done += piece;
             }
         }
@@ -205,7 +194,7 @@ impl GcState {
 
     /// `GC/Stop` (or the end of the trace with `ms = None`): the `b 0` and
     /// `g` lines, after `before_end` (a heap snapshot taken in this GC).
-    pub fn stop(&mut self, log: &mut LogText, before_end: Option<&[u8]>) {
+    pub fn stop(&mut self, log: &mut LogText<'_>, before_end: Option<Dump>) {
         if self.current.is_none() {
             // A stop without a start (the trace began inside a GC): nothing
             // to close.
@@ -213,40 +202,30 @@ impl GcState {
         }
         self.write_start(log);
         let Some(c) = self.current.take() else { return };
-        if let Some(text) = before_end {
-            log.raw(text);
+        if let Some(dump) = before_end {
+            dump.write(log);
         }
-        let mut line = Vec::with_capacity(64);
-        line.extend_from_slice(b"b 0 0 ");
-        dec(&mut line, i64::from(c.condemned));
-        if c.survivors_reported {
-            write_ranges(&mut line, &c.end_ranges);
-        }
-        line.push(b'\n');
+        let ranges = if c.survivors_reported { record_ranges(&c.end_ranges) } else { Vec::new() };
+        let ranges = List::Items(&ranges);
+        log.record(&Record::GcBoundary(GcBoundary { is_start: false, induced: false, condemned: c.condemned as i32, ranges }));
         for g in 0..=c.condemned as usize {
             self.counts[g] += 1;
         }
         self.gcs += 1;
-        line.extend_from_slice(b"g ");
-        dec(&mut line, self.counts[0]);
-        line.push(b' ');
-        dec(&mut line, self.counts[1]);
-        line.push(b' ');
-        dec(&mut line, self.counts[2]);
-        line.push(b'\n');
-        log.raw(&line);
+        let [gen0, gen1, gen2] = self.counts.map(|n| n as i32);
+        log.record(&Record::GcCounts(GcCounts { gen0, gen1, gen2 }));
     }
 }
 
-fn write_ranges(line: &mut Vec<u8>, ranges: &[Range]) {
-    for r in ranges {
-        line.push(b' ');
-        hex_lower(line, r.start);
-        line.push(b' ');
-        dec(line, r.used.min(i64::MAX as u64) as i64);
-        line.push(b' ');
-        dec(line, r.reserved.min(i64::MAX as u64) as i64);
-        line.push(b' ');
-        dec(line, i64::from(r.generation));
-    }
+/// The ranges of a `b` record (lengths as a log's signed numbers).
+fn record_ranges(ranges: &[Range]) -> Vec<GenerationRange> {
+    ranges
+        .iter()
+        .map(|r| GenerationRange {
+            start: Address(r.start),
+            length: r.used.min(i64::MAX as u64),
+            reserved: r.reserved.min(i64::MAX as u64),
+            generation: r.generation as i32,
+        })
+        .collect()
 }

@@ -1,38 +1,45 @@
-//! The log being written: records as text, with the type, function and
-//! stack definitions each written once, before their first use.
+//! The log being made: records handed to a [`RecordSink`] (the model's
+//! builder, or text), with the type, function and stack definitions each
+//! given once, before their first use.
 //!
 //! Stacks are shared, never copied per record: each distinct list of
-//! frames is written once, as a call stack (`n S 0 f...`), and each
+//! frames is given once, as a call stack (`n S 0 f...`), and each
 //! allocation stack (a type and size on those frames) refers to it
 //! (`n A 1+4k T SIZE S`, the `k` frames of `S` shared), so an allocation
-//! stack costs a line of five numbers whatever the depth. A trace that
+//! stack costs a record of five numbers whatever the depth. A trace that
 //! reuses one deep stack with many sizes costs the stack once, not once
 //! per size.
 
 use super::methods::MethodMap;
 use crate::eventpipe::Stack;
-use crate::format::{escape_name, hex_lower};
+use crate::format::records::{Alloc, Comment, FunctionDef, ModuleLoad, StackDef, Tick, TypeDef};
+use crate::format::{escape_name, Address, FunctionId, ModuleId, Record, RecordSink, StackId, ThreadId, TypeId};
+use crate::hash::BlockHashState;
 use std::collections::HashMap;
 
-/// The log text and its definition tables.
-pub(super) struct LogText {
-    pub out: Vec<u8>,
+/// A map with the cheap seeded hash (one lookup or two per sample).
+type Map<K, V> = HashMap<K, V, BlockHashState>;
+
+/// The records' sink and the definition tables.
+pub(super) struct LogText<'s> {
+    sink: &'s mut dyn RecordSink,
     /// Runtime type handle -> log type id.
-    types: HashMap<u64, i32>,
+    types: Map<u64, i32>,
     /// Method index (in the [`MethodMap`]) or unresolved address -> log
     /// function id.
-    functions: HashMap<FrameKey, i32>,
+    functions: Map<FrameKey, i32>,
     /// Function ids (outermost first) -> the log id of the call stack
     /// that lists them, and how many there are.
-    frame_lists: HashMap<Box<[i32]>, (i32, u32)>,
+    frame_lists: Map<Box<[i32]>, (i32, u32)>,
     /// A trace's stack (its bytes' place in the trace) -> the same, so
-    /// that a stack used again is not resolved frame by frame again.
-    trace_stacks: HashMap<(usize, usize), (i32, u32)>,
+    /// that a stack used again is not resolved frame by frame again (the
+    /// latest [`MAX_PLACES`] places).
+    trace_stacks: Map<(usize, usize), (i32, u32)>,
     /// The trace's bytes, as addresses: a stack borrowed from them is
     /// known by its place (one that is not is resolved each time).
     trace: std::ops::Range<usize>,
     /// (type id, size, call stack id) -> log allocation stack id.
-    stacks: HashMap<(i32, i32, i32), i32>,
+    stacks: Map<(i32, i32, i32), i32>,
     /// Log stack ids given so far.
     stack_ids: i32,
     /// Method name and signature -> log function id: a method compiled
@@ -40,10 +47,12 @@ pub(super) struct LogText {
     /// later) is one function.
     by_name: HashMap<(String, String), i32>,
     /// Module id -> log module id.
-    modules: HashMap<u64, i32>,
+    modules: Map<u64, i32>,
     last_ms: Option<u32>,
     /// Scratch for a stack's function ids.
     frames: Vec<i32>,
+    /// Scratch for a record's frames.
+    frame_ids: Vec<FunctionId>,
     pub unresolved_frames: u64,
     /// Stacks deeper than [`MAX_FRAMES`], cut to their outermost frames.
     pub cut_stacks: u64,
@@ -55,34 +64,44 @@ pub(super) struct LogText {
 /// a 32-bit number).
 const MAX_FRAMES: usize = 1 << 20;
 
+/// Stack places remembered at most (about 2 MB of table): the stacks of
+/// the latest stack blocks, so that memory does not grow with the trace.
+const MAX_PLACES: usize = 1 << 16;
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum FrameKey {
     Method(usize),
     Address(u64),
 }
 
-impl LogText {
-    pub fn new(trace: &[u8]) -> LogText {
+impl<'s> LogText<'s> {
+    pub fn new(trace: &[u8], sink: &'s mut dyn RecordSink) -> LogText<'s> {
         let start = trace.as_ptr() as usize;
         LogText {
             trace: start..start + trace.len(),
-            out: Vec::with_capacity(1 << 20),
-            types: HashMap::new(),
-            functions: HashMap::new(),
+            sink,
+            types: Map::default(),
+            functions: Map::default(),
             by_name: HashMap::new(),
-            frame_lists: HashMap::new(),
-            trace_stacks: HashMap::new(),
-            stacks: HashMap::new(),
+            frame_lists: Map::default(),
+            trace_stacks: Map::default(),
+            stacks: Map::default(),
             stack_ids: 0,
-            modules: HashMap::new(),
+            modules: Map::default(),
             last_ms: None,
             frames: Vec::new(),
+            frame_ids: Vec::new(),
             unresolved_frames: 0,
             cut_stacks: 0,
         }
     }
 
-    /// An `i` line when time has moved on to `ms` (never backwards: events
+    /// Hands a record to the sink.
+    pub fn record(&mut self, record: &Record<'_>) {
+        self.sink.record(record);
+    }
+
+    /// An `i` record when time has moved on to `ms` (never backwards: events
     /// of different threads may reach the file slightly out of order).
     pub fn tick(&mut self, ms: f64) {
         let ms = if ms.is_finite() && ms > 0.0 { ms.min(f64::from(u32::MAX >> 1)) as u32 } else { 0 };
@@ -90,16 +109,18 @@ impl LogText {
             return;
         }
         self.last_ms = Some(ms);
-        self.out.extend_from_slice(b"i ");
-        dec(&mut self.out, i64::from(ms));
-        self.out.push(b'\n');
+        self.sink.record(&Record::Tick(Tick { ms }));
     }
 
     /// A `z` comment (one line).
     pub fn comment(&mut self, text: &str) {
-        self.out.extend_from_slice(b"z ");
-        self.out.extend(text.chars().map(|c| if c.is_control() || (c as u32) > 0xFF { b'?' } else { c as u32 as u8 }));
-        self.out.push(b'\n');
+        let text: Vec<u8> = text.chars().map(|c| if c.is_control() || (c as u32) > 0xFF { b'?' } else { c as u32 as u8 }).collect();
+        self.sink.record(&Record::Comment(Comment { text: &text }));
+    }
+
+    /// Whether a runtime type handle has its type id.
+    pub fn knows_type(&self, handle: u64) -> bool {
+        self.types.contains_key(&handle)
     }
 
     /// The log's type id for a runtime type handle, written as a `t` line
@@ -112,12 +133,8 @@ impl LogText {
         self.types.insert(handle, id);
         let name = name();
         let name = if name.is_empty() { format!("Type 0x{handle:x}") } else { name };
-        self.out.extend_from_slice(b"t ");
-        dec(&mut self.out, i64::from(id));
-        self.out.extend_from_slice(b" 0 ");
         let escaped = escape_name(&name.replace(['\n', '\r'], " "), None);
-        self.out.extend_from_slice(&escaped);
-        self.out.push(b'\n');
+        self.sink.record(&Record::Type(TypeDef { id: TypeId(id), finalizable: Some(false), name: &escaped }));
         id
     }
 
@@ -131,23 +148,18 @@ impl LogText {
         let id = *self.stacks.entry((type_id, size, frames_id)).or_insert(next);
         if id == next {
             self.stack_ids = next;
-            self.out.extend_from_slice(b"n ");
-            dec(&mut self.out, i64::from(id));
             // Flag: an allocation stack (1) sharing all `depth` frames of
             // the call stack (4 x depth; bit 2 clear: the reference has no
             // type and size).
-            let flag = if depth > 0 { 1 + 4 * i64::from(depth) } else { 1 };
-            self.out.push(b' ');
-            dec(&mut self.out, flag);
-            self.out.push(b' ');
-            dec(&mut self.out, i64::from(type_id));
-            self.out.push(b' ');
-            dec(&mut self.out, i64::from(size));
-            if depth > 0 {
-                self.out.push(b' ');
-                dec(&mut self.out, i64::from(frames_id));
-            }
-            self.out.push(b'\n');
+            let flag = if depth > 0 { 1 + 4 * depth as i32 } else { 1 };
+            let stack = StackDef {
+                id: StackId(id),
+                flag,
+                alloc: Some((TypeId(type_id), size)),
+                reference: (depth > 0).then_some(StackId(frames_id)),
+                frames: crate::format::List::Items(&[]),
+            };
+            self.sink.record(&Record::Stack(stack));
         }
         id
     }
@@ -180,19 +192,27 @@ impl LogText {
             None => {
                 self.stack_ids += 1;
                 let known = (self.stack_ids, ids.len() as u32);
-                self.out.extend_from_slice(b"n ");
-                dec(&mut self.out, i64::from(known.0));
-                self.out.extend_from_slice(b" 0");
-                for f in &ids {
-                    self.out.push(b' ');
-                    dec(&mut self.out, i64::from(*f));
-                }
-                self.out.push(b'\n');
+                self.frame_ids.clear();
+                self.frame_ids.extend(ids.iter().map(|&f| FunctionId(f)));
+                let stack = StackDef {
+                    id: StackId(known.0),
+                    flag: 0,
+                    alloc: None,
+                    reference: None,
+                    frames: crate::format::List::Items(&self.frame_ids),
+                };
+                self.sink.record(&Record::Stack(stack));
                 self.frame_lists.insert(ids.as_slice().into(), known);
                 known
             }
         };
         if let Some(p) = place {
+            // Places are those of the trace's stack blocks: a long trace
+            // has ever more of them. The places of the latest blocks are
+            // the ones its events use again.
+            if self.trace_stacks.len() >= MAX_PLACES {
+                self.trace_stacks.clear();
+            }
             self.trace_stacks.insert(p, known);
         }
         self.frames = ids;
@@ -234,20 +254,17 @@ impl LogText {
                 (format!("?!0x{ip:x}"), "()".to_string(), ip, 0, -1)
             }
         };
-        self.out.extend_from_slice(b"f ");
-        dec(&mut self.out, i64::from(id));
-        self.out.push(b' ');
         let name = if name.is_empty() { "?".to_string() } else { name };
-        self.out.extend_from_slice(&escape_name(&name, Some(' ')));
-        self.out.push(b' ');
-        self.out.extend_from_slice(&escape_name(&signature, None));
-        self.out.push(b' ');
-        hex_lower(&mut self.out, start);
-        self.out.push(b' ');
-        dec(&mut self.out, i64::from(size));
-        self.out.push(b' ');
-        dec(&mut self.out, i64::from(module));
-        self.out.extend_from_slice(b" -1\n");
+        let (name, signature) = (escape_name(&name, Some(' ')), escape_name(&signature, None));
+        self.sink.record(&Record::Function(FunctionDef {
+            id: FunctionId(id),
+            name: &name,
+            signature: &signature,
+            address: Address(start),
+            size,
+            module: ModuleId(module),
+            stack: StackId(-1),
+        }));
         id
     }
 
@@ -260,37 +277,30 @@ impl LogText {
         let Some(path) = methods.modules.get(&module) else { return -1 };
         let id = self.modules.len() as i32 + 1;
         self.modules.insert(module, id);
-        self.out.extend_from_slice(b"m ");
-        dec(&mut self.out, i64::from(id));
-        self.out.push(b' ');
         // The reader takes the text after the last backslash as the short
-        // name: Linux paths are written with backslashes.
-        let path: String = path.chars().map(|c| if c == '/' { '\\' } else if c.is_control() { ' ' } else { c }).collect();
-        self.out.extend(path.chars().map(|c| if (c as u32) > 0xFF { b'?' } else { c as u32 as u8 }));
-        self.out.push(b' ');
-        hex_lower(&mut self.out, module);
-        self.out.extend_from_slice(b" 0\n");
+        // name: Linux paths are given with backslashes. (A log's reader
+        // skips blanks before the path.)
+        let path: Vec<u8> = path
+            .chars()
+            .map(|c| {
+                if c == '/' {
+                    '\\'
+                } else if c.is_control() {
+                    ' '
+                } else {
+                    c
+                }
+            })
+            .map(|c| if (c as u32) > 0xFF { b'?' } else { c as u32 as u8 })
+            .skip_while(|&b| b == b' ')
+            .collect();
+        self.sink.record(&Record::Module(ModuleLoad { id: ModuleId(id), path: &path, address: Some(Address(module)), stack: StackId(0) }));
         id
     }
 
     /// A `!` allocation.
     pub fn alloc(&mut self, thread: u64, address: u64, stack: i32) {
-        self.out.extend_from_slice(b"! ");
-        dec(&mut self.out, thread as u32 as i32 as i64);
-        self.out.push(b' ');
-        hex_lower(&mut self.out, address);
-        self.out.push(b' ');
-        dec(&mut self.out, i64::from(stack));
-        self.out.push(b'\n');
+        let thread = Some(ThreadId(thread as u32 as i32));
+        self.sink.record(&Record::Alloc(Alloc { thread, address: Address(address), stack: StackId(stack) }));
     }
-
-    /// Raw text (a line built elsewhere).
-    pub fn raw(&mut self, text: &[u8]) {
-        self.out.extend_from_slice(text);
-    }
-}
-
-/// Appends a decimal number.
-pub(super) fn dec(out: &mut Vec<u8>, v: i64) {
-    crate::format::dec_i64(out, v);
 }

@@ -1,9 +1,10 @@
-//! A NetTrace (EventPipe) trace to CLRProfiler log text.
+//! A NetTrace (EventPipe) trace to CLRProfiler records.
 //!
 //! Two passes over the trace's bytes, each streaming (no event is kept):
 //! the first collects the methods and modules that name stack frames (the
 //! rundown at a trace's end names methods compiled before it began); the
-//! second writes the log in event order:
+//! second gives the records, in event order, to a [`RecordSink`] (the
+//! model's builder: [`import`]; or log text: [`to_log`]):
 //!
 //! | events | log records |
 //! |---|---|
@@ -26,11 +27,13 @@ mod methods;
 mod snapshot;
 mod walk;
 
-use super::{Imported, Sampling, SamplingMethod, TraceFacts};
+use super::{Import, Imported, Sampling, SamplingMethod, TraceFacts};
 use crate::eventpipe::{Error, Event, NetTraceReader, Warning};
+use crate::format::{RecordSink, Style, TextSink};
 use fields::Fields;
 use gc::{GcState, Range};
 use log_text::LogText;
+use crate::hash::BlockHashState;
 use methods::MethodMap;
 use snapshot::Snapshot;
 use std::collections::HashMap;
@@ -49,20 +52,71 @@ use std::collections::HashMap;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn to_log(bytes: &[u8]) -> Result<Imported, Error> {
-    let (methods, sampled) = first_pass(bytes)?;
-    second_pass(bytes, &methods, sampled)
+    let style = match crate::eventpipe::read_header(bytes)?.pointer_size {
+        4 => Style::BITS32,
+        _ => Style::BITS64,
+    };
+    let mut log = Vec::with_capacity(1 << 20);
+    let Import { sampling, facts } = import(bytes, &mut TextSink::new(&mut log, style), &mut |_, _| {})?;
+    Ok(Imported { log, sampling, facts })
 }
+
+/// Which of the two passes over a trace an import is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// The first: methods and modules are collected.
+    Methods,
+    /// The second: the records are made.
+    Records,
+}
+
+/// Gives the trace in `bytes` to `sink` as CLRProfiler records, in the
+/// trace's time order; returns what each sampled allocation stands for
+/// and what the trace said about itself. `position` is called now and
+/// then, in each pass, with the offset in `bytes` the reader has reached
+/// (a caller may give back the pages of a mapped trace behind it).
+///
+/// A trace cut short gives the records of what was read, with the
+/// reader's [`Warning::Truncated`] in [`TraceFacts::warnings`]; an error is
+/// a trace whose start cannot be read at all.
+///
+/// ```no_run
+/// use clrprof::format::{Record, RecordSink};
+/// struct Count(u64);
+/// impl RecordSink for Count {
+///     fn record(&mut self, _: &Record<'_>) {
+///         self.0 += 1;
+///     }
+/// }
+/// let bytes = std::fs::read("app.nettrace")?;
+/// let mut count = Count(0);
+/// let import = clrprof::import::nettrace::import(&bytes, &mut count, &mut |_, _| {})?;
+/// println!("{} records, {} GCs", count.0, import.facts.gcs);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn import(bytes: &[u8], sink: &mut dyn RecordSink, position: &mut dyn FnMut(Pass, u64)) -> Result<Import, Error> {
+    let (methods, sampled) = first_pass(bytes, position)?;
+    second_pass(bytes, &methods, sampled, sink, position)
+}
+
+/// Trace bytes read between two calls of an import's `position`.
+const POSITION_STEP: u64 = 1 << 20;
 
 /// Methods and modules, from every event that names them; and whether
 /// the trace has `AllocationSampled` events (then they, not the ticks,
 /// are the sampled allocations: a .NET 10 session may ask for both).
-fn first_pass(bytes: &[u8]) -> Result<(MethodMap, bool), Error> {
+fn first_pass(bytes: &[u8], position: &mut dyn FnMut(Pass, u64)) -> Result<(MethodMap, bool), Error> {
     let mut methods = MethodMap::default();
     let mut sampled = false;
     let mut reader = NetTraceReader::new(bytes)?;
+    let mut told = 0u64;
     while let Some(e) = next(&mut reader) {
         methods.observe(&e);
         sampled |= e.name() == "AllocationSampled";
+        if e.offset >= told + POSITION_STEP {
+            told = e.offset;
+            position(Pass::Methods, told);
+        }
     }
     methods.seal();
     Ok((methods, sampled))
@@ -92,13 +146,13 @@ fn next<'r>(reader: &'r mut NetTraceReader<'_>) -> Option<Event<'r>> {
     reader.next_event().ok().flatten()
 }
 
-struct Writer<'m> {
-    log: LogText,
+struct Writer<'m, 's> {
+    log: LogText<'s>,
     methods: &'m MethodMap,
     gc: GcState,
     snapshot: Snapshot,
     /// Type handle -> name, from the allocation events.
-    allocation_type_names: HashMap<u64, String>,
+    allocation_type_names: HashMap<u64, String, BlockHashState>,
     weights: Vec<f32>,
     method: Option<SamplingMethod>,
     sizes_unknown: bool,
@@ -108,15 +162,22 @@ struct Writer<'m> {
     use_sampled: bool,
 }
 
-fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<Imported, Error> {
+fn second_pass(
+    bytes: &[u8],
+    methods: &MethodMap,
+    use_sampled: bool,
+    sink: &mut dyn RecordSink,
+    position: &mut dyn FnMut(Pass, u64),
+) -> Result<Import, Error> {
     let mut reader = NetTraceReader::new(bytes)?;
     let header = *reader.header();
+    let mut told = 0u64;
     let mut w = Writer {
-        log: LogText::new(bytes),
+        log: LogText::new(bytes, sink),
         methods,
         gc: GcState::new(bytes.len(), header.pointer_size),
         snapshot: Snapshot::aligned(u64::from(header.pointer_size.max(4))),
-        allocation_type_names: HashMap::new(),
+        allocation_type_names: HashMap::default(),
         weights: Vec::new(),
         method: None,
         sizes_unknown: false,
@@ -140,16 +201,20 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
                 break;
             }
         };
+        if e.offset >= told + POSITION_STEP {
+            told = e.offset;
+            position(Pass::Records, told);
+        }
         w.event(&e, header.msec(e.header.timestamp));
     }
     // A GC or a heap walk the trace ended inside of.
     if w.gc.in_gc() {
         let dump = w.snapshot.take(&mut w.log, &w.allocation_type_names);
         w.snapshots += u64::from(dump.is_some());
-        w.gc.stop(&mut w.log, dump.as_deref());
+        w.gc.stop(&mut w.log, dump);
     } else if let Some(dump) = w.snapshot.take(&mut w.log, &w.allocation_type_names) {
         w.snapshots += 1;
-        w.log.raw(&dump);
+        dump.write(&mut w.log);
     }
     let summary = reader.finish();
     let mut warnings: Vec<String> = summary.warnings.iter().map(describe).collect();
@@ -210,7 +275,8 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
         warnings,
     };
     let sampling = w.method.map(|method| Sampling { method, weights: w.weights, sizes_unknown: w.sizes_unknown });
-    Ok(Imported { log: w.log.out, sampling, facts })
+    position(Pass::Records, bytes.len() as u64);
+    Ok(Import { sampling, facts })
 }
 
 /// The (old, new, length) ranges of a bulk moved or surviving ranges event.
@@ -229,7 +295,7 @@ fn describe(w: &Warning) -> String {
     w.to_string()
 }
 
-impl Writer<'_> {
+impl Writer<'_, '_> {
     fn event(&mut self, e: &Event<'_>, ms: f64) {
         let name = e.name();
         if !e.provider().starts_with("Microsoft-Windows-DotNETRuntime") {
@@ -281,7 +347,7 @@ impl Writer<'_> {
             "GC/Stop" => {
                 let dump = self.snapshot.take(&mut self.log, &self.allocation_type_names);
                 self.snapshots += u64::from(dump.is_some());
-                self.gc.stop(&mut self.log, dump.as_deref());
+                self.gc.stop(&mut self.log, dump);
             }
             "Type/BulkType" => self.snapshot.types(&f),
             "GC/BulkNode" => self.snapshot.nodes(&f),
@@ -316,7 +382,10 @@ impl Writer<'_> {
         let handle = f.u64("TypeID").unwrap_or(0);
         let address = f.u64("Address").unwrap_or(0);
         let object_size = f.u64("ObjectSize").filter(|&s| s > 0);
-        let name = f.string("TypeName");
+        // The name is read (a UTF-16 string made a `String`) only for a
+        // type not named yet.
+        let known = self.log.knows_type(handle) && self.allocation_type_names.contains_key(&handle);
+        let name = if known { String::new() } else { f.string("TypeName") };
         if !name.is_empty() {
             self.allocation_type_names.entry(handle).or_insert_with(|| name.clone());
         }

@@ -16,10 +16,10 @@
 //! before the dump's first line.
 
 use super::fields::{member_string, member_u64, Fields};
-use super::log_text::{dec, LogText};
-use super::walk::{Walk, WalkGaps, WalkNode};
-use crate::format::hex_lower;
-use crate::format::records::{ROOT_UNNAMED, ROOT_WEAK};
+use super::log_text::LogText;
+use super::walk::{Joined, Walk, WalkGaps, WalkNode};
+use crate::format::records::{HeapObject, Root, ROOT_UNNAMED, ROOT_WEAK};
+use crate::format::{Address, List, Record, TypeId};
 use crate::gcdump::orphans::unnamed_roots;
 use std::collections::HashMap;
 
@@ -129,10 +129,14 @@ impl Snapshot {
         self.walk.add_edges(Self::index(f), edges);
     }
 
-    /// The dump's text (roots, then objects), with the type lines it
-    /// needs written to `log` first; `None` when no walk was read. What
-    /// could not be joined is added to [`Self::gaps`].
-    pub fn take(&mut self, log: &mut LogText, type_name_of_allocation: &HashMap<u64, String>) -> Option<Vec<u8>> {
+    /// The dump (roots, then objects), with the type records it needs
+    /// given to `log` first; `None` when no walk was read. What could not
+    /// be joined is added to [`Self::gaps`].
+    pub fn take<S: std::hash::BuildHasher>(
+        &mut self,
+        log: &mut LogText<'_>,
+        type_name_of_allocation: &HashMap<u64, String, S>,
+    ) -> Option<Dump> {
         if self.walk.is_empty() {
             return None;
         }
@@ -157,50 +161,66 @@ impl Snapshot {
                 ids.insert(h, log.type_id(h, || name));
             }
         }
-        let mut text = Vec::new();
+        Some(Dump { joined, ids })
+    }
+}
+
+/// A joined heap walk with its types defined, to be given as `e` and `o`
+/// records.
+pub(super) struct Dump {
+    joined: Joined,
+    /// Type handle -> the log's type id.
+    ids: HashMap<u64, i32>,
+}
+
+impl Dump {
+    /// Gives the dump's records: the roots, then the objects.
+    pub fn write(self, log: &mut LogText<'_>) {
+        let Dump { joined, ids } = self;
+        let mut any_root = false;
         for &(address, kind, flags, id) in joined.roots.iter().filter(|r| r.0 != 0) {
-            text.extend_from_slice(b"e ");
-            hex_lower(&mut text, address);
-            text.push(b' ');
-            dec(&mut text, i64::from(kind));
-            text.push(b' ');
-            hex_lower(&mut text, flags);
-            text.push(b' ');
-            hex_lower(&mut text, id);
-            text.push(b'\n');
+            any_root = true;
+            let flags = (flags & 0xFFFF_FFFF) as u32 as i32;
+            log.record(&Record::Root(Root { address: Address(address), kind, flags, id }));
         }
-        if text.is_empty() {
-            // A heap dump starts at an `e` line: a walk without roots gets
-            // one that names no object.
-            text.extend_from_slice(b"e 0x0 0 0x0 0x0\n");
+        if !any_root {
+            // A heap dump starts at an `e` record: a walk without roots
+            // gets one that names no object.
+            log.record(&Record::Root(Root { address: Address(0), kind: 0, flags: 0, id: 0 }));
         }
+        let mut refs: Vec<Address> = Vec::new();
         for (i, n) in joined.nodes.iter().enumerate() {
-            text.extend_from_slice(b"o ");
-            hex_lower(&mut text, n.address);
-            text.push(b' ');
-            dec(&mut text, i64::from(ids.get(&n.type_handle).copied().unwrap_or(0)));
-            text.push(b' ');
-            dec(&mut text, n.size.min(i32::MAX as u64) as i64);
-            let refs = joined.refs.get(joined.ref_start[i]..joined.ref_start[i + 1]).unwrap_or(&[]);
-            for r in refs {
-                text.push(b' ');
-                hex_lower(&mut text, *r);
-            }
-            text.push(b'\n');
+            refs.clear();
+            let range = joined.ref_start.get(i).zip(joined.ref_start.get(i + 1)).and_then(|(&a, &b)| joined.refs.get(a..b));
+            refs.extend(range.unwrap_or(&[]).iter().map(|&r| Address(r)));
+            log.record(&Record::HeapObject(HeapObject {
+                address: Address(n.address),
+                type_id: TypeId(ids.get(&n.type_handle).copied().unwrap_or(0)),
+                size: n.size.min(i32::MAX as u64) as u32,
+                refs: List::Items(&refs),
+            }));
         }
-        Some(text)
     }
 }
 
 /// The nodes of a joined walk to root as unnamed: a minimal set from which
 /// every node that the walk's strong roots do not reach is reached.
-fn unnamed_of(j: &super::walk::Joined) -> Vec<u32> {
+fn unnamed_of(j: &Joined) -> Vec<u32> {
     let n = j.nodes.len();
     // Address -> node, by binary search in a sorted copy (16 bytes a node
-    // for the time of the call).
+    // for the time of the call), through a first level of every
+    // `BLOCK`th address (1/64 of the copy: it stays in the cache, where a
+    // search of the whole copy missed it at each of its ~24 steps).
+    const BLOCK: usize = 64;
     let mut by_address: Vec<(u64, u32)> = j.nodes.iter().enumerate().map(|(i, n)| (n.address, i as u32)).collect();
     by_address.sort_unstable();
-    let find = |a: u64| by_address.binary_search_by_key(&a, |e| e.0).ok().map(|k| by_address[k].1 as usize);
+    let firsts: Vec<u64> = by_address.iter().step_by(BLOCK).map(|e| e.0).collect();
+    let find = |a: u64| {
+        let block = firsts.partition_point(|&f| f < a).saturating_sub(1);
+        let tail = by_address.get(block * BLOCK..).unwrap_or(&[]);
+        let run = &tail[..tail.len().min(2 * BLOCK)];
+        run.binary_search_by_key(&a, |e| e.0).ok().map(|k| run[k].1 as usize)
+    };
     let children = |v: usize| {
         let refs = j.ref_start.get(v).zip(j.ref_start.get(v + 1)).and_then(|(&a, &b)| j.refs.get(a..b)).unwrap_or(&[]);
         refs.iter().filter_map(|&a| find(a))

@@ -1,4 +1,6 @@
-//! A cheap hasher for the live store's block index (`u64` block ids).
+//! A cheap seeded hasher for hot maps: the live store's block index
+//! (`u64` block ids), the trace importer's definition tables (type
+//! handles, stacks).
 //!
 //! The standard library's SipHash costs about 40 instructions per `u64` key;
 //! the live store looks a block up by its id on most allocations and moves

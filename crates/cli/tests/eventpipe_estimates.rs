@@ -8,8 +8,10 @@
 //!   samples it rests on and a 95% range around its figures, in JSON and
 //!   in the table (`-q` keeps " est." and the range column);
 //! - `agent/testapps/threads.cs` (survival followed through GCs) on
-//!   .NET 8: `survivors` and `types` give the same totals, allocated and
-//!   alive at the end, to the object (each view estimates per stack row).
+//!   .NET 8: `survivors`, `types`, `threads` and `lifetime` give the same
+//!   totals, allocated and alive at the end, to the object (each view
+//!   estimates per stack row, and splits a row's estimate among threads
+//!   or fates by their samples).
 //!
 //! The estimator's bias against the program's truth is measured, not
 //! asserted (it depends on the program's allocation pattern and on the
@@ -174,6 +176,25 @@ fn survivors_and_types_give_the_same_totals() {
     assert!(alive.0 > 0 && alive.0 < allocated.0, "{alive:?} of {allocated:?}");
     assert_eq!(of("allocated"), allocated, "survivors' allocated against types'");
     assert_eq!(of("surviving"), alive, "survivors' surviving against types --kind final");
+    // threads and lifetime split each stack row's estimate among threads
+    // and fates: their totals are the same.
+    let th = ok_json(&["threads", t]);
+    let rows = th["threads"].as_array().expect("threads");
+    let by_threads = (
+        rows.iter().map(|r| r["allocated"]["objects"].as_u64().expect("objects")).sum::<u64>(),
+        rows.iter().map(|r| r["allocated"]["bytes"].as_u64().expect("bytes")).sum::<u64>(),
+    );
+    assert_eq!(by_threads, allocated, "threads' total against types'");
+    for r in rows.iter().filter(|r| r["allocated"]["objects"].as_u64() > Some(0)) {
+        assert!(r["samples"].as_u64().is_some_and(|k| k > 0) && r["bytes_range"].is_array(), "a thread's estimate with its range: {r}");
+    }
+    let lt = ok_json(&["lifetime", t]);
+    let lt_total =
+        (lt["total"]["allocated"]["objects"].as_u64().expect("objects"), lt["total"]["allocated"]["bytes"].as_u64().expect("bytes"));
+    assert_eq!(lt_total, allocated, "lifetime's total against types'");
+    let columns = ["gen0", "gen1", "gen2", "loh", "erased", "alive_at_end", "untracked"];
+    let split: u64 = columns.iter().map(|c| lt["total"][c]["objects"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(split, lt_total.0, "lifetime's columns add up to its allocated: {}", lt["total"]);
     // Per type too, with the surviving samples' range.
     let finals = ok_json(&["types", t, "--kind", "final"]);
     for r in s["by_type"].as_array().expect("by type") {

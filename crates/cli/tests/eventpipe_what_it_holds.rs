@@ -10,6 +10,11 @@
 //!   50 times a second, a GC already running when the session began sends
 //!   its `GC/Stop` only, and is not one of the trace's GCs.
 //!
+//! - a log (the agent's) and a trace (the runtime's) of
+//!   `agent/testapps/estimates.cs` keep their own spellings of a generic
+//!   type of a nested type (`Cage<Den.Mole>`, ``Cage`1[Den+Mole]``), and
+//!   `diff` matches them as one type.
+//!
 //! Needs `scripts/setup-dotnet.sh`: without it the tests print SKIPPED,
 //! and fail under `CI=true`.
 
@@ -93,7 +98,8 @@ fn the_ui_compares_two_dump_files_and_says_their_allocations_are_unknown() {
     }
     for l in logs.as_array().expect("logs") {
         assert_eq!(l["state"], "ready", "{logs}");
-        let why = l["allocations_unknown"].as_str().unwrap_or_else(|| panic!("every view of a dump file says allocations are unknown: {l}"));
+        let why =
+            l["allocations_unknown"].as_str().unwrap_or_else(|| panic!("every view of a dump file says allocations are unknown: {l}"));
         assert!(why.contains("no allocation events"), "{why}");
     }
     let (status, d) = http(&base, &token, "GET", "/api/compare/0/1?top=0");
@@ -162,5 +168,66 @@ fn gcs_printed_on_attach_are_the_traces_on_core31() {
         eprintln!("run {run}: printed {printed} GCs; the trace's timeline {gcs}, summary {}", summary["gen0_collections"]);
         assert_eq!(printed, gcs, "the printed GC count against the trace's GCs: {said}");
         assert_eq!(summary["gen0_collections"].as_u64(), Some(gcs), "{summary}");
+    }
+}
+
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn a_log_and_a_trace_of_one_program_name_its_generic_types_alike() {
+    let Some(dn) = dotnet_env() else { return };
+    let Some(agent) = dotnet::agent_beside(Path::new(env!("CARGO_BIN_EXE_clrprof"))) else { return };
+    let rt = Runtime::Net8;
+    let dir = dn.app_dir("estimates", rt, &dn.work.join("estimates-names"));
+    // The agent's log of every allocation.
+    let log = dir.join("estimates.log");
+    let out = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["record", "-q", "--agent"])
+        .arg(&agent)
+        .arg("-o")
+        .arg(&log)
+        .arg("--")
+        .arg(dn.host(rt))
+        .args(["estimates.dll", "100000"])
+        .current_dir(&dir)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .output()
+        .expect("run clrprof record");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The runtime's own trace of the same program.
+    let trace = dir.join("estimates.nettrace");
+    let out = Command::new(dn.host(rt))
+        .args(["estimates.dll", "100000"])
+        .current_dir(&dir)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .env("DOTNET_EnableEventPipe", "1")
+        .env("DOTNET_EventPipeOutputPath", &trace)
+        .env("DOTNET_EventPipeConfig", "Microsoft-Windows-DotNETRuntime:0x1:5")
+        .output()
+        .expect("run the program");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (l, t) = (log.to_str().expect("UTF-8"), trace.to_str().expect("UTF-8"));
+    let names = |f: &str| -> Vec<String> {
+        ok_json(&["types", f, "-q"])["types"]
+            .as_array()
+            .expect("types")
+            .iter()
+            .map(|r| r["type"].as_str().expect("name").to_string())
+            .collect()
+    };
+    // Each file keeps its own spelling.
+    assert!(names(l).iter().any(|n| n == "Cage<Den.Mole>"), "the log: {:?}", names(l));
+    assert!(names(t).iter().any(|n| n == "Cage`1[Den+Mole]"), "the trace: {:?}", names(t));
+    // diff matches them: one row with both files' bytes (100,000 steps of
+    // which about 20,000 make a Cage<Den.Mole> of 200 bytes).
+    let d = ok_json(&["diff", l, t, "--top", "0", "-q"]);
+    let rows = d["allocated_by_type"].as_array().unwrap_or_else(|| panic!("{d}"));
+    let cage: Vec<&Value> = rows.iter().filter(|r| r["name"].as_str().is_some_and(|n| n.starts_with("Cage"))).collect();
+    assert_eq!(cage.len(), 1, "one row for the generic type in both spellings: {cage:?}");
+    let r = cage[0];
+    assert!(r["a_bytes"].as_u64().is_some_and(|b| b > 3_000_000) && r["b_bytes"].as_u64().is_some_and(|b| b > 1_000_000), "{r}");
+    // A type both spell alike and the arrays a log spells with a blank.
+    for name in ["Lynx", "Wren[]", "Wren []"] {
+        let matched: Vec<&Value> = rows.iter().filter(|r| r["name"] == name).collect();
+        assert!(matched.iter().all(|r| r["a_bytes"].as_u64() > Some(0) && r["b_bytes"].as_u64() > Some(0)), "{name}: {matched:?}");
     }
 }

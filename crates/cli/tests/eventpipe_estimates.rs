@@ -136,6 +136,13 @@ fn ranges_of_every_estimate(rt: Runtime) {
         // the split between types (measured within 0.5% over runs).
         assert!((est_bytes / truth_bytes - 1.0).abs() < 0.05, "{rt:?}: the ticks' total {est_bytes} against {truth_bytes}");
     }
+    // summary: the allocated bytes rest on every sample.
+    let s = ok_json(&["summary", t]);
+    let (b, lo, hi) = (s["allocated_bytes"].as_u64(), s["allocated_bytes_range"][0].as_u64(), s["allocated_bytes_range"][1].as_u64());
+    assert!(lo < b && b < hi, "{rt:?}: summary's allocated bytes and their range: {s}");
+    let out = clrprof(&["summary", t, "-q"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.contains("Allocated bytes") && l.contains("estimated ±")), "{text}");
     // The table: -q silences notes, not the meaning of a column.
     let out = clrprof(&["types", t, "-q"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

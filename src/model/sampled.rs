@@ -174,6 +174,17 @@ impl Model {
         self.sampling.as_ref().and_then(|s| s.weights.get(obj.0 as usize)).map_or(1.0, |&w| f64::from(w))
     }
 
+    /// The sampled objects an estimated count of a stack row rests on:
+    /// the inverse of [`Model::estimate_count`] (the row's weight is at
+    /// least 1, so the rounding is undone exactly); the count itself for a
+    /// log of every allocation.
+    pub fn samples_behind(&self, row: super::StackRef, estimated: u64) -> u64 {
+        match self.row_weights.get(row.index()) {
+            Some(&w) if estimated > 0 && w > 0.0 => ((estimated as f64) / f64::from(w)).round().max(1.0) as u64,
+            _ => estimated,
+        }
+    }
+
     /// [`Model::estimate_rows`] for one row's count.
     pub fn estimate_count(&self, row: super::StackRef, count: u64) -> u64 {
         match self.row_weights.get(row.index()) {

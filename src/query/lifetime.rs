@@ -27,9 +27,9 @@
 //! assert_eq!(l.rows[0].name, "T");
 //! ```
 
-use super::objects::{par_fold, RowTypes, Tally};
+use super::objects::{apportion, par_fold, RowTypes, Tally};
 use super::Filter;
-use crate::model::{Fate, Model};
+use crate::model::{Fate, Model, StackRef};
 use serde::Serialize;
 
 /// What became of the objects of one type (or of all, for the total).
@@ -103,15 +103,16 @@ type Columns = [Tally; 8];
 pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
     let types = RowTypes::new(model);
     let table = model.allocations();
-    let counts = par_fold(
+    // Objects per stack row and column (columns 1-7; 0 is their sum),
+    // estimated per row at the end so that the totals are every view's.
+    let by_row = par_fold(
         filter.object_range(model),
-        || vec![Columns::default(); types.len()],
+        Vec::<[u64; 8]>::new,
         |acc, range| {
             table.for_each_in(range, |row, fate| {
                 if !filter.has_thread(row.thread) {
                     return;
                 }
-                let (slot, size) = types.get(row.stack);
                 let column = match fate {
                     Fate::DiedAtGc { generation: 0, .. } => 1,
                     Fate::DiedAtGc { generation: 1, .. } => 2,
@@ -121,21 +122,40 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
                     Fate::Alive => 6,
                     Fate::Untracked => 7,
                 };
-                let c = &mut acc[slot];
-                let n = types.weight(row.stack);
-                c[0].add_n(n, size);
-                c[column].add_n(n, size);
+                let r = row.stack.index();
+                if acc.len() <= r {
+                    acc.resize(r + 1, [0; 8]);
+                }
+                acc[r][column] += 1;
             });
         },
         |mut a, b| {
+            if a.len() < b.len() {
+                a.resize(b.len(), [0; 8]);
+            }
             for (x, y) in a.iter_mut().zip(b) {
                 for (p, q) in x.iter_mut().zip(y) {
-                    p.merge(q);
+                    *p += q;
                 }
             }
             a
         },
     );
+    let mut counts = vec![Columns::default(); types.len()];
+    for (r, raw) in by_row.iter().enumerate() {
+        if raw.iter().all(|&n| n == 0) {
+            continue;
+        }
+        let row = StackRef(r as u32);
+        let (slot, size) = types.get(row);
+        let est = apportion(model, row, &raw[1..]);
+        if let Some(c) = counts.get_mut(slot) {
+            for (k, &n) in est.iter().enumerate() {
+                c[0].add_n(n, size);
+                c[k + 1].add_n(n, size);
+            }
+        }
+    }
     let mut total = LifetimeRow { name: "(total)".to_string(), ..LifetimeRow::default() };
     let mut out = Vec::new();
     for (k, c) in counts.into_iter().enumerate() {

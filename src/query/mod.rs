@@ -73,7 +73,7 @@ pub use alloc_graph::{allocation_graph, AllocationGraph, GraphEdge, GraphNode, N
 pub use by_code::{by_class, by_function, by_module, Figures, FunctionRow, GroupRow, SortBy};
 pub use calls::{call_tree, calls, CallTree, CallTreeOptions, Calls, NoCalls};
 pub use diff::{diff, DiffRow, LogDiff};
-pub use estimates::{estimates, Estimates};
+pub use estimates::{estimates, Estimates, Range95};
 pub use filter::{Filter, FilterError, TimeWindow};
 pub use flame::{folded_stacks, folded_text, FoldedStack};
 pub use handles::{handles_by_stack, HandleGroup, HandleReport, TypeTally};
@@ -87,5 +87,5 @@ pub use survivors::{survivors, Survivors};
 pub use threads::{threads, ThreadRow};
 pub use type_counts::{type_counts, TypeQueryError, TypeSelection};
 pub use type_name::canonical_type_name;
-pub use types::{by_bytes, by_type, group_by_name, HistogramKind, TypeCount, TypeRow};
+pub use types::{by_bytes, by_bytes_of, by_type, group_by_name, HistogramKind, TypeCount, TypeRow, Uncertainty};
 pub use who::{who_allocated, TypeMatch, WhoAllocated};

@@ -241,6 +241,34 @@ pub(crate) fn par_fold<A: Send>(
 }
 
 /// Adds `b` into `a`, element by element (growing `a`).
+/// A stack row's sampled objects, counted per category (a lifetime
+/// column, a thread), turned into the objects they stand for so that the
+/// categories add up to the row's estimate as every view gives it
+/// ([`Model::estimate_count`] of their sum): each category's share,
+/// rounded down, then the objects left over to the largest remainders
+/// (ties to the first). For a log of every allocation, the counts as
+/// they are.
+pub(crate) fn apportion(model: &Model, row: StackRef, raw: &[u64]) -> Vec<u64> {
+    let total: u64 = raw.iter().sum();
+    let estimate = model.estimate_count(row, total);
+    if total == 0 || estimate == total {
+        return raw.to_vec();
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut rest: Vec<(u128, usize)> = Vec::with_capacity(raw.len());
+    for (k, &r) in raw.iter().enumerate() {
+        let share = u128::from(r) * u128::from(estimate);
+        out.push((share / u128::from(total)) as u64);
+        rest.push((share % u128::from(total), k));
+    }
+    let left = estimate.saturating_sub(out.iter().sum());
+    rest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &(_, k) in rest.iter().take(left as usize) {
+        out[k] += 1;
+    }
+    out
+}
+
 pub(crate) fn merge_tallies(mut a: Vec<Tally>, b: Vec<Tally>) -> Vec<Tally> {
     if a.len() < b.len() {
         a.resize(b.len(), Tally::default());

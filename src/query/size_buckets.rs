@@ -74,7 +74,7 @@ impl BucketScale {
 }
 
 /// One size class.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SizeBucket {
     /// The smallest object size in the class, bytes.
     pub min_size: u32,

@@ -18,7 +18,8 @@
 //! assert_eq!(s.by_type[0].name, "T");
 //! ```
 
-use super::objects::{add_at, merge_tallies, par_fold, Clock, RowTypes, Tally};
+use super::objects::{par_fold, Clock, RowTypes, Tally};
+use super::types::Uncertainty;
 use super::Filter;
 use crate::model::{Fate, Model, ObjectId, StackRef, TickIndex};
 use serde::Serialize;
@@ -32,6 +33,10 @@ pub struct SurvivorType {
     pub allocated: Tally,
     /// Of those, alive at the given time.
     pub surviving: Tally,
+    /// For a sampled trace: the surviving samples and the 95% range of
+    /// the surviving figures.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
 }
 
 /// Survivors allocated with one stack.
@@ -73,29 +78,32 @@ pub struct Survivors {
     pub stacks_with_survivors: usize,
 }
 
-/// Counts while folding.
+/// Sampled (or, in a log, all) objects per stack row while folding:
+/// allocated, surviving. Estimates are made per row at the end, as every
+/// other view makes them ([`Model::estimate_count`]), so that the totals
+/// agree with `types` to the object.
 #[derive(Default)]
 struct SurvivorAcc {
-    /// Per type slot: allocated, surviving.
-    by_type: Vec<[Tally; 2]>,
-    /// Per stack row: surviving.
-    by_stack: Vec<Tally>,
-    allocated: Tally,
-    surviving: Tally,
+    by_row: Vec<[u64; 2]>,
 }
 
 impl SurvivorAcc {
+    fn add(&mut self, row: usize, alive: bool) {
+        if self.by_row.len() <= row {
+            self.by_row.resize(row + 1, [0; 2]);
+        }
+        self.by_row[row][0] += 1;
+        self.by_row[row][1] += u64::from(alive);
+    }
+
     fn merge(mut self, o: SurvivorAcc) -> SurvivorAcc {
-        if self.by_type.len() < o.by_type.len() {
-            self.by_type.resize(o.by_type.len(), [Tally::default(); 2]);
+        if self.by_row.len() < o.by_row.len() {
+            self.by_row.resize(o.by_row.len(), [0; 2]);
         }
-        for (x, y) in self.by_type.iter_mut().zip(o.by_type) {
-            x[0].merge(y[0]);
-            x[1].merge(y[1]);
+        for (x, y) in self.by_row.iter_mut().zip(o.by_row) {
+            x[0] += y[0];
+            x[1] += y[1];
         }
-        self.by_stack = merge_tallies(self.by_stack, o.by_stack);
-        self.allocated.merge(o.allocated);
-        self.surviving.merge(o.surviving);
         self
     }
 }
@@ -118,37 +126,51 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
     let born_by_then = alive_at.map_or(ObjectId(u32::MAX), |c| table.allocated_between(TickIndex(0), c).end);
     let acc = par_fold(
         filter.object_range(model),
-        || SurvivorAcc { by_type: vec![[Tally::default(); 2]; types.len()], ..SurvivorAcc::default() },
+        SurvivorAcc::default,
         |acc, range| {
             table.for_each_in(range, |row, fate| {
                 if !filter.has_thread(row.thread) {
                     return;
                 }
-                let (slot, size) = types.get(row.stack);
-                let n = types.weight(row.stack);
-                acc.allocated.add_n(n, size);
-                acc.by_type[slot][0].add_n(n, size);
                 let alive = match (fate, alive_at) {
                     (Fate::Untracked, _) => false,
                     (Fate::Alive, _) => row.id < born_by_then,
                     (f, None) => clock.death_tick(f).is_none(),
                     (f, Some(c)) => row.id < born_by_then && clock.death_tick(f).map_or(true, |d| d > c),
                 };
-                if alive {
-                    acc.surviving.add_n(n, size);
-                    acc.by_type[slot][1].add_n(n, size);
-                    add_at(&mut acc.by_stack, row.stack.index(), n, size);
-                }
+                acc.add(row.stack.index(), alive);
             });
         },
         SurvivorAcc::merge,
     );
-    let SurvivorAcc { by_type, by_stack, allocated, surviving } = acc;
+    // Per row: the objects the samples stand for, then per type and in all.
+    let mut by_type = vec![[Tally::default(); 2]; types.len()];
+    let mut samples = vec![0u64; types.len()];
+    let mut by_stack = vec![Tally::default(); acc.by_row.len()];
+    let (mut allocated, mut surviving) = (Tally::default(), Tally::default());
+    for (r, &[a, s]) in acc.by_row.iter().enumerate() {
+        let row = StackRef(r as u32);
+        let (slot, size) = types.get(row);
+        let (a, s_est) = (model.estimate_count(row, a), model.estimate_count(row, s));
+        allocated.add_n(a, size);
+        surviving.add_n(s_est, size);
+        if let (Some(t), Some(k)) = (by_type.get_mut(slot), samples.get_mut(slot)) {
+            t[0].add_n(a, size);
+            t[1].add_n(s_est, size);
+            *k += s;
+        }
+        by_stack[r].add_n(s_est, size);
+    }
     let mut types_out: Vec<SurvivorType> = by_type
         .into_iter()
         .enumerate()
         .filter(|(_, [_, s])| !s.is_empty())
-        .map(|(k, [a, s])| SurvivorType { name: types.names[k].clone(), allocated: a, surviving: s })
+        .map(|(k, [a, s])| SurvivorType {
+            name: types.names[k].clone(),
+            allocated: a,
+            surviving: s,
+            uncertainty: Uncertainty::of(model, samples[k], s.bytes.min(i64::MAX as u64) as i64, s.objects),
+        })
         .collect();
     types_out.sort_by(|a, b| b.surviving.bytes.cmp(&a.surviving.bytes).then_with(|| a.name.cmp(&b.name)));
     let mut stacks: Vec<(usize, Tally)> = by_stack.into_iter().enumerate().filter(|(_, t)| !t.is_empty()).collect();

@@ -7,10 +7,12 @@
 //! counted in a row whose `thread_id` is `None`, listed only when it has
 //! objects.
 
-use crate::model::{Model, ThreadRef, TickIndex};
-use crate::query::objects::{par_fold, RowTypes, Tally};
+use crate::model::{Model, StackRef, ThreadRef, TickIndex};
+use crate::query::objects::{apportion, par_fold, RowTypes, Tally};
+use crate::query::types::Uncertainty;
 use crate::query::Filter;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// One thread's line.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -20,6 +22,10 @@ pub struct ThreadRow {
     pub thread_id: Option<i32>,
     /// Objects and bytes it allocated in the window.
     pub allocated: Tally,
+    /// For a sampled trace: the samples its figures rest on and their 95%
+    /// range.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
     /// The tick index of its first allocation in the window.
     pub first_tick: Option<u32>,
     /// The tick index of its last allocation in the window.
@@ -33,6 +39,8 @@ pub struct ThreadRow {
 #[derive(Clone, Copy, Default)]
 struct Acc {
     tally: Tally,
+    /// Objects of the log read (samples, for a trace).
+    samples: u64,
     first: Option<u32>,
     last: Option<u32>,
 }
@@ -40,6 +48,7 @@ struct Acc {
 impl Acc {
     fn merge(&mut self, o: &Acc) {
         self.tally.merge(o.tally);
+        self.samples += o.samples;
         self.first = match (self.first, o.first) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -65,6 +74,7 @@ pub fn threads(model: &Model, filter: &Filter) -> Vec<ThreadRow> {
                 let (_, size) = types.get(row.stack);
                 if let Some(a) = acc.get_mut(row.thread.index()) {
                     a.tally.add_n(types.weight(row.stack), size);
+                    a.samples += 1;
                     a.first.get_or_insert(row.tick.0);
                     a.last = Some(row.tick.0);
                 }
@@ -77,6 +87,35 @@ pub fn threads(model: &Model, filter: &Filter) -> Vec<ThreadRow> {
             a
         },
     );
+    let mut per_thread = per_thread;
+    if model.sampling().is_some() {
+        // Each stack row's estimate split among the threads that sampled
+        // it, so that the threads add up to every other view's total.
+        let mut by_row: HashMap<u32, Vec<(usize, u64)>> = HashMap::new();
+        for row in table.rows_in(filter.object_range(model)) {
+            if !filter.has_thread(row.thread) {
+                continue;
+            }
+            let v = by_row.entry(row.stack.0).or_default();
+            match v.iter_mut().find(|(t, _)| *t == row.thread.index()) {
+                Some((_, n)) => *n += 1,
+                None => v.push((row.thread.index(), 1)),
+            }
+        }
+        for a in per_thread.iter_mut() {
+            a.tally = Tally::default();
+        }
+        for (r, v) in by_row {
+            let row = StackRef(r);
+            let size = types.size(row);
+            let raw: Vec<u64> = v.iter().map(|&(_, n)| n).collect();
+            for (&(t, _), n) in v.iter().zip(apportion(model, row, &raw)) {
+                if let Some(a) = per_thread.get_mut(t) {
+                    a.tally.add_n(n, size);
+                }
+            }
+        }
+    }
     let ms = |t: Option<u32>| t.and_then(|t| model.time().seconds(TickIndex(t))).map(|s| (s * 1000.0).round());
     let mut rows: Vec<ThreadRow> = per_thread
         .iter()
@@ -93,6 +132,7 @@ pub fn threads(model: &Model, filter: &Filter) -> Vec<ThreadRow> {
             Some(ThreadRow {
                 thread_id: id,
                 allocated: a.tally,
+                uncertainty: Uncertainty::of(model, a.samples, a.tally.bytes.min(i64::MAX as u64) as i64, a.tally.objects),
                 first_tick: a.first,
                 last_tick: a.last,
                 first_ms: ms(a.first),

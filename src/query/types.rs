@@ -55,6 +55,10 @@ pub struct TypeRow {
     pub count: u64,
     /// The type ids merged under this name, ascending.
     pub type_ids: Vec<i32>,
+    /// The sampled objects the counts rest on (a sampled trace; the count
+    /// itself for a log of every allocation).
+    #[serde(skip)]
+    pub samples: u64,
 }
 
 /// A histogram grouped by type name, sorted by name.
@@ -83,11 +87,12 @@ pub fn group_by_name(model: &Model, counts: impl Iterator<Item = (StackRef, u64)
             None => TypeKey::Unnamed(type_id.0),
         };
         let k = *index.entry(key).or_insert_with(|| {
-            rows.push(TypeRow { name: model.type_name(type_id).into_owned(), bytes: 0, count: 0, type_ids: Vec::new() });
+            rows.push(TypeRow { name: model.type_name(type_id).into_owned(), bytes: 0, count: 0, type_ids: Vec::new(), samples: 0 });
             rows.len() - 1
         });
         let e = &mut rows[k];
         e.count += count;
+        e.samples += model.samples_behind(row, count);
         e.bytes = e.bytes.saturating_add((size as i64).saturating_mul(count as i64));
         if !e.type_ids.contains(&type_id.0) {
             e.type_ids.push(type_id.0);
@@ -102,7 +107,7 @@ pub fn group_by_name(model: &Model, counts: impl Iterator<Item = (StackRef, u64)
 
 /// One line of a type histogram as `clrprof types` prints it (JSON:
 /// `{"type": NAME, "bytes": N, "count": N}`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TypeCount {
     /// The type name (types with equal names are merged).
     #[serde(rename = "type")]
@@ -111,13 +116,61 @@ pub struct TypeCount {
     pub bytes: i64,
     /// Objects.
     pub count: u64,
+    /// For an estimate (a sampled trace): the sampled objects it rests on
+    /// and its 95% range; absent for a log of every allocation.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
+}
+
+/// The uncertainty of a row of estimated objects and bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Uncertainty {
+    /// Sampled objects the row's figures rest on.
+    pub samples: u64,
+    /// The 95% range of the bytes, `[low, high]`.
+    pub bytes_range: [i64; 2],
+    /// The 95% range of the objects, `[low, high]`.
+    pub count_range: [u64; 2],
+}
+
+impl Uncertainty {
+    /// The uncertainty of `bytes` and `count` estimated from `samples`
+    /// sampled objects; `None` when the model's figures are exact (a log)
+    /// or nothing was sampled.
+    pub fn of(model: &Model, samples: u64, bytes: i64, count: u64) -> Option<Uncertainty> {
+        model.sampling()?;
+        let r = super::estimates::Range95::of(samples)?;
+        let [bl, bh] = r.apply(bytes as f64);
+        let [cl, ch] = r.apply(count as f64);
+        Some(Uncertainty { samples, bytes_range: [bl as i64, bh as i64], count_range: [cl as u64, ch as u64] })
+    }
+
+    /// The relative range as a table cell ("±6.4%").
+    pub fn cell(&self) -> String {
+        super::estimates::Range95::of(self.samples).map(|r| r.cell()).unwrap_or_default()
+    }
 }
 
 /// Type rows as [`TypeCount`]s, sorted by bytes, largest first (ties by
-/// name).
+/// name), each estimate with its [`Uncertainty`] when the model is a
+/// sampled trace.
+pub fn by_bytes_of(model: &Model, rows: Vec<TypeRow>) -> Vec<TypeCount> {
+    let mut v: Vec<TypeCount> = rows
+        .into_iter()
+        .map(|r| {
+            let uncertainty = Uncertainty::of(model, r.samples, r.bytes, r.count);
+            TypeCount { name: r.name, bytes: r.bytes, count: r.count, uncertainty }
+        })
+        .collect();
+    v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+    v
+}
+
+/// Type rows as [`TypeCount`]s, sorted by bytes, largest first (ties by
+/// name), without uncertainty (see [`by_bytes_of`]).
 pub fn by_bytes(rows: Vec<TypeRow>) -> Vec<TypeCount> {
     let mut v: Vec<TypeCount> =
-        rows.into_iter().map(|r| TypeCount { name: r.name, bytes: r.bytes, count: r.count }).collect();
+        rows.into_iter().map(|r| TypeCount { name: r.name, bytes: r.bytes, count: r.count, uncertainty: None }).collect();
     v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
     v
 }

@@ -39,14 +39,24 @@ pub fn run(args: Args) -> Result<()> {
     // log recorded with allocation logging off) the figures that come from
     // the simulated objects are not known: not 0 (`null` in the JSON).
     let unknown = clrprof::query::allocations_unknown(&loaded.model);
+    // The allocated figures of a sampled trace rest on all its samples:
+    // their 95% range.
+    let samples = clrprof::query::estimates(&loaded.model).map(|e| e.samples);
+    let range = samples.and_then(clrprof::query::Range95::of);
     if args.json {
         let mut v = serde_json::to_value(s)?;
-        if let (Some(why), Some(o)) = (&unknown, v.as_object_mut()) {
-            o.insert("allocations_unknown".to_string(), serde_json::json!(why));
+        if let Some(o) = v.as_object_mut() {
+            if let Some(why) = &unknown {
+                o.insert("allocations_unknown".to_string(), serde_json::json!(why));
+            }
+            if let (Some(r), true) = (range, s.allocations_known) {
+                let [lo, hi] = r.apply(s.allocated_bytes as f64);
+                o.insert("allocated_bytes_range".to_string(), serde_json::json!([lo as u64, hi as u64]));
+            }
         }
         return print_json(&v);
     }
-    print_table(&args.load.shown().display().to_string(), &s);
+    print_table(&args.load.shown().display().to_string(), &s, range);
     if let Some(why) = unknown {
         println!("  Allocations are unknown: {why}.");
     }
@@ -71,14 +81,19 @@ fn signed(v: i64) -> String {
     }
 }
 
-fn print_table(path: &str, s: &Summary) {
+fn print_table(path: &str, s: &Summary, range: Option<clrprof::query::Range95>) {
     println!("{path}");
-    // Estimates (a trace's sampled allocations) say so in a third column.
+    // Estimates (a trace's sampled allocations) say so in a third column;
+    // the allocated bytes with the 95% range of all the samples.
     let mark = |v: String| if s.estimated && v != "Unknown" { format!("{v}  estimated") } else { v };
     let known = |v: u64| mark(show(s.allocations_known.then_some(v)));
+    let allocated = match (known(s.allocated_bytes), range) {
+        (v, Some(r)) if v.ends_with("  estimated") => format!("{v} {}", r.cell()),
+        (v, _) => v,
+    };
     let survivors = |v: u64| mark(show((s.allocations_known && s.survivors_known).then_some(v)));
     let rows: [(&str, String); 18] = [
-        ("Allocated bytes", known(s.allocated_bytes)),
+        ("Allocated bytes", allocated),
         ("Relocated bytes", survivors(s.relocated_bytes)),
         ("Final heap bytes", survivors(s.final_heap_bytes)),
         ("Objects finalized", show(s.objects_finalized)),
@@ -98,8 +113,8 @@ fn print_table(path: &str, s: &Summary) {
         ("Comments", thousands(s.comments)),
     ];
     for (name, value) in rows {
-        match value.strip_suffix("  estimated") {
-            Some(v) => println!("  {name:<28} {v:>16}  estimated"),
+        match value.split_once("  estimated") {
+            Some((v, rest)) => println!("  {name:<28} {v:>16}  estimated{rest}"),
             None => println!("  {name:<28} {value:>16}"),
         }
     }

@@ -1,7 +1,9 @@
 //! `clrprof survivors`: objects allocated in a window and still alive later
 //! (the leak question), by type and by allocating stack.
 
-use crate::common::{cut_json, keep, more, more_note, ms_text as ms, print_json, print_estimated_table, thousands, tick_for, QueryArgs};
+use crate::common::{
+    cut_json, keep, more, more_note, ms_text as ms, print_estimated_table, print_json, thousands, tick_for, QueryArgs, RANGE_HEADER,
+};
 use anyhow::Result;
 use clrprof::query::survivors;
 
@@ -55,29 +57,34 @@ pub fn run(args: Args) -> Result<()> {
         pct(s.surviving.bytes, s.allocated.bytes),
     );
     println!();
+    let ranges = s.by_type.iter().any(|t| t.uncertainty.is_some());
     let rows: Vec<Vec<String>> = s
         .by_type
         .iter()
         .map(|t| {
-            vec![
+            let mut row = vec![
                 t.name.clone(),
                 thousands(t.surviving.bytes),
                 thousands(t.surviving.objects),
                 thousands(t.allocated.objects),
                 format!("{:.1}%", pct(t.surviving.objects, t.allocated.objects)),
-            ]
+            ];
+            if ranges {
+                row.push(t.uncertainty.as_ref().map(|u| u.cell()).unwrap_or_default());
+            }
+            row
         })
         .collect();
-    print_estimated_table(&["type", "surviving bytes", "surviving objects", "allocated objects", "survival"], &[1, 2, 3], &rows);
+    let mut header = vec!["type", "surviving bytes", "surviving objects", "allocated objects", "survival"];
+    if ranges {
+        header.push(RANGE_HEADER);
+    }
+    print_estimated_table(&header, &[1, 2, 3], &rows);
     if let Some(note) = more_note(types_left_out, "type", "types") {
         println!("{note}");
     }
     println!();
-    println!(
-        "By allocating stack ({} of {} stacks with survivors; innermost frame first):",
-        s.by_stack.len(),
-        s.stacks_with_survivors
-    );
+    println!("By allocating stack ({} of {} stacks with survivors; innermost frame first):", s.by_stack.len(), s.stacks_with_survivors);
     let shown = if args.frames == 0 { usize::MAX } else { args.frames };
     for st in &s.by_stack {
         println!(

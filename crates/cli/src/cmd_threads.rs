@@ -1,7 +1,7 @@
 //! `clrprof threads`: the threads of a log (the ids `--thread` takes), with
 //! what each allocated and when.
 
-use crate::common::{count, cut_json, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
+use crate::common::{count, cut_json, keep, more_note, print_estimated_table, print_json, thousands, QueryArgs, RANGE_HEADER};
 use anyhow::Result;
 use clrprof::query::threads;
 
@@ -42,10 +42,11 @@ pub fn run(args: Args) -> Result<()> {
     let left_out = keep(&mut rows, q.limit());
     let opt = |v: Option<u32>| v.map_or_else(|| "-".to_string(), |t| t.to_string());
     let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |m| format!("{m:.0}"));
+    let ranges = rows.iter().any(|r| r.uncertainty.is_some());
     let table: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 r.thread_id.map_or_else(|| "(none: `a` records)".to_string(), |t| t.to_string()),
                 thousands(r.allocated.objects),
                 thousands(r.allocated.bytes),
@@ -53,10 +54,18 @@ pub fn run(args: Args) -> Result<()> {
                 ms(r.first_ms),
                 opt(r.last_tick),
                 ms(r.last_ms),
-            ]
+            ];
+            if ranges {
+                row.push(r.uncertainty.as_ref().map(|u| u.cell()).unwrap_or_default());
+            }
+            row
         })
         .collect();
-    print_estimated_table(&["thread", "objects", "bytes", "first tick", "first ms", "last tick", "last ms"], &[1, 2], &table);
+    let mut header = vec!["thread", "objects", "bytes", "first tick", "first ms", "last tick", "last ms"];
+    if ranges {
+        header.push(RANGE_HEADER);
+    }
+    print_estimated_table(&header, &[1, 2], &table);
     if let Some(note) = more_note(left_out, "thread", "threads") {
         println!("{note}");
     }

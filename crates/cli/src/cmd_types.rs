@@ -2,12 +2,11 @@
 //! optionally live at a time, with the size classes of its Histogram by
 //! Size view.
 
-use crate::common::{keep, more_note, print_estimated_table, thousands, tick_for, QueryArgs};
+use crate::common::{keep, more_note, print_estimated_table, thousands, tick_for, QueryArgs, RANGE_HEADER};
 use anyhow::{bail, Result};
 use clap::ValueEnum;
 use clrprof::query::{
-    by_bytes, group_by_name, size_buckets, type_counts, BucketScale, HistogramKind, SizeBucket, TypeCount,
-    TypeSelection,
+    by_bytes_of, group_by_name, size_buckets, type_counts, BucketScale, HistogramKind, SizeBucket, TypeCount, TypeSelection,
 };
 
 /// Which histogram.
@@ -110,7 +109,7 @@ pub fn run(args: Args) -> Result<()> {
     let filter = args.query.filter(model)?;
     let at = args.at.map(|ms| tick_for(model, "--at", ms)).transpose()?;
     let counts = type_counts(model, &TypeSelection { kind: args.kind.histogram(), at }, &filter)?;
-    let mut types = by_bytes(group_by_name(model, counts.iter()));
+    let mut types = by_bytes_of(model, group_by_name(model, counts.iter()));
     let scale = match args.bucket_scale {
         Scale::Coarse => BucketScale::Coarse,
         Scale::Medium => BucketScale::Medium,
@@ -149,12 +148,23 @@ fn print_types(args: &Args, types: &[TypeCount], at_ms: Option<f64>) {
         thousands(count),
         thousands(types.len() as u64)
     );
+    let ranges = types.iter().any(|t| t.uncertainty.is_some());
     let rows: Vec<Vec<String>> = types
         .iter()
         .take(args.query.limit())
-        .map(|t| vec![t.name.clone(), signed(t.bytes), percent(t.bytes, bytes), thousands(t.count)])
+        .map(|t| {
+            let mut row = vec![t.name.clone(), signed(t.bytes), percent(t.bytes, bytes), thousands(t.count)];
+            if ranges {
+                row.push(t.uncertainty.as_ref().map(|u| u.cell()).unwrap_or_default());
+            }
+            row
+        })
         .collect();
-    print_estimated_table(&["type", "bytes", "%", "objects"], &[1, 3], &rows);
+    let mut header = vec!["type", "bytes", "%", "objects"];
+    if ranges {
+        header.push(RANGE_HEADER);
+    }
+    print_estimated_table(&header, &[1, 3], &rows);
     if let Some(note) = more_note(types.len() - rows.len(), "type", "types") {
         println!("{note}");
     }

@@ -313,6 +313,10 @@ pub fn estimated() -> bool {
 /// so `-q` (which silences notes) keeps it.
 pub const EST: &str = " est.";
 
+/// The header of the column that gives an estimated row's 95% range
+/// (from the number of samples it rests on), beside its estimates.
+pub const RANGE_HEADER: &str = "95% range";
+
 /// Prints a table whose columns `estimates` (indexes into `header`) are
 /// made of sampled allocations: when the loaded model is a sampled trace,
 /// their headers end in " est.".

@@ -75,6 +75,7 @@ fn json_types(v: &serde_json::Value) -> Vec<TypeCount> {
             name: e["type"].as_str().expect("type").to_string(),
             bytes: e["bytes"].as_i64().expect("bytes"),
             count: e["count"].as_u64().expect("count"),
+            uncertainty: None,
         })
         .collect()
 }

@@ -76,7 +76,8 @@ pub struct Written {
     /// Whether the session was stopped by us (with a rundown), rather
     /// than ended by the process.
     pub stopped: bool,
-    /// GCs the trace holds (as it arrived).
+    /// GCs the trace holds (its `GC/Start` events, as it arrived; a GC
+    /// already running when the session began is not one of them).
     pub gcs: u64,
     /// Whether a heap walk was read to its end.
     pub heap_walk_done: bool,
@@ -243,7 +244,10 @@ impl Session {
             }
         }
         out.flush().map_err(|e| Error::io("cannot write the trace of process", format!("{pid}"), e))?;
-        written.gcs = watch.gc_stops;
+        // The trace's GCs are its `GC/Start`s, as every reader counts
+        // them: a GC in progress when the session began sends its
+        // `GC/Stop` only, and is not one of the trace's.
+        written.gcs = watch.gc_starts;
         written.heap_walk_done = watch.heap_walk_done();
         written.seconds = self.started.elapsed().as_secs_f64();
         Ok(written)

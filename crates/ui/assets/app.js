@@ -75,6 +75,11 @@ async function render() {
     box.append(CP.el('p', { class: 'incomplete', 'data-lost-events': String(log.incomplete.lost_events) },
       CP.el('strong', {}, 'Incomplete. '), `${log.format || 'A trace'}: ${log.incomplete.note}.`));
   }
+  // A file without allocation events: its allocation figures are unknown.
+  if (needsLog && log && log.allocations_unknown) {
+    box.append(CP.el('p', { class: 'unknown', 'data-allocations-unknown': '' },
+      CP.el('strong', {}, 'Allocations unknown. '), `${log.format || 'The log'}: ${log.allocations_unknown}; allocation figures are unknown, not 0.`));
+  }
   try {
     await fn(box, CP.state.route.params, () => gen === CP.state.generation);
   } catch (e) {

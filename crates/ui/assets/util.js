@@ -55,6 +55,30 @@ CP.error = function (e) { return CP.el('p', { class: 'error' }, String(e.message
 // show: row => Node|string}]. Each cell carries data-col and data-value (the
 // raw figure), each row data-name (rowName(row)), so that tests read figures,
 // not formatted text. Headers sort client-side.
+// The column of an estimated row's 95% range (a sampled trace's rows carry
+// `samples`, `bytes_range` and `count_range`): "±6.4%", or "-64% +457%"
+// when lopsided; the bytes' range and the samples in its title.
+// `bytesOf` gives the estimated bytes the range is of (a row's `bytes` by
+// default).
+CP.rangeColumn = function (bytesOf) {
+  const of = bytesOf || ((r) => r.bytes);
+  const parts = (r) => {
+    const b = of(r);
+    if (!r.bytes_range || !b) return null;
+    const down = (1 - r.bytes_range[0] / b) * 100, up = (r.bytes_range[1] / b - 1) * 100;
+    const d = (v) => (v < 10 ? v.toFixed(1) : v.toFixed(0));
+    return Math.abs(up - down) <= 0.1 * Math.max(up, down) ? `±${d(Math.max(up, down))}%` : `-${d(down)}% +${d(up)}%`;
+  };
+  return {
+    key: 'range', label: '95% range', num: true,
+    value: (r) => (r.samples ? 1 / Math.sqrt(r.samples) : 0),
+    show: (r) => CP.el('span', {
+      class: 'range', 'data-samples': r.samples,
+      title: r.bytes_range ? `${CP.num(r.bytes_range[0])} to ${CP.num(r.bytes_range[1])} bytes, from ${CP.num(r.samples)} samples` : '',
+    }, parts(r) || ''),
+  };
+};
+
 CP.table = function (name, columns, rows, rowName) {
   const table = CP.el('table', { class: 'grid', 'data-table': name });
   const thead = CP.el('thead');

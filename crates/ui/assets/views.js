@@ -61,12 +61,16 @@ CP.views.types = async function (root, params) {
   root.append(CP.el('p', { class: 'note', 'data-total': total },
     `${CP.num(total)} bytes in ${CP.num(count)} objects of ${CP.num(r.types.length)} types` + (relocated && params.from ? ' (relocations are not filtered by window)' : '')));
   const max = r.types.length ? Math.max(...r.types.map((t) => t.bytes)) : 1;
+  // A sampled trace's rows carry their samples and 95% ranges.
+  const ranged = r.types.some((t) => t.samples !== undefined);
+  const est = ranged ? ' est.' : '';
   const cols = CP.el('div', { class: 'cols' });
   cols.append(CP.el('div', {}, CP.el('h3', {}, 'By type'), CP.table('types', [
     { key: 'type', label: 'Type', show: (t) => CP.el('span', {}, CP.swatch(typeColour(t.type), t.type), t.type) },
-    { key: 'bytes', label: 'Bytes', num: true },
+    { key: 'bytes', label: 'Bytes' + est, num: true },
     { key: 'pct', label: '%', num: true, value: (t) => (total ? t.bytes * 100 / total : 0), show: (t) => CP.el('span', {}, CP.pct(t.bytes, total), CP.el('span', { class: 'bar', style: `width:${Math.round(80 * t.bytes / max)}px` })) },
-    { key: 'count', label: 'Objects', num: true },
+    { key: 'count', label: 'Objects' + est, num: true },
+    ...(ranged ? [CP.rangeColumn()] : []),
   ], r.types.slice(0, 500), (t) => t.type)));
   const bmax = r.buckets.length ? Math.max(...r.buckets.map((b) => b.bytes)) : 1;
   cols.append(CP.el('div', {}, CP.el('h3', {}, 'By size class (Histogram by Size)'), CP.table('buckets', [
@@ -286,11 +290,15 @@ CP.views.lifetime = async function (root, params) {
 
 CP.survivorTables = function (root, s) {
   root.append(CP.el('p', { class: 'note', 'data-total': s.surviving.bytes }, `Allocated in the window: ${CP.num(s.allocated.objects)} objects, ${CP.num(s.allocated.bytes)} bytes; alive at ${CP.ms(s.alive_at_ms)}: ${CP.num(s.surviving.objects)} objects, ${CP.num(s.surviving.bytes)} bytes`));
+  // A sampled trace's rows carry the surviving samples and 95% ranges.
+  const ranged = s.by_type.some((t) => t.samples !== undefined);
+  const est = ranged ? ' est.' : '';
   root.append(CP.table('survivors', [
     { key: 'name', label: 'Type' },
-    { key: 'surviving_bytes', label: 'Surviving bytes', num: true, value: (t) => t.surviving.bytes },
-    { key: 'surviving_objects', label: 'Surviving objects', num: true, value: (t) => t.surviving.objects },
-    { key: 'allocated_objects', label: 'Allocated objects', num: true, value: (t) => t.allocated.objects },
+    { key: 'surviving_bytes', label: 'Surviving bytes' + est, num: true, value: (t) => t.surviving.bytes },
+    { key: 'surviving_objects', label: 'Surviving objects' + est, num: true, value: (t) => t.surviving.objects },
+    { key: 'allocated_objects', label: 'Allocated objects' + est, num: true, value: (t) => t.allocated.objects },
+    ...(ranged ? [CP.rangeColumn((t) => t.surviving.bytes)] : []),
   ], s.by_type, (t) => t.name));
 };
 
@@ -308,7 +316,30 @@ CP.views.compare = async function (root, params) {
     CP.el('span', { class: 'note' }, 'figures are B minus A')));
   if (logs.length < 2) root.append(CP.el('p', { class: 'note' }, 'Give two logs to `clrprof ui` to compare them; with one, A and B are the same log.'));
   const d = await CP.api(`/api/compare/${a}/${b}`, { top: 50 });
+  // A log without allocations (a heap snapshot, a trace of GCs only): its
+  // allocations are unknown, not 0, and are not compared.
+  const unknown = d.allocations_unknown || {};
+  for (const [side, why] of Object.entries(unknown)) {
+    root.append(CP.el('p', { class: 'unknown', 'data-unknown': side }, CP.el('strong', {}, `Allocations unknown in ${side.toUpperCase()}. `), `${why}.`));
+  }
+  // The last heap dumps of both, per type.
+  if (d.dump_by_type) {
+    const c = d.dump_by_type;
+    root.append(CP.el('h3', {}, 'Last heap dump by type'),
+      CP.el('p', { class: 'note', 'data-dump-objects': `${c.a.objects} ${c.b.objects}` },
+        `A: ${CP.num(c.a.objects)} objects, ${CP.num(c.a.bytes)} bytes; B: ${CP.num(c.b.objects)} objects, ${CP.num(c.b.bytes)} bytes (objects cannot be matched across files)`),
+      c.types.length === 0 ? CP.el('p', { class: 'note' }, 'no difference: the same objects and bytes per type') : CP.table('compare-dump-by-type', [
+        { key: 'name', label: 'Type' },
+        { key: 'diff_bytes', label: 'Bytes B−A', num: true, value: (r) => r.bytes_b - r.bytes_a, show: (r) => CP.signed(r.bytes_b - r.bytes_a) },
+        { key: 'bytes_a', label: 'Bytes A', num: true }, { key: 'bytes_b', label: 'Bytes B', num: true },
+        { key: 'diff_objects', label: 'Objects B−A', num: true, value: (r) => r.objects_b - r.objects_a, show: (r) => CP.signed(r.objects_b - r.objects_a) },
+      ], c.types, (r) => r.name));
+  }
   for (const [key, title] of [['allocated_by_type', 'Allocated by type'], ['final_heap_by_type', 'Final heap by type'], ['functions_exclusive', 'Allocated by function, exclusive'], ['functions_inclusive', 'Allocated by function, inclusive']]) {
+    if (Object.keys(unknown).length > 0) {
+      root.append(CP.el('h3', {}, title), CP.el('p', { class: 'note' }, 'not compared: allocations unknown (above)'));
+      continue;
+    }
     root.append(CP.el('h3', {}, title), d[key].length === 0 ? CP.el('p', { class: 'note' }, 'no difference') : CP.table('compare-' + key, [
       { key: 'name', label: 'Name' },
       { key: 'diff_bytes', label: 'Bytes B−A', num: true, show: (r) => CP.signed(r.diff_bytes) },

@@ -493,6 +493,15 @@ test('a sampled trace: every view says its figures are estimates, and shows the 
   const types = (await rows('types')).map((r) => [r.name, r.bytes, r.count]);
   const want = cli(TRACE, ['types', '--kind', 'allocated', '--buckets']);
   same(types, want.types.slice(0, 500).map((t) => [t.type, t.bytes, t.count]), 'the trace\'s types');
+  // Each estimated row shows its 95% range, from the samples the CLI gives,
+  // and the columns say they are estimates.
+  const route = `[data-route="#types?log=${TRACE}&kind=allocated"]`;
+  assert.ok(await page.$(`${route} table[data-table="types"] th[data-col="range"]`), 'the range column');
+  assert.match(await page.$eval(`${route} table[data-table="types"] th[data-col="bytes"]`, (e) => e.textContent), /est\./);
+  const samples = await page.$$eval(`${route} table[data-table="types"] .range`, (s) => s.map((e) => Number(e.dataset.samples)));
+  same(samples, want.types.slice(0, 500).map((t) => t.samples), 'the samples of each row');
+  const cells = await page.$$eval(`${route} table[data-table="types"] .range`, (s) => s.map((e) => e.textContent));
+  assert.ok(cells.every((c) => /^(±[0-9.]+%|-[0-9.]+% \+[0-9.]+%)$/.test(c)), cells.join(', '));
   // A log of every allocation says nothing of estimates.
   await open('summary?log=0');
   assert.equal(await page.$('[data-route="#summary?log=0"] .estimates'), null);

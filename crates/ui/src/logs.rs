@@ -206,6 +206,11 @@ pub struct LogStatus {
     /// what that means (every view says so).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<clrprof::query::Incomplete>,
+    /// Why the file's allocations are unknown (a `.gcdump`, a trace without
+    /// allocation events, a log recorded without them), once ready: every
+    /// view says so, and allocation figures are "unknown", never 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocations_unknown: Option<String>,
     /// The file's format when it is not a CLRProfiler log ("NetTrace
     /// (Trace object version 4)", "gcdump ..."), once ready.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -354,6 +359,7 @@ impl LogSet {
                     dumps: None,
                     estimates: None,
                     incomplete: None,
+                    allocations_unknown: None,
                     format: None,
                     session: s.session.as_ref().map(|name| SessionStatus {
                         name: name.clone(),
@@ -375,6 +381,7 @@ impl LogSet {
                             st.dumps = Some(l.model.heap_dumps().dumps().len());
                             st.estimates = clrprof::query::estimates(&l.model);
                             st.incomplete = clrprof::query::incomplete(&l.model);
+                            st.allocations_unknown = clrprof::query::allocations_unknown(&l.model);
                             st.format = l.model.imported().map(|f| f.format.clone());
                         }
                         State::Failed(e) => {

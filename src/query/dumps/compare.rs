@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 /// One type in the two dumps.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TypeChange {
-    /// The type's name, in the runtime's spelling.
+    /// The type's name, as the first file that has it spells it (types are
+    /// matched by [`canonical_type_name`]).
     pub name: String,
     /// Objects in dump A.
     pub objects_a: u64,
@@ -54,8 +55,9 @@ pub fn compare_files(a: &Model, da: DumpIndex, b: &Model, db: DumpIndex) -> Opti
     let mut types: BTreeMap<String, TypeChange> = BTreeMap::new();
     for (rows, first) in [(&ta.types, true), (&tb.types, false)] {
         for r in rows {
-            let name = canonical_type_name(&r.name).into_owned();
-            let t = types.entry(name.clone()).or_insert_with(|| TypeChange { name, ..TypeChange::default() });
+            // Matched by the one spelling; shown as the first file spells it.
+            let key = canonical_type_name(&r.name).into_owned();
+            let t = types.entry(key).or_insert_with(|| TypeChange { name: r.name.clone(), ..TypeChange::default() });
             if first {
                 t.objects_a += r.objects;
                 t.bytes_a += r.bytes;

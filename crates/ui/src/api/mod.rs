@@ -22,7 +22,10 @@
 //! | `dump-diff/{a}/{b}` | `clrprof dump-diff A B --json` |
 //! | `handles` | `clrprof handles --top N --json` |
 //!
-//! and `/api/compare/{a}/{b}` is `clrprof diff A B --json`. With
+//! and `/api/compare/{a}/{b}` is `clrprof diff A B --json` (with the last
+//! heap dumps per type in `dump_by_type`), except that
+//! `allocations_unknown` says which side's are (`{"a": WHY, "b": WHY}`)
+//! and the allocation lists are then empty rather than null. With
 //! `--collector DIR`: `/api/sessions` is `clrprof sessions --dir DIR
 //! --json` (with each opened session's log id), `POST
 //! /api/session/{name}/open` makes the session a log of the server (its

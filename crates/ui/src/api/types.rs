@@ -5,7 +5,7 @@ use crate::{ApiError, App};
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use clrprof::query::{
-    by_bytes, group_by_name, size_buckets, type_counts, BucketScale, HistogramKind, SizeBucket, TypeCount,
+    by_bytes_of, group_by_name, size_buckets, type_counts, BucketScale, HistogramKind, SizeBucket, TypeCount,
     TypeSelection,
 };
 use serde::{Deserialize, Serialize};
@@ -62,7 +62,7 @@ pub async fn types(State(app): State<App>, Path(id): Path<u32>, Query(p): Query<
         let at = p.at.map(|ms| tick_at(model, "at", ms)).transpose()?;
         let counts =
             type_counts(model, &TypeSelection { kind, at }, &filter).map_err(|e| ApiError::bad_request(e.to_string()))?;
-        let types = by_bytes(group_by_name(model, counts.iter()));
+        let types = by_bytes_of(model, group_by_name(model, counts.iter()));
         let buckets = size_buckets(model, &counts, scale);
         Ok(Answer { types, buckets })
     })

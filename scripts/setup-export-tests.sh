@@ -11,7 +11,8 @@
 #     default-jre-headless) to run it in local mode over a dataset.
 # The venv lives in target/export-venv (git-ignored) unless
 # CLRPROF_EXPORT_VENV names another place; the tests look there. Under
-# CI=true a test whose consumer is missing fails; elsewhere it says SKIPPED.
+# CI=true a test whose consumer is missing fails; elsewhere it is counted as
+# ignored (crates/export/build.rs; touch it after installing).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${CLRPROF_EXPORT_VENV:-$root/target/export-venv}"

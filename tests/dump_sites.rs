@@ -651,6 +651,7 @@ fn generated_dumps_link_to_their_allocations() {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch build.rs after installing)")]
 fn reference_dumps_link_to_their_allocations() {
     for name in ["gen-tiny", "gen-small"] {
         let Some(dir) = common::reference_dir() else { return };

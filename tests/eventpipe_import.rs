@@ -59,6 +59,7 @@ fn count(bytes: &[u8]) -> Counted {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn core30_trace_becomes_a_model_of_its_samples() {
     let name = "eventpipe-dotnetcore3.0-win-x64-objver4.nettrace";
     let Some(m) = load(name) else { return };
@@ -101,6 +102,7 @@ fn core30_trace_becomes_a_model_of_its_samples() {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn traces_without_allocations_load_without_estimates() {
     for name in ["eventpipe-dotnetcore5.0-win-x64-arraytypes.nettrace", "eventpipe-dotnetcore6.0-win-x64-executioncheckpoints.nettrace"] {
         let Some(m) = load(name) else { return };
@@ -115,6 +117,7 @@ fn traces_without_allocations_load_without_estimates() {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn gcdump_becomes_one_heap_dump_of_perfviews_graph() {
     let Some(m) = load("test1.gcdump") else { return };
     let dumps = m.heap_dumps();

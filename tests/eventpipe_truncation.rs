@@ -45,6 +45,7 @@ fn read(bytes: &[u8]) -> (u64, Option<Warning>) {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn cut_at_every_block_boundary_and_inside_blocks() {
     for name in TRACES {
         let bytes = load(name);
@@ -92,6 +93,7 @@ fn read_error(bytes: &[u8], cut: u64) -> clrprof::eventpipe::Error {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn cut_inside_the_header_is_an_error_with_its_offset() {
     let bytes = load(TRACES[2]);
     let end = read_header(&bytes).unwrap().end_offset as usize;
@@ -102,6 +104,7 @@ fn cut_inside_the_header_is_an_error_with_its_offset() {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn damaged_bytes_never_panic() {
     // 200 bytes spread over each trace (every byte of the smallest),
     // replaced by a few values: the reader returns events, errors or

@@ -104,6 +104,7 @@ fn test1() -> Option<(Vec<u8>, Baseline)> {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn recognised_by_its_first_bytes() {
     let Some((bytes, _)) = test1() else { return };
     assert!(gcdump::is_gcdump(&bytes));
@@ -123,6 +124,7 @@ fn recognised_by_its_first_bytes() {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn same_graph_as_perfview() {
     let Some((bytes, base)) = test1() else { return };
     let g = gcdump::read(&bytes).unwrap();
@@ -171,6 +173,7 @@ fn same_graph_as_perfview() {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn object_and_pseudo_nodes() {
     let Some((bytes, base)) = test1() else { return };
     let g = gcdump::read(&bytes).unwrap();
@@ -190,6 +193,7 @@ fn transcode(g: &HeapGraph) -> Vec<u8> {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn transcoded_log_loads_as_one_heap_dump() {
     let Some((bytes, _)) = test1() else { return };
     let g = gcdump::read(&bytes).unwrap();
@@ -250,6 +254,7 @@ fn transcoded_log_loads_as_one_heap_dump() {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn truncation_is_an_error_naming_an_offset() {
     let Some((bytes, _)) = test1() else { return };
     let whole = gcdump::read(&bytes).unwrap();
@@ -274,6 +279,7 @@ fn truncation_is_an_error_naming_an_offset() {
 
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn flipped_bytes_never_panic_and_memory_stays_bounded() {
     let Some((bytes, _)) = test1() else { return };
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
@@ -307,6 +313,7 @@ fn flipped_bytes_never_panic_and_memory_stays_bounded() {
 }
 
 #[test]
+#[cfg_attr(no_eventpipe_corpus, ignore = "needs ../shared/corpus/eventpipe, missing when built (touch build.rs after installing)")]
 fn counts_larger_than_the_file_are_refused_before_allocating() {
     let Some((bytes, _)) = test1() else { return };
     // The type count sits after the total size and the root index.

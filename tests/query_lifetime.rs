@@ -103,6 +103,7 @@ fn lifetime_and_ages_equal_the_truth_on_generated_logs() {
 /// The reference corpus's truth files (written by another generator, with
 /// their own field names).
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch build.rs after installing)")]
 fn lifetime_and_ages_equal_the_reference_truth_files() {
     let Some(dir) = common::reference_dir() else { return };
     for name in ["gen-tiny", "gen-small"] {
@@ -154,6 +155,7 @@ fn lifetime_and_ages_equal_the_reference_truth_files() {
 /// On every reference log: the columns add up, and "alive at end" per type
 /// is CLRProfiler's own final-heap histogram.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch build.rs after installing)")]
 fn alive_at_end_is_clrprofilers_final_heap_on_every_reference_log() {
     let Some(dir) = common::reference_dir() else { return };
     let mut checked = 0;
@@ -521,6 +523,7 @@ fn check_calls(log: &[u8], model: &Model, what: &str) {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch build.rs after installing)")]
 fn calls_equal_the_lines_of_gen_small() {
     let Some(dir) = common::reference_dir() else { return };
     let log = std::fs::read(dir.join("gen-small.log")).unwrap();

@@ -178,8 +178,13 @@ static class P
     {
         bool apiDump = Array.IndexOf(args, "--api-dump") >= 0;
         bool off = Array.IndexOf(args, "--off") >= 0;
-        Pause("start", false);
+        // The GC counts before anything can record a GC: read before the
+        // start pause, where a test attaches the agent (an attached agent's
+        // periodic dumps may begin before the program reads its standard
+        // input again). A launched agent saw every GC of the process, so
+        // the test counts from 0 there.
         string gcAtStart = Gcs();
+        Pause("start", false);
         Under = ClrProfControl.ProcessIsUnderProfiler;
         Comment("truth start");
 

@@ -171,11 +171,13 @@ fn check(rt: Runtime) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn fidelity_core31() {
     check(Runtime::Core31);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn fidelity_net8() {
     check(Runtime::Net8);
 }

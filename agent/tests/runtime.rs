@@ -253,46 +253,55 @@ fn check_markers(rt: Runtime, mode: &str, extra: &[(&str, &str)]) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn markers_core31_shadow() {
     check_markers(Runtime::Core31, "shadow", &[]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn markers_net8_shadow() {
     check_markers(Runtime::Net8, "shadow", &[]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn markers_core31_snapshot() {
     check_markers(Runtime::Core31, "snapshot", &[]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn markers_net8_snapshot() {
     check_markers(Runtime::Net8, "snapshot", &[]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn markers_core31_no_stacks() {
     check_markers(Runtime::Core31, "none", &[]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn markers_net8_no_stacks() {
     check_markers(Runtime::Net8, "none", &[]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn markers_net8_server_gc() {
     check_markers(Runtime::Net8, "shadow", &[("DOTNET_gcServer", "1")]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn markers_core31_server_gc() {
     check_markers(Runtime::Core31, "shadow", &[("COMPlus_gcServer", "1")]);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn markers_net8_calls() {
     check_markers(Runtime::Net8, "shadow", &[("CLRPROF_CALLS", "1")]);
     let Some(env) = env() else { return };
@@ -313,11 +322,13 @@ fn check_crash(rt: Runtime) {
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn crash_core31_leaves_a_loadable_log() {
     check_crash(Runtime::Core31);
 }
 
 #[test]
+#[cfg_attr(no_dotnet, ignore = "needs the .NET runtimes, missing when built: run scripts/setup-dotnet.sh, then touch agent/build.rs")]
 fn crash_net8_leaves_a_loadable_log() {
     check_crash(Runtime::Net8);
 }

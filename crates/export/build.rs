@@ -5,11 +5,27 @@
 //! thirty crates of theirs, a tenth of a fresh build's crates).
 //! `tests/pprof_generated.rs` generates them again from the `.proto` and
 //! fails when the kept copy differs (`UPDATE_GOLDEN=1` rewrites it).
+//!
+//! It also marks the tests whose consumer software or corpus is missing as
+//! ignored, outside CI (`tests/common/prereqs.rs`): `no_go`,
+//! `no_speedscope`, `no_duckdb`, `no_spark`, `no_reference_corpus`,
+//! `no_eventpipe_corpus`.
+
+#[path = "../../tests/common/prereqs.rs"]
+mod prereqs;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     const KEPT: &str = "proto/perftools.profiles.rs";
     println!("cargo:rerun-if-changed={KEPT}");
     let out = std::env::var_os("OUT_DIR").ok_or("cargo did not set OUT_DIR")?;
     std::fs::copy(KEPT, std::path::Path::new(&out).join("perftools.profiles.rs"))?;
+    prereqs::watch_basics();
+    prereqs::mark("no_go", prereqs::go());
+    prereqs::mark("no_speedscope", prereqs::speedscope_node());
+    prereqs::mark("no_duckdb", prereqs::export_python("duckdb"));
+    let spark = prereqs::export_python("pyspark").filter(|_| prereqs::runs("java", &["-version"]));
+    prereqs::mark("no_spark", spark);
+    prereqs::mark("no_reference_corpus", prereqs::reference_corpus());
+    prereqs::mark("no_eventpipe_corpus", prereqs::eventpipe_corpus());
     Ok(())
 }

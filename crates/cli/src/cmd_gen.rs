@@ -3,9 +3,11 @@
 use anyhow::{bail, Context, Result};
 use clrprof_gen::nettrace::{generate_nettrace, NetTraceOptions};
 use clrprof_gen::{generate, GenOptions, PointerBits, Preset};
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::sync::mpsc;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::time::Instant;
 
 /// Options of `clrprof gen` (flags override the preset).
@@ -143,6 +145,28 @@ impl Write for OffThread {
     }
 }
 
+/// The file the log or trace goes to. A character device or a named pipe
+/// given as the output (`-o /dev/null`, a FIFO another program reads) is
+/// written as it is: replacing it would put a regular file in its place
+/// (as root, a 640 MB file instead of `/dev/null`, on a RAM-backed `/dev`)
+/// and write there at the speed of memory allocation. Anything else is
+/// replaced ([`clrprof_files::replace`]: never through a link).
+fn output_file(path: &Path) -> io::Result<File> {
+    let special = |t: std::fs::FileType| t.is_char_device() || t.is_fifo();
+    match path.symlink_metadata() {
+        Ok(m) if special(m.file_type()) => {
+            let file = OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)?;
+            // What was opened, not what the path named a moment before.
+            if special(file.metadata()?.file_type()) {
+                Ok(file)
+            } else {
+                Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} changed while it was opened", path.display())))
+            }
+        }
+        _ => clrprof_files::replace(path),
+    }
+}
+
 /// The truth file's default path: `FILE.truth.json` beside `FILE.log`.
 fn default_truth_path(log: &Path) -> PathBuf {
     let stem = if log.extension().is_some_and(|e| e == "log") { log.with_extension("") } else { log.to_path_buf() };
@@ -159,7 +183,7 @@ fn run_nettrace(args: &Args, opts: &GenOptions) -> Result<()> {
         let out = io::BufWriter::with_capacity(1 << 20, io::stdout());
         generate_nettrace(opts, &nt, out).context("generating the trace")?.1
     } else {
-        let file = clrprof_files::replace(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
+        let file = output_file(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
         let out = io::BufWriter::with_capacity(1 << 20, file);
         generate_nettrace(opts, &nt, out).with_context(|| format!("writing {}", args.output.display()))?.1
     };
@@ -198,8 +222,8 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         // The generator makes test data: an existing log is replaced, but
         // never written through (a link at the path is removed, not
-        // followed).
-        let file = clrprof_files::replace(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
+        // followed); a device or a pipe is written as it is.
+        let file = output_file(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
         // The generator keeps both cores busy; the kernel's share of
         // writing the file runs on a third thread, in the gaps.
         let truth = std::thread::scope(|s| -> Result<_> {
@@ -279,6 +303,42 @@ mod tests {
         assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
         // No truth file beside a trace.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_named_pipe_given_as_the_output_is_written_not_replaced() {
+        use clap::Parser;
+        use std::io::Read;
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("out.log");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // Safety: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Opened for reading first (without waiting for a writer), so that
+        // the generator's open does not wait either.
+        let mut reader = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+        let read = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 65536];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) if !got.is_empty() => return got,
+                    // No writer yet (0), or nothing to read yet.
+                    Ok(0) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(std::time::Duration::from_millis(5)),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        });
+        let truth = dir.path().join("t.json");
+        let cmd = ["gen", "--preset", "tiny", "-q", "-o", fifo.to_str().unwrap(), "--truth", truth.to_str().unwrap()];
+        run(Gen::try_parse_from(cmd).unwrap().args).unwrap();
+        assert!(fifo.symlink_metadata().unwrap().file_type().is_fifo(), "the pipe was replaced by a file");
+        let got = read.join().unwrap();
+        let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&truth).unwrap()).unwrap();
+        assert_eq!(got.len() as u64, t["log"]["bytes"].as_u64().unwrap(), "the whole log came through the pipe");
     }
 
     #[test]

@@ -25,6 +25,7 @@ fn run_ok(args: &[&str]) -> String {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn gz_and_zst_give_the_plain_files_answers() {
     let Some(reference) = reference_dir() else { return };
     let plain = reference.join("gen-small.log");

@@ -63,6 +63,7 @@ fn check_against_truth(model: &Model, truth: &Value, what: &str) {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn reference_dumps_equal_the_truth() {
     for name in ["gen-tiny", "gen-small"] {
         let Some((model, truth)) = load_file(name) else { return };
@@ -237,6 +238,7 @@ fn check_dump_graphs(model: &Model, what: &str) {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn dominators_of_reference_dumps_equal_the_oracle() {
     for name in ["gen-tiny", "gen-small"] {
         let Some((model, _)) = load_file(name) else { return };
@@ -275,6 +277,7 @@ o 0x1030 2 40\no 0x1000 1 24 0x1018\no 0x1018 1 24\no 0x1048 2 40 0x1000\n";
 // ---- paths ----------------------------------------------------------------
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn paths_are_shortest() {
     let Some((model, _)) = load_file("gen-small") else { return };
     for info in list(&model) {
@@ -407,6 +410,7 @@ e 0x2000 1 0x0 0\no 0x2000 1 24 0x2018\no 0x2018 1 24\no 0x2030 1 24\n";
 // ---- command line ---------------------------------------------------------
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn dump_table_is_golden() {
     if common::reference_dir().is_none() {
         return;
@@ -417,6 +421,7 @@ fn dump_table_is_golden() {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn dump_commands_run() {
     if common::reference_dir().is_none() {
         return;

@@ -52,6 +52,7 @@ fn help_is_grouped_with_every_command_once() {
 /// a note on standard error; a missing log in the new order is an error
 /// about the log.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn who_takes_the_log_first() {
     let log = "../shared/corpus/reference/gen-small.log";
     let Some(dir) = reference_dir() else { return };

@@ -34,6 +34,7 @@ fn reference(name: &str) -> Option<String> {
 /// left out (0), and with `--top 3` keeps 3 rows per list and says how
 /// many went.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn json_is_complete_unless_top_is_given() {
     let Some(log) = reference("gen-small.log") else { return };
     let log = log.as_str();
@@ -95,6 +96,7 @@ fn json_is_complete_unless_top_is_given() {
 
 /// `types --buckets --top 8` says that size classes were left out.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn cut_tables_say_so() {
     let Some(log) = reference("gen-small.log") else { return };
     let (o, _) = ok(&["types", "--buckets", "--bucket-scale", "fine", "--top", "8", "-q", &log]);
@@ -107,6 +109,7 @@ fn cut_tables_say_so() {
 /// Overloads that share a name show their parameters (the real log has
 /// two `System.Net.WebRequest::Create`).
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn overloads_are_told_apart() {
     let Some(log) = reference("real-CLRProfilerTestBedMk1.log") else { return };
     let (o, _) = ok(&["functions", "--top", "0", "-q", &log]);
@@ -119,6 +122,7 @@ fn overloads_are_told_apart() {
 
 /// `who` with a name no type has fails, says so, and suggests names.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn who_with_no_such_type() {
     let Some(log) = reference("real-CLRProfilerTestBedMk1.log") else { return };
     let out = clrprof(&["who", &log, "NoSuchType", "-q"]);
@@ -140,6 +144,7 @@ fn who_with_no_such_type() {
 
 /// `clrprof threads`: ids, objects, bytes, first and last tick and ms.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn threads_command() {
     let Some(log) = reference("gen-small.log") else { return };
     let v = json(&["threads", "--json", "-q", &log]);
@@ -187,6 +192,7 @@ fn diff_reads_standard_input_once() {
 
 /// DOT labels count in KiB, not "kB".
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn dot_sizes_in_kib() {
     let Some(log) = reference("gen-small.log") else { return };
     let (dot, _) = ok(&["graph", "--dot", "-q", &log]);
@@ -197,6 +203,7 @@ fn dot_sizes_in_kib() {
 /// No "(s)": one GC, two comments (the call tree's "1 more callee" is a
 /// unit test of `cmd_calls`).
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn plurals() {
     let log = "corpus/all-kinds.log";
     let (o, _) = ok(&["timeline", "-q", log]);
@@ -225,6 +232,7 @@ fn one_wording_for_one_failure() {
 /// A requested time that the log has no tick for is said, not silently
 /// moved: `--at 10` shows 0 ms on the real log, `--at 300` its end.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn clamped_times_are_told() {
     let Some(log) = reference("real-CLRProfilerTestBedMk1.log") else { return };
     let (o, e) = ok(&["ages", "--at", "300", "-q", &log]);
@@ -242,6 +250,7 @@ fn clamped_times_are_told() {
 /// but for the last column. The picture follows the heap changes in log
 /// order instead, and says so.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn time_line_of_a_log_with_one_tick() {
     let Some(log) = reference("real-CLRProfilerTestBedMk1.log") else { return };
     let out = std::env::temp_dir().join(format!("clrprof-one-tick-{}.png", std::process::id()));
@@ -277,6 +286,7 @@ fn time_line_of_a_log_with_one_tick() {
 /// picture) are all drawn and do not overlap (the address and size labels
 /// are unit tests of `clrprof-render`).
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn comment_labels_do_not_overlap() {
     let Some(log) = reference("gen-tiny.log") else { return };
     let out = std::env::temp_dir().join(format!("clrprof-labels-{}.png", std::process::id()));

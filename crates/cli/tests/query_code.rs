@@ -211,6 +211,7 @@ fn check_against_oracle(what: &str, log: &[u8]) {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn functions_modules_classes_equal_the_oracle_on_the_reference_logs() {
     let Some(dir) = reference_dir() else { return };
     for stem in ["gen-tiny", "gen-small"] {
@@ -260,6 +261,7 @@ fn time_windows_split_the_figures() {
 /// module and class), folded stacks and the graph's root add up to
 /// CLRProfiler's allocated bytes.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn totals_equal_clrprofilers_allocated_bytes() {
     let Some(dir) = reference_dir() else { return };
     let mut checked = 0;
@@ -375,6 +377,7 @@ fn recursion_is_counted_once() {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn who_allocated_equals_the_by_type_histogram() {
     let Some(dir) = reference_dir() else { return };
     let m = load_path(&dir.join("gen-small.log")).unwrap();
@@ -412,6 +415,7 @@ fn per_type(reference: &Value, key: &str) -> BTreeMap<String, (i64, i64)> {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn diff_of_a_log_with_itself_is_empty_and_with_another_is_the_per_type_difference() {
     let Some(dir) = reference_dir() else { return };
     let a = load_path(&dir.join("gen-tiny.log")).unwrap();
@@ -448,6 +452,7 @@ fn diff_of_a_log_with_itself_is_empty_and_with_another_is_the_per_type_differenc
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn flame_graph_svg_and_folded_stacks_add_up() {
     let Some(dir) = reference_dir() else { return };
     let log = dir.join("gen-small.log");
@@ -506,6 +511,7 @@ fn flame_graph_svg_and_folded_stacks_add_up() {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn cli_tables_and_json() {
     let Some(dir) = reference_dir() else { return };
     let log = dir.join("gen-tiny.log");

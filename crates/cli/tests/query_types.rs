@@ -104,6 +104,7 @@ fn load_file(path: &Path) -> Model {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn every_kind_equals_clrprofiler_on_every_reference_log() {
     let logs = clean_reference_logs();
     if logs.is_empty() {
@@ -122,6 +123,7 @@ fn every_kind_equals_clrprofiler_on_every_reference_log() {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn cli_json_equals_clrprofiler() {
     let Some(dir) = reference_dir() else { return };
     for name in ["gen-small", "sample-all-kinds"] {
@@ -140,6 +142,7 @@ fn cli_json_equals_clrprofiler() {
 /// The live set at the last tick slot, computed object by object from the
 /// fates, equals the final-heap histogram (CLRProfiler's final walk).
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn live_at_the_end_equals_the_final_heap() {
     for (name, path, _) in clean_reference_logs() {
         let model = load_file(&path);
@@ -209,6 +212,7 @@ fn naive(model: &Model, keep: impl Fn(ObjectId) -> bool) -> Rows {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn live_at_mid_log_equals_a_naive_replay() {
     let Some(dir) = reference_dir() else { return };
     for name in ["gen-small", "gen-tiny", "sample-all-kinds"] {
@@ -255,6 +259,7 @@ fn live_at_mid_log_equals_a_naive_replay() {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn filtered_allocations_equal_a_naive_count() {
     let Some(dir) = reference_dir() else { return };
     let path = dir.join("gen-small.log");
@@ -300,6 +305,7 @@ fn filtered_allocations_equal_a_naive_count() {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn finalized_filtered_by_all_equals_the_histogram_and_relocated_refuses_a_window() {
     let Some(dir) = reference_dir() else { return };
     let path = dir.join("gen-small.log");
@@ -325,6 +331,7 @@ fn finalized_filtered_by_all_equals_the_histogram_and_relocated_refuses_a_window
 /// Size classes: every object of a size in 8..2^30 is in exactly one class,
 /// whose bounds hold its size; totals per class are naive sums.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn size_buckets_hold_every_object_once() {
     let Some(dir) = reference_dir() else { return };
     let model = load_file(&dir.join("gen-small.log"));
@@ -353,6 +360,7 @@ fn size_buckets_hold_every_object_once() {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn golden_tables() {
     if reference_dir().is_none() {
         return;
@@ -372,6 +380,7 @@ fn golden_tables() {
 /// The allocation table's range accessors the type queries use agree with
 /// its whole-table iterators.
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn range_accessors_agree_with_whole_table_iterators() {
     let Some(dir) = reference_dir() else { return };
     let model = load_file(&dir.join("gen-tiny.log"));

@@ -202,6 +202,7 @@ fn oracle_estimate(m: &Model, tick: TickIndex) -> BTreeMap<i32, u64> {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn live_at_the_end_is_the_final_heap() {
     let Some(dir) = reference_dir() else { return };
     let mut checked = 0;
@@ -282,6 +283,7 @@ fn markers_equal_the_truth() {
 // ------------------------------------------------------------ the picture
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn png_of_gen_small() {
     let Some(dir) = reference_dir() else { return };
     let log = dir.join("gen-small.log");
@@ -346,6 +348,7 @@ fn png_of_gen_small() {
 }
 
 #[test]
+#[cfg_attr(no_reference_corpus, ignore = "needs ../shared/corpus/reference, missing when built (touch crates/cli/build.rs after installing)")]
 fn cli_table_and_json() {
     let Some(dir) = reference_dir() else { return };
     let log = dir.join("gen-small.log");

@@ -116,6 +116,7 @@ fn check(log: &Log, python: &std::path::Path) {
 }
 
 #[test]
+#[cfg_attr(any(no_duckdb, no_reference_corpus), ignore = "needs DuckDB in target/export-venv and ../shared/corpus/reference, missing when built (touch crates/export/build.rs after installing)")]
 fn duckdb_reproduces_clrprof_figures_from_the_parquet_files() {
     let Some(python) = duckdb_python() else { return };
     let Some(logs) = logs() else { return };

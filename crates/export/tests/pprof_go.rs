@@ -199,6 +199,7 @@ fn check(log: &Log, dir: &Path) -> bool {
 }
 
 #[test]
+#[cfg_attr(any(no_go, no_reference_corpus), ignore = "needs go and ../shared/corpus/reference, missing when built (touch crates/export/build.rs after installing)")]
 fn go_pprof_reads_the_figures_of_clrprof() {
     let Some(()) = go() else { return };
     let Some(logs) = logs() else { return };
@@ -214,6 +215,7 @@ fn go_pprof_reads_the_figures_of_clrprof() {
 /// `dotnet-trace convert` leaves out): every figure `go tool pprof` reads
 /// is clrprof's.
 #[test]
+#[cfg_attr(any(no_eventpipe_corpus, no_go, no_reference_corpus), ignore = "needs ../shared/corpus/eventpipe and go and ../shared/corpus/reference, missing when built (touch crates/export/build.rs after installing)")]
 fn go_pprof_reads_a_traces_allocations() {
     let Some(()) = go() else { return };
     let Some(trace) = common::trace_log() else { return };
@@ -226,6 +228,7 @@ fn go_pprof_reads_a_traces_allocations() {
 /// pprof's `File:` line names the program (here the log) the caller gives,
 /// not the first module, which is often a framework DLL.
 #[test]
+#[cfg_attr(any(no_go, no_reference_corpus), ignore = "needs go and ../shared/corpus/reference, missing when built (touch crates/export/build.rs after installing)")]
 fn file_line_names_the_program() {
     let Some(()) = go() else { return };
     let Some(logs) = logs() else { return };

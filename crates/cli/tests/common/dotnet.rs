@@ -6,11 +6,12 @@
 //! (included with `#[path]`).
 //!
 //! When something is missing, a test run under `CI=true` fails (CI installs
-//! everything through `scripts/setup-dotnet.sh`); elsewhere the tests say
-//! SKIPPED on standard error and in their names' output. The CLI's tests
-//! that need the runtimes also carry `#[cfg_attr(no_dotnet, ignore = ...)]`:
-//! `crates/cli/build.rs` sets `no_dotnet` when the runtimes are absent
-//! (never under `CI=true`), so cargo's summary counts them as ignored.
+//! everything through `scripts/setup-dotnet.sh`). Elsewhere the tests that
+//! need the runtimes carry `#[cfg_attr(no_dotnet, ignore = ...)]`: the
+//! build scripts of the CLI and of the agent set `no_dotnet` when the
+//! runtimes are absent (never under `CI=true`; `tests/common/prereqs.rs`),
+//! so cargo's summary counts them as ignored; run with `--ignored`, they
+//! say SKIPPED on standard error and pass.
 #![allow(dead_code)] // each test binary uses a part
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,9 @@
 //! consumers' own software (Go's pprof, Node with the `speedscope` package
 //! and Ajv, Python with DuckDB), which `scripts/setup-export-tests.sh`
 //! installs. Under `CI=true` a missing consumer or corpus fails the test;
-//! elsewhere the test says SKIPPED and returns.
+//! elsewhere the test is counted as ignored (`crates/export/build.rs` sets
+//! `no_go`, `no_duckdb` and the like, which the tests' `cfg_attr(...,
+//! ignore)` read), and run with `--ignored` it says SKIPPED and returns.
 #![allow(dead_code)] // each test binary uses a part
 
 use std::path::{Path, PathBuf};

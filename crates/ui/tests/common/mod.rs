@@ -131,6 +131,38 @@ pub fn read_response(s: &mut TcpStream) -> Response {
     Response { status, body }
 }
 
+/// How long a whole response may take to come at most before
+/// [`read_response_whole`] fails the test: a bound against a server that
+/// never sends it, far above what the slowest machine needs.
+pub const WHOLE_RESPONSE_BOUND: Duration = Duration::from_secs(300);
+
+/// Reads one response off `s` as [`read_response`] does, but waits for its
+/// bytes however slowly they come (no read timeout: on a loaded machine a
+/// large body can pause longer than [`PATIENCE`] between two reads without
+/// anything being wrong). The connection closing ends the read as before;
+/// a server that sends nothing more keeps it open, so after
+/// [`WHOLE_RESPONSE_BOUND`] the socket is shut down from this side and the
+/// test fails, saying so.
+pub fn read_response_whole(s: &mut TcpStream) -> Response {
+    s.set_read_timeout(None).expect("no read timeout");
+    let watched = s.try_clone().expect("clone the socket");
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let timed_out = finished.recv_timeout(WHOLE_RESPONSE_BOUND).is_err();
+        if timed_out {
+            let _ = watched.shutdown(std::net::Shutdown::Both);
+        }
+        timed_out
+    });
+    let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_response(s)));
+    let _ = done.send(());
+    let timed_out = watchdog.join().unwrap_or(false);
+    assert!(!timed_out, "the response did not come whole within {WHOLE_RESPONSE_BOUND:?}");
+    let response = response.unwrap_or_else(|e| std::panic::resume_unwind(e));
+    s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    response
+}
+
 /// One request on a new connection (`Connection: close`).
 pub fn get(addr: SocketAddr, path: &str, host: Option<&str>, token: Option<&str>) -> Response {
     let mut s = connect(addr);

@@ -1,14 +1,17 @@
 //! Load a log (plain, `.gz` or `.zst`; `-` for standard input) and print
-//! CLRProfiler's Summary.
+//! CLRProfiler's Summary: the README's quick start, twenty lines over the
+//! library. A binary of the core package rather than an example, so that
+//! building it builds the library alone (an example builds the
+//! dev-dependencies too: criterion, proptest and the generator).
 //!
 //! ```text
-//! cargo run --release --example summary -- corpus/all-kinds.log
+//! cargo run --release -p clrprof --bin clrprof-summary -- corpus/all-kinds.log
 //! ```
 use clrprof::model::{load_path, LoadOptions};
 use clrprof::query::summary;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).ok_or("usage: summary LOG")?;
+    let path = std::env::args().nth(1).ok_or("usage: clrprof-summary LOG")?;
     let model = load_path(path.as_ref(), &LoadOptions::default())?;
     let s = summary(&model);
     // `None` is what CLRProfiler shows as "Unknown".

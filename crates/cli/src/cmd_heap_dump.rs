@@ -31,8 +31,16 @@ the dump is a `.nettrace` every dump view opens, and events the runtime dropped 
 an attached agent sees GCs, moves, survivals, handles and heap walks, but never allocations: \
 the runtime allows allocation events only from start-up, so the objects of either kind of dump have no allocation stacks.")]
 pub struct Args {
-    /// The process id.
-    pid: u32,
+    /// The process id (its socket is found through its namespaces when it
+    /// runs in another container).
+    #[arg(required_unless_present = "diagnostic_port")]
+    pid: Option<u32>,
+    /// Instead of a process id: listen on a diagnostics port at PATH (a
+    /// socket in a folder shared with the application's container, which
+    /// runs with DOTNET_DiagnosticPorts=PATH) and dump the first runtime
+    /// that connects, over EventPipe.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["pid", "agent", "label", "attach"])]
+    diagnostic_port: Option<PathBuf>,
     /// A log file of its own for the dump (default: the agent's log when it
     /// has one, else `heapdump_PID_<yyyyMMdd>_<HHmmss>.log`).
     #[arg(short, long, value_name = "FILE")]
@@ -129,10 +137,14 @@ fn free_default_name(path: &Path) -> Result<PathBuf> {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    if args.eventpipe {
-        return crate::cmd_heap_dump_eventpipe::run(args.pid, args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json);
+    use crate::cmd_heap_dump_eventpipe::Source;
+    if let Some(port) = &args.diagnostic_port {
+        return crate::cmd_heap_dump_eventpipe::run(Source::Port(port), args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json);
     }
-    let pid = args.pid;
+    let Some(pid) = args.pid else { bail!("a process id, or --diagnostic-port PATH") };
+    if args.eventpipe {
+        return crate::cmd_heap_dump_eventpipe::run(Source::Pid(pid), args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json);
+    }
     // An agent already in the process is used (it is exact); a planted
     // control socket is refused here, before anything else is tried.
     let (mut client, attached) = match crate::live::existing_agent(pid)? {
@@ -140,7 +152,7 @@ pub fn run(args: Args) -> Result<()> {
         None if args.attach || args.agent.is_some() || args.label.is_some() => {
             (crate::live::attach(pid, args.agent.as_deref(), &[])?, true)
         }
-        None => return crate::cmd_heap_dump_eventpipe::run(pid, args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json),
+        None => return crate::cmd_heap_dump_eventpipe::run(Source::Pid(pid), args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json),
     };
     let output = args.output.as_deref().map(crate::cmd_record::absolute).transpose()?;
     let timeout = Duration::from_secs(args.timeout.max(1));

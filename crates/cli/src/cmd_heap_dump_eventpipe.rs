@@ -7,17 +7,49 @@
 //! say so) are reported as an incomplete dump, never passed over.
 
 use anyhow::{bail, Result};
+use clrprof_trace::listen::Listener;
 use clrprof_trace::{presets, Session, Stop};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Which process is dumped.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// A process by its id.
+    Pid(u32),
+    /// The first runtime that connects to a diagnostics port clrprof
+    /// listens on (`--diagnostic-port`).
+    Port(&'a Path),
+}
+
 /// Runs the command: the dump ends at the heap walk's end, at `timeout`
 /// seconds, or at Ctrl-C/SIGTERM, and at most [`clrprof_trace::GRACE`]
 /// later whatever the process sends; at most `max_bytes` (0: no cap) are
 /// written.
-pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, max_bytes: u64, json: bool) -> Result<()> {
+pub fn run(source: Source<'_>, output: Option<&Path>, force: bool, timeout: u64, max_bytes: u64, json: bool) -> Result<()> {
+    // A port is listened on first: the runtime that connects names the
+    // process (and the file's default name).
+    let listener = match source {
+        Source::Port(path) => Some(Listener::bind(path).map_err(|e| anyhow::anyhow!("{e}"))?),
+        Source::Pid(_) => None,
+    };
+    let (pid, runtime) = match (&listener, source) {
+        (Some(l), _) => {
+            eprintln!("clrprof heap-dump: listening on {}; waiting up to {timeout} s for a runtime to connect", l.path().display());
+            let Some(r) = l.next_runtime(&[], Duration::from_secs(timeout.max(1))) else {
+                bail!(
+                    "no runtime connected to {} within {timeout} s (is DOTNET_DiagnosticPorts={} set in the application's environment?)",
+                    l.path().display(),
+                    l.path().display()
+                )
+            };
+            (r.host_pid.unwrap_or(u32::try_from(r.named_pid).unwrap_or(0)), Some(r))
+        }
+        (None, Source::Pid(pid)) => (pid, None),
+        (None, Source::Port(_)) => bail!("no port"),
+    };
     let explicit = output.is_some();
     let output = match output {
         Some(o) => crate::cmd_record::absolute(o)?,
@@ -36,7 +68,11 @@ pub fn run(pid: u32, output: Option<&Path>, force: bool, timeout: u64, max_bytes
     } else {
         clrprof_files::create_numbered(&output).map_err(|e| anyhow::anyhow!("cannot create a file beside {}: {e}", output.display()))?
     };
-    let session = Session::start(pid, &presets::heap_snapshot()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let session = match (&listener, &runtime) {
+        (Some(l), Some(r)) => l.session(r, &presets::heap_snapshot(), true),
+        _ => Session::start(pid, &presets::heap_snapshot()),
+    }
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let done = Arc::new(AtomicBool::new(false));
     let stop = Stop {
         flag: crate::interrupt::stop_flag(done.clone()),

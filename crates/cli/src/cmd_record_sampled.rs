@@ -188,7 +188,7 @@ pub fn run(args: &crate::cmd_record::Args) -> Result<ExitCode> {
 
 /// Where a streamed trace ended up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kept {
+pub(crate) enum Kept {
     /// All of it at the collector.
     Whole,
     /// The collector's part and the spool: all of it, in two pieces.
@@ -200,7 +200,7 @@ enum Kept {
 /// What became of a streamed trace of `total` bytes, in numbers that add
 /// up: bytes the collector confirmed, bytes in the spool, bytes lost.
 /// Never claims a stream that did not happen.
-fn stream_report(o: &clrprof_agent::stream::Outcome, total: u64, target: &str) -> (String, Kept) {
+pub(crate) fn stream_report(o: &clrprof_agent::stream::Outcome, total: u64, target: &str) -> (String, Kept) {
     let session = o.session.as_deref().map(|s| format!(" as session {s}")).unwrap_or_default();
     let streamed = o.streamed.min(total);
     match &o.spool {

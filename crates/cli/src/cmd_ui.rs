@@ -11,7 +11,7 @@ use std::path::PathBuf;
 pub struct Args {
     /// The logs to show (each is named by its position in the page; no
     /// other file can be reached through the server).
-    #[arg(value_name = "LOG", required_unless_present = "collector")]
+    #[arg(value_name = "LOG", required_unless_present_any = ["collector", "watch"])]
     logs: Vec<PathBuf>,
     /// A collector's directory (`clrprof collect --dir DIR`): the page
     /// lists its sessions, running and ended, opens any of them (a running
@@ -19,6 +19,11 @@ pub struct Args {
     /// commands (heap dump, comment, allocations on/off) as `clrprof ctl`.
     #[arg(long, value_name = "DIR")]
     collector: Option<PathBuf>,
+    /// A file `clrprof watch --json` writes (`clrprof watch ... --json >
+    /// FILE`): the Counters tab charts its counters per process, with the
+    /// rules' firings, and follows the file as it grows.
+    #[arg(long, value_name = "FILE")]
+    watch: Option<PathBuf>,
     /// The address to listen on (loopback by default; port 0: any free
     /// port). The page's address, printed at start, carries a random token
     /// that every request needs.
@@ -49,7 +54,7 @@ pub fn run(args: Args) -> Result<()> {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
-    clrprof_ui::serve(options, |url| {
+    clrprof_ui::serve_watching(options, args.watch, |url| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "clrprof ui: open {url}");
         let _ = writeln!(out, "clrprof ui: the logs load in the background; Ctrl-C stops the server");

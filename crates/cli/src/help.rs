@@ -17,6 +17,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("Lifetime", &["lifetime", "ages", "survivors", "handles"]),
     ("Heap dumps", &["dumps", "dump", "dump-diff", "leaks"]),
     ("Capture", &["record", "heap-dump", "gen"]),
+    ("Running processes", &["ps", "watch"]),
     ("Services", &["collect", "sessions", "ctl", "join", "cache"]),
     ("Export", &["export"]),
 ];

@@ -19,6 +19,10 @@ mod cmd_load_model;
 mod cmd_record;
 mod cmd_record_attached;
 mod cmd_record_sampled;
+mod cmd_ps;
+mod cmd_watch;
+mod watch_actions;
+mod watch_rules;
 mod sampled_stream;
 mod cmd_footprint;
 mod cmd_gen;
@@ -123,6 +127,12 @@ enum Command {
     /// Take a heap dump of a running .NET process (attaching the agent if
     /// it has none).
     HeapDump(cmd_heap_dump::Args),
+    /// The .NET processes you can see: runtime, profiler, sessions,
+    /// container, command line.
+    Ps(cmd_ps::Args),
+    /// Follow running .NET processes' runtime counters live (agent-free),
+    /// and act on rules: heap dumps, traces, commands.
+    Watch(cmd_watch::Args),
     /// Every view in the browser: a local web server over the logs (the
     /// address it prints carries the token every request needs).
     Ui(cmd_ui::Args),
@@ -178,6 +188,8 @@ fn main() -> ExitCode {
         Command::Timeline(a) => cmd_timeline::run(a),
         Command::Record(a) => return finish(cmd_record::run(a), json),
         Command::HeapDump(a) => cmd_heap_dump::run(a),
+        Command::Ps(a) => cmd_ps::run(a),
+        Command::Watch(a) => cmd_watch::run(a),
         Command::Ui(a) => cmd_ui::run(a),
         Command::Functions(a) => cmd_functions::run(a),
         Command::Modules(a) => cmd_groups::run(a, cmd_groups::Grouping::Module),

@@ -19,7 +19,7 @@ impl Client {
     /// process has no control socket (no agent, or one that has gone).
     pub fn connect(pid: u32) -> Result<Option<Client>, Error> {
         let owner = crate::process::find(pid)?.uid;
-        Self::connect_at(pid, owner, &paths::control_socket(&paths::temp_dir_of(pid), pid))
+        Self::connect_at(pid, owner, &paths::control_socket_for(pid))
     }
 
     /// Connects to the socket at `path` of process `pid`, run by user
@@ -48,7 +48,7 @@ impl Client {
             if start.elapsed() > timeout {
                 return Err(Error::Timeout(format!(
                     "the agent in process {pid} did not open {} within {} s",
-                    paths::control_socket(&paths::temp_dir_of(pid), pid).display(),
+                    paths::control_socket_for(pid).display(),
                     timeout.as_secs()
                 )));
             }

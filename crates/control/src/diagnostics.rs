@@ -104,8 +104,7 @@ pub fn describe(hr: u32) -> &'static str {
 /// a collector's token) is sent to nobody else.
 pub fn attach_profiler(pid: u32, clsid: Clsid, profiler: &Path, client_data: &[u8], timeout: Duration) -> Result<(), Error> {
     let owner = crate::process::find(pid)?.uid;
-    let dir = paths::temp_dir_of(pid);
-    let socket = paths::diagnostics_socket_of(&dir, pid, owner)?;
+    let socket = paths::diagnostics_socket_for(pid, owner)?;
     let what = |w: &str| format!("{w} the diagnostics socket {}", socket.display());
     let mut s = match trust::connect(&socket, pid, owner) {
         Ok(s) => s,

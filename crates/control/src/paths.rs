@@ -4,6 +4,12 @@
 //! temporary directory: `$TMPDIR` as the process sees it, else `/tmp`.
 //! A client reads the process's environment (`/proc/PID/environ`, readable
 //! by the same user) to find it, and falls back to its own.
+//!
+//! A process in another container (another mount namespace, another PID
+//! namespace) names its sockets by the process id it has in its own
+//! namespace (`NSpid` in `/proc/PID/status`), in a `/tmp` this process may
+//! not see: [`place_of`] gives the folder as seen from here, through
+//! `/proc/PID/root`, and that id.
 
 use crate::Error;
 use std::path::{Path, PathBuf};
@@ -60,6 +66,59 @@ pub fn temp_dir_of(pid: u32) -> PathBuf {
     }
 }
 
+/// Where process `pid`'s sockets are, as seen from this process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// Its temporary folder, reachable from here: `/proc/PID/root/...`
+    /// when the process has another mount namespace than this one.
+    pub dir: PathBuf,
+    /// The process id it has in its own PID namespace: the one its
+    /// sockets are named by (`pid` itself outside containers).
+    pub ns_pid: u32,
+    /// Whether the process is in another mount or PID namespace.
+    pub other_namespace: bool,
+}
+
+/// Where process `pid`'s sockets are: its temporary folder
+/// ([`temp_dir_of`]), through `/proc/PID/root` when its mount namespace is
+/// not ours, and its process id in its own PID namespace.
+pub fn place_of(pid: u32) -> Place {
+    let dir = temp_dir_of(pid);
+    let ns_pid = ns_pid_of(pid).unwrap_or(pid);
+    let other_mounts = other_namespace(pid, "mnt");
+    let dir = if other_mounts {
+        let inner = dir.strip_prefix("/").unwrap_or(&dir).to_path_buf();
+        PathBuf::from(format!("/proc/{pid}/root")).join(inner)
+    } else {
+        dir
+    };
+    Place { dir, ns_pid, other_namespace: other_mounts || ns_pid != pid }
+}
+
+/// The process id `pid` has in its innermost PID namespace: the last
+/// number of `NSpid:` in `/proc/PID/status` (kernels before 4.1 lack the
+/// line: `None`).
+pub fn ns_pid_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    ns_pid_in_status(&status)
+}
+
+/// The last number of the `NSpid:` line of a `/proc/PID/status` text.
+pub fn ns_pid_in_status(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    line.split_whitespace().last()?.parse().ok()
+}
+
+/// Whether process `pid` is in another namespace of `kind` (`mnt`, `pid`)
+/// than this process: their `/proc/*/ns/KIND` links differ. Unreadable
+/// links count as the same namespace.
+pub fn other_namespace(pid: u32, kind: &str) -> bool {
+    match (std::fs::read_link(format!("/proc/self/ns/{kind}")), std::fs::read_link(format!("/proc/{pid}/ns/{kind}"))) {
+        (Ok(mine), Ok(theirs)) => mine != theirs,
+        _ => false,
+    }
+}
+
 /// The runtime's diagnostics socket of `pid` in `dir`
 /// (`dotnet-diagnostic-PID-KEY-socket`; the newest if several), whoever
 /// made it. Use [`diagnostics_socket_of`] before talking to it.
@@ -103,6 +162,26 @@ pub fn diagnostics_socket_of(dir: &Path, pid: u32, owner: u32) -> Result<PathBuf
     Err(refused.unwrap_or_else(|| Error::NoDiagnosticsSocket { pid, dir: dir.to_path_buf() }))
 }
 
+/// The diagnostics socket of process `pid` (the host's id) run by user
+/// `owner`, wherever its namespaces put it ([`place_of`]), checked as
+/// [`diagnostics_socket_of`] does. The peer behind it must still be
+/// checked against `pid`: the kernel names peers by the ids this process
+/// sees ([`crate::trust::check_peer`]).
+pub fn diagnostics_socket_for(pid: u32, owner: u32) -> Result<PathBuf, Error> {
+    let place = place_of(pid);
+    diagnostics_socket_of(&place.dir, place.ns_pid, owner).map_err(|e| match e {
+        Error::NoDiagnosticsSocket { dir, .. } => Error::NoDiagnosticsSocket { pid, dir },
+        e => e,
+    })
+}
+
+/// The agent's control socket of process `pid` (the host's id), wherever
+/// its namespaces put it ([`place_of`]).
+pub fn control_socket_for(pid: u32) -> PathBuf {
+    let place = place_of(pid);
+    control_socket(&place.dir, place.ns_pid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +199,19 @@ mod tests {
         let mine = temp_dir_of(std::process::id());
         assert_eq!(mine, std::env::var_os("TMPDIR").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| "/tmp".into()));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn namespaces() {
+        assert_eq!(ns_pid_in_status("Name:\tdotnet\nNSpid:\t4242\t17\t1\nPPid:\t1\n"), Some(1));
+        assert_eq!(ns_pid_in_status("Name:\tx\nNSpid:\t88\n"), Some(88));
+        assert_eq!(ns_pid_in_status("Name:\tx\n"), None);
+        // This process shares every namespace with itself.
+        let me = std::process::id();
+        let place = place_of(me);
+        assert_eq!(place.ns_pid, ns_pid_of(me).unwrap_or(me));
+        assert!(!other_namespace(me, "mnt"));
+        assert_eq!(place.dir, temp_dir_of(me));
     }
 
     #[test]

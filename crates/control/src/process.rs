@@ -70,6 +70,26 @@ pub fn runtime_in_maps(maps: &str) -> Option<Runtime> {
     Some(Runtime { dir, version })
 }
 
+/// Every .NET (CoreCLR) process this user may look at: its own, or every
+/// one when run as root. Processes whose memory maps cannot be read are
+/// passed over.
+pub fn dotnet_processes() -> Vec<(Process, Runtime)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        if pid == std::process::id() {
+            continue;
+        }
+        let Ok(p) = find(pid) else { continue };
+        if let Ok(rt) = runtime(&p) {
+            found.push((p, rt));
+        }
+    }
+    found.sort_by_key(|(p, _)| p.pid);
+    found
+}
+
 /// Checks the process is ours, runs CoreCLR, and the runtime can attach.
 pub fn attachable(pid: u32) -> Result<(Process, Runtime), Error> {
     let p = find(pid)?;

@@ -15,9 +15,12 @@
 //!    between the first check and the connection, in which a planted file
 //!    could be swapped in.
 //!
-//! The peer check compares process ids as this process sees them; a
-//! target in another PID namespace (a container) reports another id and
-//! is refused.
+//! The peer check compares process ids as this process sees them: the
+//! kernel gives `SO_PEERCRED`'s process id in the reader's PID namespace,
+//! so a target in a container below ours (its socket found through
+//! `/proc/PID/root`, named by its id inside: [`crate::paths::place_of`])
+//! is checked by the id it has here. A peer with no id here (a namespace
+//! that is not below ours) reports 0 and is refused.
 
 use crate::Error;
 use std::os::fd::AsRawFd;

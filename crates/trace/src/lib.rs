@@ -26,14 +26,21 @@
 //!   tree (a .NET child connects and is resumed; no one else is
 //!   answered), and [`tree`]: that tree, reaped and asked about.
 //! - [`watch`]: the events of a trace as it arrives (to know when a heap
-//!   walk has ended).
+//!   walk has ended), cut into events by [`blocks`].
+//! - [`counters`]: the runtime's counters (`System.Runtime`'s
+//!   `EventCounters`) read out of a session as they arrive.
+//! - [`listen`]: a diagnostics port clrprof listens on (`--diagnostic-port`),
+//!   which runtimes in other containers connect to.
 //! - [`Error`]: every failure, worded for the person who typed the PID.
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod blocks;
+pub mod counters;
 mod error;
 pub mod launch;
+pub mod listen;
 pub mod port;
 pub mod presets;
 pub mod protocol;

@@ -49,6 +49,16 @@ impl Held {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Holds `s`, the connection of process `pid` (its key).
+    pub(crate) fn insert(&self, pid: u32, s: UnixStream) {
+        self.lock().insert(u64::from(pid), s);
+    }
+
+    /// Drops the connections of processes that have ended.
+    pub(crate) fn prune(&self) {
+        self.lock().retain(|pid, _| std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+
     /// Takes the held connection of process `pid`, waiting up to `wait`
     /// for its runtime to connect again.
     pub(crate) fn take(&self, pid: u32, wait: Duration) -> Option<UnixStream> {

@@ -106,17 +106,23 @@ impl Session {
     /// checked (owned by the process's user, answered by the process
     /// itself) before anything is sent.
     pub fn start(pid: u32, providers: &[Provider]) -> Result<Session, Error> {
+        Session::start_with(pid, providers, true)
+    }
+
+    /// [`Session::start`], with or without the rundown at the session's
+    /// end (every method's name: what a trace of stacks needs, and what a
+    /// session of counters does not).
+    pub fn start_with(pid: u32, providers: &[Provider], rundown: bool) -> Result<Session, Error> {
         let (p, rt) = process::attachable(pid)?;
         let collect = match rt.major() {
-            Some(m) if m >= 5 => Collect::V2 { rundown: true },
+            Some(m) if m >= 5 => Collect::V2 { rundown },
             _ => Collect::V1,
         };
         let mut providers = providers.to_vec();
-        if collect == Collect::V1 && !providers.iter().any(|p| p.name == crate::presets::RUNDOWN) {
+        if rundown && collect == Collect::V1 && !providers.iter().any(|p| p.name == crate::presets::RUNDOWN) {
             providers.extend(crate::presets::sampled_allocations(true).into_iter().filter(|p| p.name == crate::presets::RUNDOWN));
         }
-        let dir = paths::temp_dir_of(pid);
-        let socket = paths::diagnostics_socket_of(&dir, pid, p.uid)?;
+        let socket = paths::diagnostics_socket_for(pid, p.uid)?;
         let stream = connect(&socket, pid, p.uid)?;
         let request = protocol::collect_request(collect, BUFFER_MB, &providers).map_err(|what| Error::BadReply {
             pid,

@@ -9,7 +9,7 @@ CP.parseHash = function () {
   const [view, query] = h.split('?');
   const params = Object.fromEntries(new URLSearchParams(query || ''));
   // With no log given at start, the collector's sessions come first.
-  const first = CP.live.collector && CP.state.logs.length === 0 ? 'sessions' : 'summary';
+  const first = CP.live.collector && CP.state.logs.length === 0 ? 'sessions' : CP.live.watch && CP.state.logs.length === 0 ? 'counters' : 'summary';
   return { view: view || first, params };
 };
 
@@ -52,7 +52,7 @@ async function render() {
   const gen = ++CP.state.generation;
   const root = document.getElementById('view');
   const log = CP.state.logs[CP.logId()];
-  const needsLog = view !== 'sessions';
+  const needsLog = view !== 'sessions' && view !== 'counters';
   CP.liveBar();
   CP.state.shownGeneration = log && log.session ? log.session.generation : null;
   if (needsLog && !log) { root.replaceChildren(CP.el('p', {}, CP.live.collector ? 'No log opened yet: open a session from the Sessions tab.' : 'No such log.')); return; }
@@ -125,8 +125,11 @@ document.getElementById('window-clear').addEventListener('click', () => {
 for (const a of document.querySelectorAll('#tabs a')) a.addEventListener('click', () => CP.go(a.dataset.view));
 window.addEventListener('hashchange', render);
 // Whether the server shows a collector's sessions.
-CP.api('/api/sessions').then(() => { CP.live.collector = true; }, () => { CP.live.collector = false; }).then(() => {
+CP.api('/api/sessions').then(() => { CP.live.collector = true; }, () => { CP.live.collector = false; }).then(() =>
+  // Whether it shows `clrprof watch`'s counters.
+  CP.api('/api/watch').then(() => { CP.live.watch = true; }, () => { CP.live.watch = false; })).then(() => {
   document.querySelector('#tabs a[data-view="sessions"]').hidden = !CP.live.collector;
+  document.querySelector('#tabs a[data-view="counters"]').hidden = !CP.live.watch;
   CP.state.route = CP.parseHash();
   poll();
 });

@@ -27,23 +27,36 @@ struct Inner {
     logs: Arc<LogSet>,
     collector: Option<SessionDir>,
     load_options: LoadOptions,
+    /// `clrprof watch --json`'s file (`--watch FILE`).
+    watch: std::sync::OnceLock<std::path::PathBuf>,
 }
 
 impl App {
     /// A server over these logs, answering requests that carry `token`.
     pub fn new(token: Token, logs: Arc<LogSet>) -> App {
-        App { inner: Arc::new(Inner { token, logs, collector: None, load_options: LoadOptions::default() }) }
+        App { inner: Arc::new(Inner { token, logs, collector: None, load_options: LoadOptions::default(), watch: Default::default() }) }
     }
 
     /// A server over these logs and the sessions of the collector whose
     /// directory is `collector` (`clrprof ui --collector DIR`).
     pub fn with_collector(token: Token, logs: Arc<LogSet>, collector: SessionDir, load_options: LoadOptions) -> App {
-        App { inner: Arc::new(Inner { token, logs, collector: Some(collector), load_options }) }
+        App { inner: Arc::new(Inner { token, logs, collector: Some(collector), load_options, watch: Default::default() }) }
     }
 
     /// A reference that does not keep the server's state alive.
     pub(crate) fn downgrade(&self) -> WeakApp {
         WeakApp(Arc::downgrade(&self.inner))
+    }
+
+    /// Shows the counters of `clrprof watch --json`'s file at `path`
+    /// (`/api/watch`); only the first call counts.
+    pub fn set_watch(&self, path: std::path::PathBuf) {
+        let _ = self.inner.watch.set(path);
+    }
+
+    /// The file of counters shown, if any.
+    pub fn watch(&self) -> Option<&std::path::Path> {
+        self.inner.watch.get().map(|p| p.as_path())
     }
 
     /// The collector's directory, if the server shows its sessions.

@@ -55,6 +55,7 @@ mod params;
 mod progress;
 mod serve;
 mod token;
+mod watch_series;
 
 pub use app::App;
 pub use collector::{CtlReply, ListedSession, SessionDir};
@@ -63,5 +64,5 @@ pub use connections::{
 };
 pub use error::{ApiError, UiError};
 pub use logs::{LogId, LogSet, LogStatus, SessionStatus};
-pub use serve::{serve, ServeOptions, DEFAULT_LISTEN, LISTEN_BACKLOG};
+pub use serve::{serve, serve_watching, ServeOptions, DEFAULT_LISTEN, LISTEN_BACKLOG};
 pub use token::Token;

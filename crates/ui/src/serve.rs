@@ -49,8 +49,17 @@ pub const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(1)
 /// [`ConnectionLimits`] (see [`serve_connections`]); on a loopback address
 /// only requests naming it are answered ([`App::router_at`]).
 pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiError> {
-    if options.logs.is_empty() && options.collector.is_none() {
+    serve_watching(options, None, ready)
+}
+
+/// [`serve`], showing also the counters and firings that `clrprof watch
+/// --json` writes to `watch` (`clrprof ui --watch FILE`).
+pub fn serve_watching(options: ServeOptions, watch: Option<PathBuf>, ready: impl FnOnce(&str)) -> Result<(), UiError> {
+    if options.logs.is_empty() && options.collector.is_none() && watch.is_none() {
         return Err(UiError::NoLogs);
+    }
+    if let Some(w) = &watch {
+        std::fs::File::open(w).map_err(|error| UiError::Open { path: w.clone(), error })?;
     }
     let sessions = match &options.collector {
         Some(dir) => Some(SessionDir::new(dir).map_err(|error| UiError::Open { path: dir.clone(), error })?),
@@ -66,6 +75,9 @@ pub fn serve(options: ServeOptions, ready: impl FnOnce(&str)) -> Result<(), UiEr
         Some(dir) => App::with_collector(token, logs.clone(), dir, load_options.clone()),
         None => App::new(token, logs.clone()),
     };
+    if let Some(w) = watch {
+        app.set_watch(w);
+    }
     if app.collector().is_some() {
         let weak = app.downgrade();
         std::thread::Builder::new().name("clrprof-ui-sessions".into()).spawn(move || refresh_loop(weak))?;

@@ -27,7 +27,9 @@
 //! --json` (with each opened session's log id), `POST
 //! /api/session/{name}/open` makes the session a log of the server (its
 //! id in the answer), and `POST /api/session/{name}/ctl` with
-//! `{"command": "dump"}` is `clrprof ctl --dir DIR SESSION dump`. Every route
+//! `{"command": "dump"}` is `clrprof ctl --dir DIR SESSION dump`. With
+//! `--watch FILE`: `/api/watch` is the counters and firings `clrprof watch
+//! --json` wrote to FILE, by process and counter. Every route
 //! taking `from`, `to`, `threads` and `top` maps them as the CLI maps
 //! `--from`, `--to`, `--thread` and `--top`.
 
@@ -41,6 +43,7 @@ mod sessions;
 mod summary;
 mod timeline;
 mod types;
+mod watch;
 
 use crate::App;
 use axum::routing::{get, post};
@@ -76,4 +79,5 @@ pub fn routes() -> Router<App> {
         .route("/api/sessions", get(sessions::list))
         .route("/api/session/{name}/open", post(sessions::open))
         .route("/api/session/{name}/ctl", post(sessions::ctl))
+        .route("/api/watch", get(watch::series))
 }

@@ -95,12 +95,12 @@ struct File {
     written_ms: Option<f64>,
 }
 
-fn open(path: &PathBuf, args: &Args) -> Result<File> {
+fn open(path: &PathBuf, decompress: DecompressArgs, quiet: bool) -> Result<File> {
     if path.as_os_str() == "-" {
         bail!("leaks reads files, not standard input");
     }
-    let load_args = LoadArgs { log: path.clone(), threads: None, strict: false, decompress: args.decompress };
-    let loaded = load(&load_args, args.quiet).with_context(|| format!("{}", path.display()))?;
+    let load_args = LoadArgs { log: path.clone(), threads: None, strict: false, decompress };
+    let loaded = load(&load_args, quiet).with_context(|| format!("{}", path.display()))?;
     let written_ms = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .ok()
@@ -109,8 +109,17 @@ fn open(path: &PathBuf, args: &Args) -> Result<File> {
     Ok(File { name: path.display().to_string(), loaded, written_ms })
 }
 
-fn run(args: Args) -> Result<ExitCode> {
-    let files: Vec<File> = args.files.iter().map(|p| open(p, &args)).collect::<Result<_>>()?;
+/// The leak report of a series of dump files (each file's dumps in
+/// order), with a label per dump; `every` places the dumps at that
+/// interval (milliseconds) instead of by their files' times.
+pub(crate) fn report_for(
+    paths: &[PathBuf],
+    every: Option<f64>,
+    rule: LeakRule,
+    decompress: DecompressArgs,
+    quiet: bool,
+) -> Result<(LeakReport, Vec<String>)> {
+    let files: Vec<File> = paths.iter().map(|p| open(p, decompress, quiet)).collect::<Result<_>>()?;
     let mut cannot_tell = Vec::new();
     // One process: the traces that name their process must name the same.
     let pids: Vec<u32> = files.iter().filter_map(|f| f.loaded.model.imported().and_then(|i| i.process_id)).collect();
@@ -146,18 +155,23 @@ fn run(args: Args) -> Result<ExitCode> {
             labels.push(if n > 1 { format!("{} #{k}", f.name) } else { f.name.clone() });
         }
     }
-    if let Some(every) = args.every {
+    if let Some(every) = every {
         for (k, s) in series.iter_mut().enumerate() {
             s.at_ms = k as f64 * every;
         }
     }
-    let rule = LeakRule { min_objects: args.min_objects, min_bytes: args.min_bytes, ..LeakRule::default() };
     let mut report = leaks(&series, rule);
     if !cannot_tell.is_empty() {
         report.undecided.splice(0..0, cannot_tell);
         report.verdict = Verdict::Undecided;
         report.leaks.clear();
     }
+    Ok((report, labels))
+}
+
+fn run(args: Args) -> Result<ExitCode> {
+    let rule = LeakRule { min_objects: args.min_objects, min_bytes: args.min_bytes, ..LeakRule::default() };
+    let (report, labels) = report_for(&args.files, args.every, rule, args.decompress, args.quiet)?;
     let stacks = match &args.trace {
         Some(p) if !report.leaks.is_empty() => Some(allocation_stacks(p, &args, &report)?),
         _ => None,
@@ -187,7 +201,7 @@ fn join(v: &[u32]) -> String {
 
 /// The stacks that allocate one leaking type, from the trace.
 #[derive(serde::Serialize)]
-struct TypeStacks {
+pub(crate) struct TypeStacks {
     /// The type.
     #[serde(rename = "type")]
     name: String,
@@ -199,7 +213,7 @@ struct TypeStacks {
 }
 
 fn allocation_stacks(path: &PathBuf, args: &Args, report: &LeakReport) -> Result<Vec<TypeStacks>> {
-    let f = open(path, args)?;
+    let f = open(path, args.decompress, args.quiet)?;
     let model = &f.loaded.model;
     if let Some(why) = clrprof::query::allocations_unknown(model) {
         bail!("--trace {}: its allocations are unknown: {why}", f.name);
@@ -233,7 +247,8 @@ fn per_minute(v: f64) -> String {
     format!("{sign}{}", thousands(v.abs().round() as u64))
 }
 
-fn print(report: &LeakReport, labels: &[String], stacks: Option<&[TypeStacks]>) {
+/// The report as tables (with the stacks of `--trace`, when given).
+pub(crate) fn print(report: &LeakReport, labels: &[String], stacks: Option<&[TypeStacks]>) {
     println!("{} heap dump(s) of one process:", report.dumps.len());
     let rows: Vec<Vec<String>> = report
         .dumps

@@ -50,6 +50,15 @@ impl Sampling {
     }
 }
 
+impl TraceFacts {
+    /// The name of the static field a heap-walk root stands for, by the
+    /// root's id.
+    pub fn static_field(&self, root_id: u64) -> Option<&str> {
+        let k = self.static_fields.binary_search_by_key(&root_id, |(id, _)| *id).ok()?;
+        self.static_fields.get(k).map(|(_, name)| name.as_str())
+    }
+}
+
 /// What a trace said about itself, and what it could not say.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize))]
@@ -88,6 +97,11 @@ pub struct TraceFacts {
     pub heap_walk_missing_roots: u64,
     /// Stack frames no method event of the trace covers.
     pub unresolved_frames: u64,
+    /// The static fields that are roots of the heap walks
+    /// (`GC/BulkRootStaticVar`): (root id, the field's name), in root-id
+    /// order. The runtime names the field, not the class declaring it.
+    #[cfg_attr(feature = "model", serde(default))]
+    pub static_fields: Vec<(u64, String)>,
     /// Warnings, one line each: a trace cut short, lost events, events
     /// that could not be decoded.
     pub warnings: Vec<String>,

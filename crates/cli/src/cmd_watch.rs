@@ -392,6 +392,9 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
     }
+    for w in &watched {
+        leak_verdict(w, args.json);
+    }
     // Every process named with -p failed before its first sample: that
     // is an error (the reasons were said as they came).
     if !args.pids.is_empty() && watched.iter().all(|w| w.samples == 0 && w.ended.as_deref().is_some_and(|e| e != "ended")) {
@@ -402,6 +405,42 @@ pub fn run(args: Args) -> Result<()> {
         bail!("no .NET process that you may watch was found (run as root to watch every user's)");
     }
     Ok(())
+}
+
+/// The `leaks` verdict over the heap dumps a process's rules took in its
+/// folder, when there are three or more (see `clrprof leaks`).
+fn leak_verdict(w: &Watched, json: bool) {
+    let Some(dir) = &w.dir else { return };
+    let Ok(entries) = std::fs::read_dir(dir.path()) else { return };
+    // fired-N-dump.nettrace, by N.
+    let mut dumps: Vec<(u64, std::path::PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let n = name.strip_prefix("fired-")?.strip_suffix("-dump.nettrace")?.parse().ok()?;
+            Some((n, e.path()))
+        })
+        .collect();
+    dumps.sort();
+    let pid = w.target.pid();
+    if dumps.len() < 3 {
+        if !dumps.is_empty() && !json {
+            eprintln!("clrprof watch: process {pid}: {} heap dump(s); `clrprof leaks` needs three or more for a verdict", dumps.len());
+        }
+        return;
+    }
+    let paths: Vec<std::path::PathBuf> = dumps.into_iter().map(|(_, p)| p).collect();
+    let rule = clrprof::query::dumps::LeakRule::default();
+    match crate::cmd_leaks::report_for(&paths, None, rule, Default::default(), true) {
+        Ok((report, labels)) if json => {
+            println!("{}", serde_json::json!({ "leaks": { "pid": pid, "files": labels, "report": report } }));
+        }
+        Ok((report, labels)) => {
+            eprintln!("clrprof watch: process {pid}: leaks over the {} heap dumps its rules took:", labels.len());
+            crate::cmd_leaks::print(&report, &labels, None);
+        }
+        Err(e) => eprintln!("clrprof watch: process {pid}: no leak verdict: {}", crate::message(&e)),
+    }
 }
 
 /// The table: a block per process, the counters in `dotnet-counters`'

@@ -48,7 +48,7 @@ impl DecompressArgs {
 }
 
 /// A size in bytes with an optional K, M, G or T suffix (powers of 1024).
-fn parse_size(s: &str) -> std::result::Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> std::result::Result<u64, String> {
     let (digits, shift) = match s.as_bytes().last().map(u8::to_ascii_uppercase) {
         Some(b'K') => (&s[..s.len() - 1], 10),
         Some(b'M') => (&s[..s.len() - 1], 20),

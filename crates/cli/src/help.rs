@@ -15,7 +15,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("Load and inspect", &["summary", "stats", "types", "threads", "timeline", "diff", "check", "footprint", "ui"]),
     ("Allocation", &["functions", "modules", "classes", "who", "graph", "flame", "calls"]),
     ("Lifetime", &["lifetime", "ages", "survivors", "handles"]),
-    ("Heap dumps", &["dumps", "dump", "dump-diff"]),
+    ("Heap dumps", &["dumps", "dump", "dump-diff", "leaks"]),
     ("Capture", &["record", "heap-dump", "gen"]),
     ("Running processes", &["ps", "watch"]),
     ("Services", &["collect", "sessions", "ctl", "join", "cache"]),

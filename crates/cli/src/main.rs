@@ -9,6 +9,7 @@ mod cmd_collect;
 mod cmd_ctl;
 mod cmd_dump;
 mod cmd_dump_diff;
+mod cmd_leaks;
 mod cmd_dumps;
 mod cmd_export;
 mod cmd_heap_dump;
@@ -102,6 +103,10 @@ enum Command {
     Dump(cmd_dump::Args),
     /// What changed between two heap dumps (new objects, growth by type).
     DumpDiff(cmd_dump_diff::Args),
+    /// Leaks from three or more heap dumps of one process: the types that
+    /// keep growing, what holds them, from which root (exit 1: a leak, 0:
+    /// none, 2: cannot tell).
+    Leaks(cmd_leaks::Args),
     /// Allocation and final-heap differences between two logs.
     Diff(cmd_diff::Args),
     /// A memory regression gate: a candidate log against a baseline under
@@ -194,6 +199,7 @@ fn main() -> ExitCode {
         Command::Flame(a) => cmd_flame::run(a),
         Command::Diff(a) => cmd_diff::run(a),
         Command::Check(a) => return cmd_check::main(a),
+        Command::Leaks(a) => return cmd_leaks::main(a),
         Command::Export(a) => cmd_export::run(a),
         Command::Collect(a) => cmd_collect::run(a),
         Command::Sessions(a) => cmd_sessions::run(a),

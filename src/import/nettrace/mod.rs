@@ -272,6 +272,7 @@ fn second_pass(
         heap_walk_missing_references: gaps.missing_edges + gaps.unplaced_edges,
         heap_walk_missing_roots: gaps.missing_roots,
         unresolved_frames: w.log.unresolved_frames,
+        static_fields: w.snapshot.static_fields(),
         warnings,
     };
     let sampling = w.method.map(|method| Sampling { method, weights: w.weights, sizes_unknown: w.sizes_unknown });

@@ -34,6 +34,8 @@ pub(super) struct Snapshot {
     /// Runtime type handle -> name, from `Type/BulkType`.
     pub type_names: HashMap<u64, String>,
     walk: Walk,
+    /// Static roots: (root id, the held object's type handle, field name).
+    statics: Vec<(u64, u64, String)>,
     /// What the walks read so far could not join, summed.
     pub gaps: WalkGaps,
 }
@@ -62,6 +64,16 @@ impl Snapshot {
                 self.type_names.entry(id).or_insert(name);
             }
         }
+    }
+
+    /// The static fields that were roots, by root id. The runtime's event
+    /// names the field and the type of the object it holds, not the class
+    /// that declares it.
+    pub fn static_fields(&self) -> Vec<(u64, String)> {
+        let mut out: Vec<(u64, String)> = self.statics.iter().map(|(id, _, field)| (*id, field.clone())).collect();
+        out.sort();
+        out.dedup_by_key(|(id, _)| *id);
+        out
     }
 
     /// The batch number of a bulk event.
@@ -99,6 +111,11 @@ impl Snapshot {
 
     /// `GC/BulkRootStaticVar`: statics are roots of kind "other".
     pub fn static_roots(&mut self, f: &Fields<'_>) {
+        for v in f.structs("Values") {
+            if let (Some(id), Some(class)) = (member_u64(v, "GCRootID"), member_u64(v, "TypeID")) {
+                self.statics.push((id, class, member_string(v, "FieldName")));
+            }
+        }
         let roots = f.structs("Values").iter().map(|v| {
             let address = member_u64(v, "ObjectID").unwrap_or(0);
             let id = member_u64(v, "GCRootID").unwrap_or(0);

@@ -14,6 +14,8 @@
 //!   [`dominators`] computes its dominator tree over any [`Csr`] graph;
 //!   [`retained`] gives retained sizes per object and per type.
 //! - [`paths_to`] finds shortest paths from a root to objects of a type.
+//! - [`leaks`] finds the types that keep growing over three or more dumps
+//!   of one process, what holds them, and gives a verdict.
 //! - [`diff`] compares two dumps (new objects, types that grew or shrank);
 //!   [`compare_files`] compares dumps of two files per type.
 //! - [`allocation_of`] links a dump object to its allocation (stack,
@@ -32,6 +34,7 @@ mod diff;
 mod diff_by;
 mod dominators;
 mod graph;
+mod leaks;
 mod paths;
 mod retained;
 mod retained_by;
@@ -44,6 +47,7 @@ pub use diff::{diff, DumpDiff, Matching, TypeDelta};
 pub use diff_by::{diff_by, DumpDiffBySite, SiteDelta};
 pub use dominators::{dominators, DominatorTree};
 pub use graph::{Csr, DumpGraph};
+pub use leaks::{leaks, ContainerKind, Holder, Leak, LeakReport, LeakRule, SeriesDump, SeriesPoint, Step, TypeSeries, Verdict};
 pub use paths::{paths_to, DumpPath, PathReport, PathStep};
 pub use retained::{retained, retained_sizes, RetainedObject, RetainedReport, RetainedType};
 pub use retained_by::{retained_by, RetainedBySite, RetainedSite};

@@ -158,7 +158,7 @@ pub(crate) fn retained_per_group(
 }
 
 /// Per type: [`retained_per_group`] with one group per type id.
-fn retained_per_type(graph: &DumpGraph, tree: &DominatorTree, retained: &[u64]) -> PerType<(u64, u64, u64)> {
+pub(crate) fn retained_per_type(graph: &DumpGraph, tree: &DominatorTree, retained: &[u64]) -> PerType<(u64, u64, u64)> {
     let mut acc: PerType<(u64, u64, u64)> = PerType::new(graph.types.iter().copied());
     let group: Vec<u32> = graph.types.iter().map(|&t| acc.index(t) as u32).collect();
     for (k, g) in retained_per_group(graph, tree, retained, &group, acc.len()).into_iter().enumerate() {

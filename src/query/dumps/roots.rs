@@ -152,6 +152,11 @@ pub struct RootRef {
     pub address: u64,
     /// For a stack root, the name of the frame's function (when defined).
     pub function: Option<String>,
+    /// For a static variable's root, the field's name, when the dump names
+    /// it (a trace's `GC/BulkRootStaticVar`, which does not name the class
+    /// declaring the field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub static_field: Option<String>,
 }
 
 impl RootRef {
@@ -162,6 +167,10 @@ impl RootRef {
             (RootKind::Stack, Ok(id)) => model.functions().get(FunctionId(id)).map(|f| model.names().get(f.name).to_string()),
             _ => None,
         };
-        RootRef { kind, name: root_name(root), flags: root.flags, id: root.id, address: root.address.0, function }
+        let static_field = match kind {
+            RootKind::Other => model.imported().and_then(|f| f.static_field(root.id)).map(str::to_string),
+            _ => None,
+        };
+        RootRef { kind, name: root_name(root), flags: root.flags, id: root.id, address: root.address.0, function, static_field }
     }
 }

@@ -19,7 +19,7 @@
 pub mod nettrace;
 mod sampling;
 
-pub use sampling::{Sampling, SamplingMethod, TraceFacts};
+pub use sampling::{SampledFate, Sampling, SamplingMethod, TraceFacts};
 
 /// A file turned into CLRProfiler log text.
 #[derive(Debug)]

@@ -76,14 +76,43 @@ pub enum TraceError {
 
 /// The model of an imported file.
 pub(crate) fn from_imported(imported: Imported, options: &LoadOptions, progress: impl FnMut(u64)) -> Result<Model, Error> {
-    let Imported { log, sampling, facts } = imported;
+    let Imported { log, mut sampling, mut facts } = imported;
     let mut model = load_with_progress(&log, options, progress)?;
-    if let Some(s) = &sampling {
+    if let Some(s) = sampling.as_mut() {
+        let fates = std::mem::take(&mut s.fates);
+        follow(&mut model, &fates, &mut facts);
         weigh(&mut model, s);
     }
     model.sampling = sampling;
     model.imported = Some(facts);
     Ok(model)
+}
+
+/// Takes the importer's fates of the sampled objects (followed by the
+/// trace's moved and surviving ranges) over the heap simulation's, and
+/// the heap at the end with them. The simulation (CLRProfiler's rules,
+/// made for logs of every object) still gives the address history.
+fn follow(model: &mut Model, fates: &[crate::import::SampledFate], facts: &mut crate::import::TraceFacts) {
+    let n = model.allocations.len();
+    if fates.len() != n || model.gcs.len() as u64 != facts.gcs {
+        if !fates.is_empty() {
+            facts.warnings.push(format!(
+                "the sampled objects' fates ({} objects, {} GCs) do not match the model ({n} objects, {} GCs): survival is the heap simulation's",
+                fates.len(),
+                facts.gcs,
+                model.gcs.len()
+            ));
+        }
+        return;
+    }
+    model.allocations.set_imported_fates(fates);
+    let mut final_heap = StackCounts::default();
+    model.allocations.for_each_in(ObjectId(0)..ObjectId(n as u32), |row, fate| {
+        if fate == super::Fate::Alive {
+            final_heap.add(row.stack);
+        }
+    });
+    model.histograms.final_heap = final_heap;
 }
 
 /// Weighs the histograms of sampled objects: the allocated one counts

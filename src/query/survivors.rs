@@ -32,6 +32,8 @@ pub struct SurvivorType {
     pub allocated: Tally,
     /// Of those, alive at the given time.
     pub surviving: Tally,
+    /// Of those, neither known alive nor known dead then.
+    pub unknown: Tally,
 }
 
 /// Survivors allocated with one stack.
@@ -63,8 +65,12 @@ pub struct Survivors {
     pub allocated: Tally,
     /// Of those, alive at the given time.
     pub surviving: Tally,
+    /// Of those, neither known alive nor known dead then (a trace's
+    /// sampled objects in memory a GC condemned without reporting its
+    /// survivors).
+    pub unknown: Tally,
     /// By type, by surviving bytes (largest first); types with no survivor
-    /// are left out.
+    /// and none unknown are left out.
     pub by_type: Vec<SurvivorType>,
     /// Stacks with survivors, by surviving bytes (at most the limit asked
     /// for).
@@ -76,26 +82,29 @@ pub struct Survivors {
 /// Counts while folding.
 #[derive(Default)]
 struct SurvivorAcc {
-    /// Per type slot: allocated, surviving.
-    by_type: Vec<[Tally; 2]>,
+    /// Per type slot: allocated, surviving, unknown.
+    by_type: Vec<[Tally; 3]>,
     /// Per stack row: surviving.
     by_stack: Vec<Tally>,
     allocated: Tally,
     surviving: Tally,
+    unknown: Tally,
 }
 
 impl SurvivorAcc {
     fn merge(mut self, o: SurvivorAcc) -> SurvivorAcc {
         if self.by_type.len() < o.by_type.len() {
-            self.by_type.resize(o.by_type.len(), [Tally::default(); 2]);
+            self.by_type.resize(o.by_type.len(), [Tally::default(); 3]);
         }
         for (x, y) in self.by_type.iter_mut().zip(o.by_type) {
-            x[0].merge(y[0]);
-            x[1].merge(y[1]);
+            for (p, q) in x.iter_mut().zip(y) {
+                p.merge(q);
+            }
         }
         self.by_stack = merge_tallies(self.by_stack, o.by_stack);
         self.allocated.merge(o.allocated);
         self.surviving.merge(o.surviving);
+        self.unknown.merge(o.unknown);
         self
     }
 }
@@ -118,7 +127,7 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
     let born_by_then = alive_at.map_or(ObjectId(u32::MAX), |c| table.allocated_between(TickIndex(0), c).end);
     let acc = par_fold(
         filter.object_range(model),
-        || SurvivorAcc { by_type: vec![[Tally::default(); 2]; types.len()], ..SurvivorAcc::default() },
+        || SurvivorAcc { by_type: vec![[Tally::default(); 3]; types.len()], ..SurvivorAcc::default() },
         |acc, range| {
             table.for_each_in(range, |row, fate| {
                 if !filter.has_thread(row.thread) {
@@ -128,8 +137,19 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
                 let n = types.weight(row.stack);
                 acc.allocated.add_n(n, size);
                 acc.by_type[slot][0].add_n(n, size);
+                if let Fate::Unknown { gc } = fate {
+                    let known_alive = row.id < born_by_then && alive_at.is_some_and(|c| clock.known_alive_at(gc, c));
+                    if !known_alive {
+                        if row.id < born_by_then {
+                            acc.unknown.add_n(n, size);
+                            acc.by_type[slot][2].add_n(n, size);
+                        }
+                        return;
+                    }
+                }
                 let alive = match (fate, alive_at) {
                     (Fate::Untracked, _) => false,
+                    (Fate::Unknown { .. }, _) => true,
                     (Fate::Alive, _) => row.id < born_by_then,
                     (f, None) => clock.death_tick(f).is_none(),
                     (f, Some(c)) => row.id < born_by_then && clock.death_tick(f).map_or(true, |d| d > c),
@@ -143,12 +163,12 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
         },
         SurvivorAcc::merge,
     );
-    let SurvivorAcc { by_type, by_stack, allocated, surviving } = acc;
+    let SurvivorAcc { by_type, by_stack, allocated, surviving, unknown } = acc;
     let mut types_out: Vec<SurvivorType> = by_type
         .into_iter()
         .enumerate()
-        .filter(|(_, [_, s])| !s.is_empty())
-        .map(|(k, [a, s])| SurvivorType { name: types.names[k].clone(), allocated: a, surviving: s })
+        .filter(|(_, [_, s, u])| !s.is_empty() || !u.is_empty())
+        .map(|(k, [a, s, u])| SurvivorType { name: types.names[k].clone(), allocated: a, surviving: s, unknown: u })
         .collect();
     types_out.sort_by(|a, b| b.surviving.bytes.cmp(&a.surviving.bytes).then_with(|| a.name.cmp(&b.name)));
     let mut stacks: Vec<(usize, Tally)> = by_stack.into_iter().enumerate().filter(|(_, t)| !t.is_empty()).collect();
@@ -176,6 +196,7 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
         alive_at_ms: clock.seconds(alive_tick) * 1000.0,
         allocated,
         surviving,
+        unknown,
         by_type: types_out,
         by_stack,
         stacks_with_survivors,

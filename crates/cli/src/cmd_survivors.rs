@@ -1,7 +1,7 @@
 //! `clrprof survivors`: objects allocated in a window and still alive later
 //! (the leak question), by type and by allocating stack.
 
-use crate::common::{cut_json, keep, more, more_note, ms_text as ms, print_json, print_estimated_table, thousands, tick_for, QueryArgs};
+use crate::common::{cut_json, keep, more, more_note, ms_text as ms, print_estimated_table, print_json, thousands, tick_for, QueryArgs};
 use anyhow::Result;
 use clrprof::query::survivors;
 
@@ -54,30 +54,46 @@ pub fn run(args: Args) -> Result<()> {
         thousands(s.surviving.bytes),
         pct(s.surviving.bytes, s.allocated.bytes),
     );
+    let any_unknown = !s.unknown.is_empty();
+    if any_unknown {
+        println!(
+            "Unknown (the runtime reported nothing for the memory they lay in): {} objects, {} bytes; neither alive nor dead",
+            thousands(s.unknown.objects),
+            thousands(s.unknown.bytes)
+        );
+    }
     println!();
     let rows: Vec<Vec<String>> = s
         .by_type
         .iter()
         .map(|t| {
-            vec![
+            let mut row = vec![
                 t.name.clone(),
                 thousands(t.surviving.bytes),
                 thousands(t.surviving.objects),
                 thousands(t.allocated.objects),
                 format!("{:.1}%", pct(t.surviving.objects, t.allocated.objects)),
-            ]
+            ];
+            if any_unknown {
+                row.push(thousands(t.unknown.objects));
+            }
+            row
         })
         .collect();
-    print_estimated_table(&["type", "surviving bytes", "surviving objects", "allocated objects", "survival"], &[1, 2, 3], &rows);
+    if any_unknown {
+        print_estimated_table(
+            &["type", "surviving bytes", "surviving objects", "allocated objects", "survival", "unknown objects"],
+            &[1, 2, 3, 5],
+            &rows,
+        );
+    } else {
+        print_estimated_table(&["type", "surviving bytes", "surviving objects", "allocated objects", "survival"], &[1, 2, 3], &rows);
+    }
     if let Some(note) = more_note(types_left_out, "type", "types") {
         println!("{note}");
     }
     println!();
-    println!(
-        "By allocating stack ({} of {} stacks with survivors; innermost frame first):",
-        s.by_stack.len(),
-        s.stacks_with_survivors
-    );
+    println!("By allocating stack ({} of {} stacks with survivors; innermost frame first):", s.by_stack.len(), s.stacks_with_survivors);
     let shown = if args.frames == 0 { usize::MAX } else { args.frames };
     for st in &s.by_stack {
         println!(

@@ -21,6 +21,7 @@
 //! of 2^64 - 1 bytes is a warning, not 2^34 lines.
 
 use super::log_text::{dec, LogText};
+use super::survival::{Memory, Survival};
 use crate::format::hex_lower;
 
 /// One generation range.
@@ -60,11 +61,16 @@ pub(super) struct GcState {
     /// Ranges cut short: longer than the address space leaves, or than
     /// the budget of lines.
     pub cut_ranges: u64,
+    /// The sampled objects followed through the GCs.
+    pub survival: Survival,
 }
 
 struct Current {
     condemned: u32,
     induced: bool,
+    /// A background GC (`GC/Start`'s `Type` 1): it condemns generation 2
+    /// and the large object heap only.
+    background: bool,
     start_ranges: Vec<Range>,
     end_ranges: Vec<Range>,
     /// The `b 1` line was written (at the first range of survivors, or at
@@ -92,6 +98,7 @@ impl GcState {
             address_end: (pointer_size < 8).then(|| 1u64 << (8 * pointer_size.max(1))),
             extra_lines: EXTRA_LINES_BASE.saturating_add(trace_bytes as u64 / TRACE_BYTES_PER_EXTRA_LINE),
             cut_ranges: 0,
+            survival: Survival::new(pointer_size),
         }
     }
 
@@ -115,8 +122,8 @@ impl GcState {
         kept
     }
 
-    /// `GC/Start`.
-    pub fn start(&mut self, log: &mut LogText, depth: u64, reason: u64) {
+    /// `GC/Start` (`kind`: its `Type`, 1 for a background GC).
+    pub fn start(&mut self, log: &mut LogText, depth: u64, reason: u64, kind: u64) {
         // A start without a stop before it: the previous GC's end is
         // missing (lost events); close it as reported so far.
         if self.current.is_some() {
@@ -125,6 +132,7 @@ impl GcState {
         self.current = Some(Current {
             condemned: depth.min(2) as u32,
             induced: is_induced(reason),
+            background: kind == 1,
             start_ranges: Vec::new(),
             end_ranges: Vec::new(),
             started: false,
@@ -162,17 +170,18 @@ impl GcState {
 
     /// `GC/BulkMovedObjectRanges` / `GC/BulkSurvivingObjectRanges`: one
     /// `u` line per range (`old == new` for a survivor).
-    pub fn survivors(&mut self, log: &mut LogText, ranges: impl Iterator<Item = (u64, u64, u64)>) {
+    pub fn survivors(&mut self, log: &mut LogText, ranges: &[(u64, u64, u64)]) {
         if self.current.is_none() {
             return;
         }
+        self.survival.reported(ranges.iter().copied());
         self.write_start(log);
         self.survival_seen = true;
         if let Some(c) = self.current.as_mut() {
             c.survivors_reported = true;
         }
         let mut line = Vec::with_capacity(64);
-        for (old, new, length) in ranges {
+        for &(old, new, length) in ranges {
             // Lengths are 32-bit in the log: longer ranges in pieces, as
             // many as the budget allows.
             let length = self.writable_length(old, new, length);
@@ -213,6 +222,15 @@ impl GcState {
         }
         self.write_start(log);
         let Some(c) = self.current.take() else { return };
+        // A generation's memory: up to its reserved end (generation 0's
+        // used length at a GC's start leaves out the allocation contexts
+        // it is about to collect).
+        let memory: Vec<Memory> = c
+            .start_ranges
+            .iter()
+            .map(|r| Memory { lo: r.start, hi: r.start.saturating_add(r.used.max(r.reserved)), generation: r.generation.min(3) })
+            .collect();
+        self.survival.gc_ended(self.gcs.min(u64::from(u32::MAX)) as u32, c.condemned, c.background, &memory);
         if let Some(text) = before_end {
             log.raw(text);
         }

@@ -49,6 +49,22 @@
 use crate::import::SampledFate;
 use std::collections::BTreeMap;
 
+/// The bytes of an object of `size` bytes (0: unknown) that a range must
+/// hold to keep it: the whole object when the size is known, but for a
+/// large object (the runtime's `ObjectSize` of a large-object-heap
+/// allocation counts up to 4 pointers of padding its ranges do not);
+/// the smallest object when it is not.
+fn body(size: u64, min_object: u64) -> u64 {
+    match size {
+        0 => min_object,
+        s if s >= LARGE_OBJECT => s - 4 * (min_object / 3),
+        s => s,
+    }
+}
+
+/// The size from which objects go to the large object heap.
+const LARGE_OBJECT: u64 = 85_000;
+
 /// A generation range at a GC's start: `[lo, hi)`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Memory {
@@ -173,12 +189,8 @@ impl Survival {
         for &(old, new, length) in &reported {
             let end = old.saturating_add(length);
             let min_object = self.min_object;
-            let inside: Vec<u64> = self
-                .alive
-                .range(old..end)
-                .filter(|(&a, f)| a.saturating_add(if f.size > 0 { f.size } else { min_object }) <= end)
-                .map(|(&a, _)| a)
-                .collect();
+            let inside: Vec<u64> =
+                self.alive.range(old..end).filter(|(&a, f)| a.saturating_add(body(f.size, min_object)) <= end).map(|(&a, _)| a).collect();
             for a in inside {
                 if let Some(f) = self.alive.remove(&a) {
                     moved.push((new.wrapping_add(a - old), f));

@@ -126,10 +126,6 @@ fn check(rt: Runtime) {
     let sv = json(&["survivors", t, "--top", "0"]);
     let life = json(&["lifetime", t, "--top", "0"]);
     let summary = json(&["summary", t]);
-    let unknown_samples = summary["estimates"]["survival_unknown_samples"].as_u64().expect("survival_unknown_samples");
-    eprintln!("{rt:?}: {unknown_samples} sample(s) of unknown fate; survivors {} of {} objects", sv["surviving"], sv["allocated"]);
-    assert_eq!(summary["estimates"]["survival_known"], unknown_samples == 0, "{rt:?}: {}", summary["estimates"]);
-
     let allocated = truth["allocated"].as_object().expect("allocated");
     let kept = truth["kept"].as_object().expect("kept");
     for (name, made) in allocated {
@@ -183,14 +179,28 @@ fn check(rt: Runtime) {
         }
         let r = row(&life["rows"], "name", name).unwrap_or_else(|| panic!("{rt:?}: no {name} in lifetime: {life}"));
         let all = objects(&r["allocated"]);
+        // Reclaimed in the generation the program saw it in, or an older
+        // one (a GC after the release that did not condemn it may promote
+        // it first: CoreCLR 3.1 turns GC.Collect(1) into a background GC),
+        // never a younger one; and all of them reclaimed.
+        let youngest = gens.iter().position(|&c| c > 0).unwrap_or(0);
+        let tolerance = 2.0 / n;
+        let mut reclaimed = 0.0;
         for (g, key) in ["gen0", "gen1", "gen2"].iter().enumerate() {
-            let p = gens[g] / total;
             let got = objects(&r[key]) / all;
-            let tolerance = 4.0 * (p * (1.0 - p) / n).sqrt() + 2.0 / n;
-            eprintln!("{rt:?} {name}: {key} {got:.3} of the objects, the program {p:.3}");
-            assert!((got - p).abs() <= tolerance, "{rt:?} {name}: {key} {got:.3} against {p:.3} ({n} samples): {r}");
+            reclaimed += got;
+            eprintln!("{rt:?} {name}: {key} {got:.3} of the objects, the program {:.3}", gens[g] / total);
+            if g < youngest {
+                assert!(got <= tolerance, "{rt:?} {name}: {key} {got:.3}, younger than the program's gen {youngest}: {r}");
+            }
         }
+        assert!(reclaimed >= 1.0 - tolerance, "{rt:?} {name}: {reclaimed:.3} of the objects reclaimed: {r}");
     }
+
+    // Said: survival is known only when no sample is unknown.
+    let unknown_samples = summary["estimates"]["survival_unknown_samples"].as_u64().expect("survival_unknown_samples");
+    eprintln!("{rt:?}: {unknown_samples} sample(s) of unknown fate; survivors {} of {} objects", sv["surviving"], sv["allocated"]);
+    assert_eq!(summary["estimates"]["survival_known"], unknown_samples == 0, "{rt:?}: {}", summary["estimates"]);
 }
 
 #[test]

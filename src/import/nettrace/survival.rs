@@ -174,6 +174,19 @@ impl Survival {
         self.gcs_ended = gc + 1;
         let mut reported = std::mem::take(&mut self.reported);
         reported.sort_unstable_by_key(|r| r.0);
+        // A plug can come in pieces (one range per event's buffer, per
+        // object run): adjacent ranges moved by the same distance are one.
+        let mut merged: Vec<(u64, u64, u64)> = Vec::with_capacity(reported.len());
+        for &(old, new, length) in &reported {
+            match merged.last_mut() {
+                Some(m) if old <= m.0.saturating_add(m.2) && new.wrapping_sub(old) == m.1.wrapping_sub(m.0) => {
+                    m.2 = m.2.max(old.saturating_add(length) - m.0);
+                }
+                _ => merged.push((old, new, length)),
+            }
+        }
+        reported.clear();
+        reported.extend(merged);
         let any_report = !reported.is_empty();
         let condemns = |generation: u32| match generation {
             3 => condemned >= 2,

@@ -183,7 +183,7 @@ fn check(rt: Runtime) {
         // one (a GC after the release that did not condemn it may promote
         // it first: CoreCLR 3.1 turns GC.Collect(1) into a background GC),
         // never a younger one; and all of them reclaimed.
-        let youngest = gens.iter().position(|&c| c > 0).unwrap_or(0);
+        let youngest = gens.iter().position(|&c| c > 0.0).unwrap_or(0);
         let tolerance = 2.0 / n;
         let mut reclaimed = 0.0;
         for (g, key) in ["gen0", "gen1", "gen2"].iter().enumerate() {

@@ -152,7 +152,7 @@ fn check(rt: Runtime) {
         );
         if kept == 0.0 {
             // None alive, but for a few samples on .NET 8 (a dead object
-            // inside a reported plug: measured 0.1% to 0.5%), and on 3.1
+            // inside a reported plug: measured 0.1% to 0.6%), and on 3.1
             // the objects a neighbour's plug covers the first three
             // pointers of (its ticks give no object size): measured 9.7%
             // to 15.6% of the 136-byte Droppers, none of the large arrays.

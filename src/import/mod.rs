@@ -22,7 +22,7 @@
 pub mod nettrace;
 mod sampling;
 
-pub use sampling::{Sampling, SamplingMethod, TraceFacts};
+pub use sampling::{SampledFate, Sampling, SamplingMethod, TraceFacts};
 
 /// What an import gives beside its records.
 #[derive(Debug)]

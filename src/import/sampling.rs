@@ -41,6 +41,34 @@ pub struct Sampling {
     /// it stands for, so bytes are estimated and object counts are counts
     /// of samples.
     pub sizes_unknown: bool,
+    /// What became of each sampled object, in log order, as the trace's
+    /// moved and surviving ranges say (see the guide's EventPipe chapter,
+    /// "Survival"); empty when the importer did not follow them. The
+    /// model takes them over its heap simulation's.
+    #[cfg_attr(feature = "model", serde(default, skip_serializing))]
+    pub fates: Vec<SampledFate>,
+}
+
+/// What became of a sampled object, as a trace's GC reports say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "model", derive(serde::Serialize, serde::Deserialize))]
+pub enum SampledFate {
+    /// Still alive at the trace's end.
+    Alive,
+    /// Reclaimed by GC number `gc` (0-based, in the trace's order) while
+    /// in `generation` (3: the large or pinned object heap).
+    Died {
+        /// The GC.
+        gc: u32,
+        /// Its generation then.
+        generation: u8,
+    },
+    /// Alive until GC number `gc` began; after it nothing the runtime
+    /// reported tells whether it lived: neither dead nor alive.
+    Unknown {
+        /// The first GC that left it unknown.
+        gc: u32,
+    },
 }
 
 impl Sampling {
@@ -79,7 +107,14 @@ pub struct TraceFacts {
     /// (`GC/BulkSurvivingObjectRanges`, `GC/BulkMovedObjectRanges`): only
     /// then are the sampled objects followed through GCs (lifetimes,
     /// survivors, the heap at the end); without, they stay "alive".
+    /// Since survival is followed per object: true only when every
+    /// sampled object's fate is known (none is "unknown").
     pub survival_known: bool,
+    /// Sampled objects whose fate is unknown: they lay in memory a GC
+    /// condemned without reporting its survivors, or in memory no
+    /// generation range covered (see [`SampledFate::Unknown`]).
+    #[cfg_attr(feature = "model", serde(default))]
+    pub survival_unknown_samples: u64,
     /// Events the runtime dropped (sequence-number gaps).
     pub lost_events: u64,
     /// Objects of heap walks that are not in the dumps: their

@@ -301,7 +301,10 @@ impl AddressColumn {
 /// (CLRProfiler's interval rule); otherwise by promotion: 0 at allocation,
 /// one more (up to 2) at each GC it survived whose condemned generation
 /// included it. This equals the generator's ground truth on the reference
-/// logs.
+/// logs. For a trace's sampled objects, the fates are the importer's
+/// (followed by the runtime's moved and surviving ranges) and a reclaimed
+/// object's generation is that of the memory it lay in, as the runtime
+/// reported it at the GC's start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Fate {
     /// Removed by a GC: by its removal pass (not covered by a `u`/`v` range
@@ -329,6 +332,14 @@ pub enum Fate {
     Alive,
     /// Smaller than 12 bytes: CLRProfiler's heap simulation never holds it.
     Untracked,
+    /// A sampled object of a trace, alive until GC `gc` began, after which
+    /// nothing the runtime reported says whether it lived (it lay in
+    /// memory that GC condemned without reporting its survivors): neither
+    /// dead nor alive from that GC's end on.
+    Unknown {
+        /// The GC that left it unknown.
+        gc: GcIndex,
+    },
 }
 
 const KIND_GC: u32 = 0;
@@ -410,6 +421,12 @@ pub struct AllocationTable {
     /// GCs completed before an object was erased outside a GC.
     erased_gcs: Vec<(u32, u32)>,
     len: u32,
+    /// The fates were set by a trace's importer
+    /// ([`AllocationTable::set_imported_fates`]): the stored generation of
+    /// an object reclaimed by a GC is the runtime's, not the promotion
+    /// model's.
+    #[serde(default)]
+    explicit_generations: bool,
 }
 
 impl AllocationTable {
@@ -419,13 +436,7 @@ impl AllocationTable {
 
     /// Appends an allocation; returns its id.
     #[inline]
-    pub(crate) fn push(
-        &mut self,
-        stack: StackRef,
-        thread: ThreadRef,
-        address: u64,
-        tick: TickIndex,
-    ) -> Option<ObjectId> {
+    pub(crate) fn push(&mut self, stack: StackRef, thread: ThreadRef, address: u64, tick: TickIndex) -> Option<ObjectId> {
         let id = self.len;
         if id == u32::MAX {
             return None;
@@ -514,6 +525,27 @@ impl AllocationTable {
         }
     }
 
+    /// Replaces every fate with those a trace's importer decided from the
+    /// runtime's reports (one per object, in id order; GCs numbered as the
+    /// GC table numbers them).
+    pub(crate) fn set_imported_fates(&mut self, fates: &[crate::import::SampledFate]) {
+        use crate::import::SampledFate;
+        self.exceptions.clear();
+        self.erased_gcs.clear();
+        self.explicit_generations = true;
+        for (i, f) in fates.iter().enumerate().take(self.len as usize) {
+            let obj = i as u32;
+            let code = match *f {
+                SampledFate::Alive => encode(KIND_ALIVE, 0, 0),
+                SampledFate::Died { gc, generation } => encode(KIND_GC, generation.min(3), gc),
+                SampledFate::Unknown { gc } => encode(KIND_UNTRACKED, 1, gc),
+            };
+            if code != self.default_code(obj) {
+                self.exceptions.push((obj, code));
+            }
+        }
+    }
+
     /// Records that `obj` is under 12 bytes.
     pub(crate) fn untracked(&mut self, obj: u32) {
         self.exceptions.push((obj, encode(KIND_UNTRACKED, 0, 0)));
@@ -590,17 +622,18 @@ impl AllocationTable {
         let mut c = AddressCursor { last: Vec::new(), prev_any: 0, pos: 0 };
         let runs = &self.threads.runs;
         let mut run = runs.partition_point(|r| r.0 as usize <= first).saturating_sub(1);
-        (first..end).map(move |i| {
-            if i % ADDRESS_BLOCK == 0 {
-                c = self.addresses.cursor(i / ADDRESS_BLOCK);
-            }
-            while run + 1 < runs.len() && runs[run + 1].0 as usize <= i {
-                run += 1;
-            }
-            let t = runs.get(run).filter(|r| r.0 as usize <= i).map_or(0, |r| r.1);
-            c.next(&self.addresses.bytes, t)
-        })
-        .skip(start - first)
+        (first..end)
+            .map(move |i| {
+                if i % ADDRESS_BLOCK == 0 {
+                    c = self.addresses.cursor(i / ADDRESS_BLOCK);
+                }
+                while run + 1 < runs.len() && runs[run + 1].0 as usize <= i {
+                    run += 1;
+                }
+                let t = runs.get(run).filter(|r| r.0 as usize <= i).map_or(0, |r| r.1);
+                c.next(&self.addresses.bytes, t)
+            })
+            .skip(start - first)
     }
 
     /// When it was allocated.
@@ -631,11 +664,12 @@ impl AllocationTable {
     /// generation just before GC `until`.
     #[inline]
     fn decode(&self, obj: ObjectId, c: u32, promoted: impl Fn(u32) -> u8) -> Fate {
-        let loh = (c >> 28) & 3 == 3;
+        let bits = ((c >> 28) & 3) as u8;
+        let loh = bits == 3;
         match c >> 30 {
             KIND_GC => {
                 let gc = c & PAYLOAD;
-                let generation = if loh { 3 } else { promoted(gc) };
+                let generation = if self.explicit_generations || loh { bits } else { promoted(gc) };
                 Fate::DiedAtGc { gc: GcIndex(gc), generation }
             }
             KIND_ERASED => {
@@ -647,6 +681,7 @@ impl AllocationTable {
                 Fate::Erased { tick: TickIndex(c & PAYLOAD), gcs_before, generation }
             }
             KIND_ALIVE => Fate::Alive,
+            _ if bits == 1 => Fate::Unknown { gc: GcIndex(c & PAYLOAD) },
             _ => Fate::Untracked,
         }
     }
@@ -657,7 +692,7 @@ impl AllocationTable {
         match self.fate(obj) {
             Fate::DiedAtGc { generation, .. } | Fate::Erased { generation, .. } => Some(generation),
             Fate::Alive => Some(self.promoted(obj, self.before_gc.len() as u32)),
-            Fate::Untracked => None,
+            Fate::Untracked | Fate::Unknown { .. } => None,
         }
     }
 
@@ -669,7 +704,7 @@ impl AllocationTable {
             Fate::DiedAtGc { gc, .. } => Some(gc.0.saturating_sub(born)),
             Fate::Erased { gcs_before, .. } => Some(gcs_before.saturating_sub(born)),
             Fate::Alive => Some((self.before_gc.len() as u32).saturating_sub(born)),
-            Fate::Untracked => None,
+            Fate::Untracked | Fate::Unknown { .. } => None,
         }
     }
 
@@ -866,9 +901,9 @@ mod tests {
             x ^= x << 17;
             let th = (x % 4) as usize;
             let a = match (x >> 8) % 10 {
-                0 => x >> 3,                           // anywhere
+                0 => x >> 3,                            // anywhere
                 1 => cursor[th].wrapping_sub(x % 4096), // backwards
-                2 => cursor[th] + 1 + (x >> 20) % 3,   // unaligned
+                2 => cursor[th] + 1 + (x >> 20) % 3,    // unaligned
                 _ => cursor[th] + 8 * ((x >> 20) % 40),
             };
             cursor[th] = a;

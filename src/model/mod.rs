@@ -217,7 +217,8 @@ impl Model {
         match fate {
             Fate::DiedAtGc { gc, .. } => Some(self.gcs.get(gc).map_or(TickIndex(self.time.len().saturating_sub(1) as u32), |g| g.end)),
             Fate::Erased { tick, .. } => Some(tick),
-            Fate::Alive | Fate::Untracked => None,
+            // Unknown: not known to have died.
+            Fate::Alive | Fate::Untracked | Fate::Unknown { .. } => None,
         }
     }
     /// The address history.

@@ -111,13 +111,42 @@ pub fn load_imported(imported: Imported, options: &LoadOptions, progress: impl F
 /// A model of imported records with the import's sampling (the
 /// histograms weighted) and facts.
 fn with_import(mut model: Model, import: Import) -> Model {
-    let Import { sampling, facts } = import;
-    if let Some(s) = &sampling {
+    let Import { mut sampling, mut facts } = import;
+    if let Some(s) = sampling.as_mut() {
+        let fates = std::mem::take(&mut s.fates);
+        follow(&mut model, &fates, &mut facts);
         weigh(&mut model, s);
     }
     model.sampling = sampling;
     model.imported = Some(facts);
     model
+}
+
+/// Takes the importer's fates of the sampled objects (followed by the
+/// trace's moved and surviving ranges) over the heap simulation's, and
+/// the heap at the end with them. The simulation (CLRProfiler's rules,
+/// made for logs of every object) still gives the address history.
+fn follow(model: &mut Model, fates: &[crate::import::SampledFate], facts: &mut crate::import::TraceFacts) {
+    let n = model.allocations.len();
+    if fates.len() != n || model.gcs.len() as u64 != facts.gcs {
+        if !fates.is_empty() {
+            facts.warnings.push(format!(
+                "the sampled objects' fates ({} objects, {} GCs) do not match the model ({n} objects, {} GCs): survival is the heap simulation's",
+                fates.len(),
+                facts.gcs,
+                model.gcs.len()
+            ));
+        }
+        return;
+    }
+    model.allocations.set_imported_fates(fates);
+    let mut final_heap = StackCounts::default();
+    model.allocations.for_each_in(ObjectId(0)..ObjectId(n as u32), |row, fate| {
+        if fate == super::Fate::Alive {
+            final_heap.add(row.stack);
+        }
+    });
+    model.histograms.final_heap = final_heap;
 }
 
 /// Weighs the histograms of sampled objects: the allocated one counts

@@ -15,7 +15,9 @@
 //!
 //! Objects erased outside a GC are counted in their own column (their age
 //! runs to the tick they were erased at); objects under 12 bytes, which
-//! CLRProfiler's heap never holds, are left out.
+//! CLRProfiler's heap never holds, are left out, and so are a trace's
+//! sampled objects whose fate is unknown ([`Fate::Unknown`]: counted in
+//! [`Ages::unknown`], never as dead or alive).
 //!
 //! CLRProfiler's "Histogram by Age" of the live objects at a given time is
 //! [`age_histogram_at`](super::age_histogram_at) (in `age_histogram.rs`).
@@ -68,6 +70,9 @@ pub struct Ages {
     pub alive_total_age_ms: u64,
     /// Objects under 12 bytes (in no histogram).
     pub untracked: Tally,
+    /// A trace's sampled objects whose fate the runtime's reports leave
+    /// unknown (in no histogram).
+    pub unknown: Tally,
     /// By GCs survived, ascending; lines with no object are left out.
     pub by_gcs: Vec<GcsAgeRow>,
     /// By age in ms, in power-of-two bins, ascending; empty bins are left
@@ -84,11 +89,12 @@ struct Acc {
     totals: [Tally; 3],
     age_ms: [u64; 3],
     untracked: Tally,
+    unknown: Tally,
 }
 
 impl Acc {
     fn merge(mut self, o: Acc) -> Acc {
-        let Acc { gcs, ms, totals, age_ms, untracked } = o;
+        let Acc { gcs, ms, totals, age_ms, untracked, unknown } = o;
         for (k, (g, m)) in gcs.into_iter().zip(ms).enumerate() {
             self.gcs[k] = merge_tallies(std::mem::take(&mut self.gcs[k]), g);
             self.ms[k] = merge_tallies(std::mem::take(&mut self.ms[k]), m);
@@ -96,6 +102,7 @@ impl Acc {
             self.age_ms[k] += age_ms[k];
         }
         self.untracked.merge(untracked);
+        self.unknown.merge(unknown);
         self
     }
 }
@@ -133,6 +140,10 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
                         acc.untracked.add_n(n, size);
                         return;
                     }
+                    Fate::Unknown { .. } => {
+                        acc.unknown.add_n(n, size);
+                        return;
+                    }
                 };
                 let age = millis_between(&ms, row.tick, until);
                 acc.totals[kind].add_n(n, size);
@@ -150,18 +161,14 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
         alive_at_end: acc.totals[2],
         alive_total_age_ms: acc.age_ms[2],
         untracked: acc.untracked,
+        unknown: acc.unknown,
         ..Ages::default()
     };
     let get = |v: &Vec<Tally>, k: usize| v.get(k).copied().unwrap_or_default();
     let len = |v: &[Vec<Tally>; 3]| v.iter().map(Vec::len).max().unwrap_or(0);
     let (gcs, ms) = (&acc.gcs, &acc.ms);
     for k in 0..len(gcs) {
-        let r = GcsAgeRow {
-            gcs_survived: k as u32,
-            died: get(&gcs[0], k),
-            erased: get(&gcs[1], k),
-            alive_at_end: get(&gcs[2], k),
-        };
+        let r = GcsAgeRow { gcs_survived: k as u32, died: get(&gcs[0], k), erased: get(&gcs[1], k), alive_at_end: get(&gcs[2], k) };
         if !(r.died.is_empty() && r.erased.is_empty() && r.alive_at_end.is_empty()) {
             a.by_gcs.push(r);
         }

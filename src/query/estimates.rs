@@ -21,6 +21,10 @@ pub struct Estimates {
     /// survivors and the heap at the end are estimated from the samples
     /// followed through them; without, those figures are unknown.
     pub survival_known: bool,
+    /// Sampled objects whose fate the GCs' reports leave unknown (counted
+    /// as unknown in survivors, lifetime and ages; never as dead or
+    /// alive).
+    pub survival_unknown_samples: u64,
     /// Which figures are estimates, and how they were made, in a sentence.
     pub note: String,
 }
@@ -31,6 +35,7 @@ pub fn estimates(model: &Model) -> Option<Estimates> {
     let s = model.sampling()?;
     let facts = model.imported();
     let survival_known = facts.is_some_and(|f| f.survival_known);
+    let unknown = facts.map_or(0, |f| f.survival_unknown_samples);
     let samples = s.weights.len() as u64;
     let estimated_objects = s.estimated_objects().round() as u64;
     let how = match s.method {
@@ -50,10 +55,22 @@ pub fn estimates(model: &Model) -> Option<Estimates> {
     }
     if survival_known {
         note.push_str("; survivors and the heap at the end are estimated from the sampled objects followed through the GCs");
+    } else if unknown > 0 && unknown < samples {
+        note.push_str(&format!(
+            "; survivors and the heap at the end are estimated from the sampled objects followed through the GCs, but {unknown} sample(s) lay in memory a GC condemned without reporting its survivors: their fate is unknown (counted apart, never as dead or alive)"
+        ));
     } else {
         note.push_str("; the GCs did not report survivors (keyword GCHeapSurvivalAndMovement, 0x400000), so what survived is unknown");
     }
-    Some(Estimates { method: s.method.event(), samples, estimated_objects, sizes_unknown: s.sizes_unknown, survival_known, note })
+    Some(Estimates {
+        method: s.method.event(),
+        samples,
+        estimated_objects,
+        sizes_unknown: s.sizes_unknown,
+        survival_known,
+        survival_unknown_samples: unknown,
+        note,
+    })
 }
 
 /// The 95% range of a figure estimated from `samples` sampled allocations,

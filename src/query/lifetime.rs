@@ -12,8 +12,9 @@
 //! | `erased` | removed outside a GC: a later allocation overlapped it, or CLRProfiler's allocation-after-GC rule removed it (section 3.6 of `docs/src/reference-reader.md`); no GC reclaimed it, so it is in no generation column |
 //! | `alive_at_end` | still in the simulated heap at the end of the log |
 //! | `untracked` | under 12 bytes: CLRProfiler's heap simulation never holds it |
+//! | `unknown` | a trace's sampled object in memory a GC condemned without reporting its survivors: neither reclaimed nor alive ([`Fate::Unknown`]) |
 //!
-//! so `allocated` is the sum of the seven. An object that a GC the log ended
+//! so `allocated` is the sum of the eight. An object that a GC the log ended
 //! inside of erased is reclaimed by that GC. Generations are the model's
 //! (see [`Fate`]): by promotion through the GCs that condemned the object,
 //! 3 for the large-object heap.
@@ -56,6 +57,9 @@ pub struct LifetimeRow {
     pub alive_at_end: Tally,
     /// Under 12 bytes: never in CLRProfiler's heap.
     pub untracked: Tally,
+    /// A trace's sampled objects whose fate the runtime's reports leave
+    /// unknown (never counted as reclaimed or alive).
+    pub unknown: Tally,
 }
 
 impl LifetimeRow {
@@ -78,6 +82,7 @@ impl LifetimeRow {
             (&mut self.erased, o.erased),
             (&mut self.alive_at_end, o.alive_at_end),
             (&mut self.untracked, o.untracked),
+            (&mut self.unknown, o.unknown),
         ] {
             a.merge(b);
         }
@@ -95,8 +100,8 @@ pub struct Lifetime {
 }
 
 /// The columns of one type while counting: allocated, gen 0, gen 1,
-/// gen 2, LOH, erased, alive at end, untracked.
-type Columns = [Tally; 8];
+/// gen 2, LOH, erased, alive at end, untracked, unknown.
+type Columns = [Tally; 9];
 
 /// Computes the lifetime view over the objects the filter keeps (by their
 /// allocation time and thread).
@@ -121,6 +126,7 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
                     Fate::Erased { .. } => 5,
                     Fate::Alive => 6,
                     Fate::Untracked => 7,
+                    Fate::Unknown { .. } => 8,
                 };
                 let r = row.stack.index();
                 if acc.len() <= r {
@@ -173,6 +179,7 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
             erased: c[5],
             alive_at_end: c[6],
             untracked: c[7],
+            unknown: c[8],
         };
         total.merge(&r);
         out.push(r);

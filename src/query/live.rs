@@ -64,6 +64,8 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
                 let alive = |how: Fate| match how {
                     Fate::Alive => true,
                     Fate::Untracked => false,
+                    // Counted only while it is known to be alive.
+                    Fate::Unknown { gc } => gcs.get(gc).is_some_and(|g| g.end > tick),
                     Fate::DiedAtGc { gc, .. } => gcs.get(gc).map_or(last, |g| g.end) > tick,
                     Fate::Erased { tick: t, .. } => t > tick,
                 };
@@ -123,21 +125,13 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
             r
         })
         .collect();
-    rows.sort_by(|a, b| {
-        b.bytes.cmp(&a.bytes).then_with(|| b.estimated_bytes.cmp(&a.estimated_bytes)).then_with(|| a.name.cmp(&b.name))
-    });
+    rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| b.estimated_bytes.cmp(&a.estimated_bytes)).then_with(|| a.name.cmp(&b.name)));
     rows
 }
 
 fn by_name_entry<'a>(by_name: &'a mut BTreeMap<String, LiveType>, model: &Model, t: TypeId) -> &'a mut LiveType {
     let name = model.type_name(t).into_owned();
-    let e = by_name.entry(name.clone()).or_insert_with(|| LiveType {
-        name,
-        bytes: 0,
-        count: 0,
-        estimated_bytes: 0,
-        type_ids: Vec::new(),
-    });
+    let e = by_name.entry(name.clone()).or_insert_with(|| LiveType { name, bytes: 0, count: 0, estimated_bytes: 0, type_ids: Vec::new() });
     if !e.type_ids.contains(&t.0) {
         e.type_ids.push(t.0);
     }

@@ -172,8 +172,15 @@ impl<'m> Clock<'m> {
         match fate {
             Fate::DiedAtGc { gc, .. } => Some(self.gc_end.get(gc.index()).copied().unwrap_or(self.last)),
             Fate::Erased { tick, .. } => Some(tick),
-            Fate::Alive | Fate::Untracked => None,
+            Fate::Alive | Fate::Untracked | Fate::Unknown { .. } => None,
         }
+    }
+
+    /// Whether an object of fate `Unknown { gc }` is known to be alive at
+    /// `tick`: before the end of the GC that left it unknown.
+    #[inline]
+    pub(crate) fn known_alive_at(&self, gc: crate::model::GcIndex, tick: TickIndex) -> bool {
+        self.gc_end.get(gc.index()).is_some_and(|&e| tick < e)
     }
 
     /// Every tick's time in whole milliseconds (for [`millis_between`]).

@@ -37,6 +37,8 @@ pub struct SurvivorType {
     /// the surviving figures.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub uncertainty: Option<Uncertainty>,
+    /// Of those, neither known alive nor known dead then.
+    pub unknown: Tally,
 }
 
 /// Survivors allocated with one stack.
@@ -68,6 +70,10 @@ pub struct Survivors {
     pub allocated: Tally,
     /// Of those, alive at the given time.
     pub surviving: Tally,
+    /// Of those, neither known alive nor known dead then (a trace's
+    /// sampled objects in memory a GC condemned without reporting its
+    /// survivors).
+    pub unknown: Tally,
     /// By type, by surviving bytes (largest first); types with no survivor
     /// are left out.
     pub by_type: Vec<SurvivorType>,
@@ -84,25 +90,30 @@ pub struct Survivors {
 /// agree with `types` to the object.
 #[derive(Default)]
 struct SurvivorAcc {
-    by_row: Vec<[u64; 2]>,
+    /// Per row: allocated, surviving, unknown (neither known alive nor
+    /// known dead).
+    by_row: Vec<[u64; 3]>,
 }
 
 impl SurvivorAcc {
-    fn add(&mut self, row: usize, alive: bool) {
+    fn add(&mut self, row: usize, state: usize) {
         if self.by_row.len() <= row {
-            self.by_row.resize(row + 1, [0; 2]);
+            self.by_row.resize(row + 1, [0; 3]);
         }
         self.by_row[row][0] += 1;
-        self.by_row[row][1] += u64::from(alive);
+        if state > 0 {
+            self.by_row[row][state] += 1;
+        }
     }
 
     fn merge(mut self, o: SurvivorAcc) -> SurvivorAcc {
         if self.by_row.len() < o.by_row.len() {
-            self.by_row.resize(o.by_row.len(), [0; 2]);
+            self.by_row.resize(o.by_row.len(), [0; 3]);
         }
         for (x, y) in self.by_row.iter_mut().zip(o.by_row) {
-            x[0] += y[0];
-            x[1] += y[1];
+            for (p, q) in x.iter_mut().zip(y) {
+                *p += q;
+            }
         }
         self
     }
@@ -132,31 +143,42 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
                 if !filter.has_thread(row.thread) {
                     return;
                 }
+                // 0 dead (or not yet born), 1 alive, 2 unknown.
+                if let Fate::Unknown { gc } = fate {
+                    let known_alive = row.id < born_by_then && alive_at.is_some_and(|c| clock.known_alive_at(gc, c));
+                    if !known_alive {
+                        acc.add(row.stack.index(), if row.id < born_by_then { 2 } else { 0 });
+                        return;
+                    }
+                }
                 let alive = match (fate, alive_at) {
                     (Fate::Untracked, _) => false,
+                    (Fate::Unknown { .. }, _) => true,
                     (Fate::Alive, _) => row.id < born_by_then,
                     (f, None) => clock.death_tick(f).is_none(),
                     (f, Some(c)) => row.id < born_by_then && clock.death_tick(f).map_or(true, |d| d > c),
                 };
-                acc.add(row.stack.index(), alive);
+                acc.add(row.stack.index(), usize::from(alive));
             });
         },
         SurvivorAcc::merge,
     );
     // Per row: the objects the samples stand for, then per type and in all.
-    let mut by_type = vec![[Tally::default(); 2]; types.len()];
+    let mut by_type = vec![[Tally::default(); 3]; types.len()];
     let mut samples = vec![0u64; types.len()];
     let mut by_stack = vec![Tally::default(); acc.by_row.len()];
-    let (mut allocated, mut surviving) = (Tally::default(), Tally::default());
-    for (r, &[a, s]) in acc.by_row.iter().enumerate() {
+    let (mut allocated, mut surviving, mut unknown) = (Tally::default(), Tally::default(), Tally::default());
+    for (r, &[a, s, u]) in acc.by_row.iter().enumerate() {
         let row = StackRef(r as u32);
         let (slot, size) = types.get(row);
-        let (a, s_est) = (model.estimate_count(row, a), model.estimate_count(row, s));
+        let (a, s_est, u_est) = (model.estimate_count(row, a), model.estimate_count(row, s), model.estimate_count(row, u));
         allocated.add_n(a, size);
         surviving.add_n(s_est, size);
+        unknown.add_n(u_est, size);
         if let (Some(t), Some(k)) = (by_type.get_mut(slot), samples.get_mut(slot)) {
             t[0].add_n(a, size);
             t[1].add_n(s_est, size);
+            t[2].add_n(u_est, size);
             *k += s;
         }
         by_stack[r].add_n(s_est, size);
@@ -164,12 +186,13 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
     let mut types_out: Vec<SurvivorType> = by_type
         .into_iter()
         .enumerate()
-        .filter(|(_, [_, s])| !s.is_empty())
-        .map(|(k, [a, s])| SurvivorType {
+        .filter(|(_, [_, s, u])| !s.is_empty() || !u.is_empty())
+        .map(|(k, [a, s, u])| SurvivorType {
             name: types.names[k].clone(),
             allocated: a,
             surviving: s,
             uncertainty: Uncertainty::of(model, samples[k], s.bytes.min(i64::MAX as u64) as i64, s.objects),
+            unknown: u,
         })
         .collect();
     types_out.sort_by(|a, b| b.surviving.bytes.cmp(&a.surviving.bytes).then_with(|| a.name.cmp(&b.name)));
@@ -198,6 +221,7 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
         alive_at_ms: clock.seconds(alive_tick) * 1000.0,
         allocated,
         surviving,
+        unknown,
         by_type: types_out,
         by_stack,
         stacks_with_survivors,

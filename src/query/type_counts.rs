@@ -105,8 +105,7 @@ pub fn type_counts(model: &Model, sel: &TypeSelection, filter: &Filter) -> Resul
             let mut counts = vec![0u64; rows];
             let a = model.allocations();
             for e in model.finalizers().events() {
-                if (critical_only && !e.critical) || !filter.has_tick(e.tick) || !filter.has_thread(a.thread(e.object))
-                {
+                if (critical_only && !e.critical) || !filter.has_tick(e.tick) || !filter.has_thread(a.thread(e.object)) {
                     continue;
                 }
                 add(&mut counts, a.stack(e.object).index());
@@ -150,6 +149,8 @@ fn live_at(model: &Model, at: Option<TickIndex>, filter: &Filter) -> StackCounts
     }
     let alive = |fate: Fate| match (fate, at) {
         (Fate::Alive, _) => true,
+        // Counted only while it is known to be alive.
+        (Fate::Unknown { gc }, Some(t)) => model.gcs().get(gc).is_some_and(|g| g.end > t),
         (Fate::Untracked, _) | (_, None) => false,
         (f, Some(t)) => model.death_tick_of(f).is_some_and(|d| d > t),
     };

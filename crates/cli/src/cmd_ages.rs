@@ -1,7 +1,7 @@
 //! `clrprof ages`: age histograms (GCs survived, milliseconds), or
 //! CLRProfiler's Histogram by Age of the live objects at a time.
 
-use crate::common::{cut_json, ms_text as ms, print_json, print_estimated_table, thousands, tick_for, QueryArgs};
+use crate::common::{cut_json, ms_text as ms, print_estimated_table, print_json, thousands, tick_for, QueryArgs};
 use anyhow::Result;
 use clrprof::query::age_histogram::{AgeBars, AgeHistogram};
 use clrprof::query::{age_histogram_at, ages, Ages};
@@ -93,6 +93,13 @@ fn print_ages(a: &Ages, by: Option<By>) {
     if erased {
         println!("Erased outside a GC: {} objects, {} bytes", thousands(a.erased.objects), thousands(a.erased.bytes));
     }
+    if !a.unknown.is_empty() {
+        println!(
+            "Unknown (the runtime reported nothing for the memory they lay in; in no histogram): {} objects, {} bytes",
+            thousands(a.unknown.objects),
+            thousands(a.unknown.bytes)
+        );
+    }
     let mut header = vec!["", "died objects", "died bytes", "alive objects", "alive bytes"];
     if erased {
         header.extend(["erased objects", "erased bytes"]);
@@ -108,8 +115,7 @@ fn print_ages(a: &Ages, by: Option<By>) {
     if by != Some(By::Ms) {
         println!();
         header[0] = "GCs survived";
-        let rows: Vec<Vec<String>> =
-            a.by_gcs.iter().map(|r| cells(r.gcs_survived.to_string(), r.died, r.alive_at_end, r.erased)).collect();
+        let rows: Vec<Vec<String>> = a.by_gcs.iter().map(|r| cells(r.gcs_survived.to_string(), r.died, r.alive_at_end, r.erased)).collect();
         print_estimated_table(&header, &estimates, &rows);
     }
     if by != Some(By::Gcs) {
@@ -154,13 +160,7 @@ fn print_at(h: &AgeHistogram) {
                 (Some(c), None) => format!(">= {:.3} s (before {c:?})", b.min_age_s),
                 (None, None) => format!("{:.3}-{:.3} s", b.min_age_s, b.max_age_s),
             };
-            let top = b
-                .types
-                .iter()
-                .take(3)
-                .map(|t| format!("{} {}", t.name, thousands(t.bytes)))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let top = b.types.iter().take(3).map(|t| format!("{} {}", t.name, thousands(t.bytes))).collect::<Vec<_>>().join(", ");
             vec![age, thousands(b.objects), thousands(b.bytes), top]
         })
         .collect();

@@ -1,7 +1,7 @@
 //! `clrprof lifetime`: per type, objects reclaimed in each generation and
 //! alive at the end (Visual Studio's Object Lifetime view).
 
-use crate::common::{cut_json, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
+use crate::common::{cut_json, keep, more_note, print_estimated_table, print_json, thousands, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{lifetime, LifetimeRow, Tally};
 
@@ -30,6 +30,7 @@ pub fn run(args: Args) -> Result<()> {
     let left_out = keep(&mut l.rows, q.limit());
     let show_erased = !l.total.erased.is_empty();
     let show_untracked = !l.total.untracked.is_empty();
+    let show_unknown = !l.total.unknown.is_empty();
     let cell = |t: Tally| if args.objects { thousands(t.objects) } else { thousands(t.bytes) };
     let line = |r: &LifetimeRow| {
         let mut v = vec![r.name.clone(), cell(r.allocated), cell(r.gen0), cell(r.gen1), cell(r.gen2), cell(r.loh)];
@@ -40,6 +41,9 @@ pub fn run(args: Args) -> Result<()> {
         if show_untracked {
             v.push(cell(r.untracked));
         }
+        if show_unknown {
+            v.push(cell(r.unknown));
+        }
         v
     };
     let mut header = vec!["type", "allocated", "gen 0", "gen 1", "gen 2", "LOH"];
@@ -49,6 +53,10 @@ pub fn run(args: Args) -> Result<()> {
     header.push("alive at end");
     if show_untracked {
         header.push("under 12 B");
+    }
+    if show_unknown {
+        // Neither reclaimed nor alive: see `clrprof survivors`.
+        header.push("unknown");
     }
     let mut rows: Vec<Vec<String>> = l.rows.iter().map(line).collect();
     rows.push(line(&l.total));

@@ -56,6 +56,14 @@ pub fn run(args: Args) -> Result<()> {
         thousands(s.surviving.bytes),
         pct(s.surviving.bytes, s.allocated.bytes),
     );
+    let any_unknown = !s.unknown.is_empty();
+    if any_unknown {
+        println!(
+            "Unknown (the runtime reported nothing for the memory they lay in): {} objects, {} bytes; neither alive nor dead",
+            thousands(s.unknown.objects),
+            thousands(s.unknown.bytes)
+        );
+    }
     println!();
     let ranges = s.by_type.iter().any(|t| t.uncertainty.is_some());
     let rows: Vec<Vec<String>> = s
@@ -69,6 +77,9 @@ pub fn run(args: Args) -> Result<()> {
                 thousands(t.allocated.objects),
                 format!("{:.1}%", pct(t.surviving.objects, t.allocated.objects)),
             ];
+            if any_unknown {
+                row.push(thousands(t.unknown.objects));
+            }
             if ranges {
                 row.push(t.uncertainty.as_ref().map(|u| u.cell()).unwrap_or_default());
             }
@@ -76,10 +87,15 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
     let mut header = vec!["type", "surviving bytes", "surviving objects", "allocated objects", "survival"];
+    let mut estimated = vec![1, 2, 3];
+    if any_unknown {
+        header.push("unknown objects");
+        estimated.push(header.len() - 1);
+    }
     if ranges {
         header.push(RANGE_HEADER);
     }
-    print_estimated_table(&header, &[1, 2, 3], &rows);
+    print_estimated_table(&header, &estimated, &rows);
     if let Some(note) = more_note(types_left_out, "type", "types") {
         println!("{note}");
     }

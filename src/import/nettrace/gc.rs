@@ -54,6 +54,8 @@ pub(super) struct GcState {
     counts: [i64; 3],
     pub gcs: u64,
     pub survival_seen: bool,
+    /// The sampled objects followed through the GCs.
+    pub survival: Survival,
     /// The first address beyond the address space (2^32 for 4-byte
     /// pointers; 2^64 for 8-byte ones, as `None`).
     address_end: Option<u64>,
@@ -73,6 +75,9 @@ struct Current {
     /// the end).
     started: bool,
     survivors_reported: bool,
+    /// A background GC (`GC/Start`'s `Type` 1): it condemns generation 2
+    /// and the large object heap only.
+    background: bool,
 }
 
 /// GC reasons that are a program's or a tool's request
@@ -91,6 +96,7 @@ impl GcState {
             counts: [0; 3],
             gcs: 0,
             survival_seen: false,
+            survival: Survival::new(pointer_size),
             address_end: (pointer_size < 8).then(|| 1u64 << (8 * pointer_size.max(1))),
             extra_lines: EXTRA_LINES_BASE.saturating_add(trace_bytes as u64 / TRACE_BYTES_PER_EXTRA_LINE),
             cut_ranges: 0,
@@ -117,8 +123,8 @@ impl GcState {
         kept
     }
 
-    /// `GC/Start`.
-    pub fn start(&mut self, log: &mut LogText<'_>, depth: u64, reason: u64) {
+    /// `GC/Start` (`kind`: its `Type`, 1 for a background GC).
+    pub fn start(&mut self, log: &mut LogText<'_>, depth: u64, reason: u64, kind: u64) {
         // A start without a stop before it: the previous GC's end is
         // missing (lost events); close it as reported so far.
         if self.current.is_some() {
@@ -131,6 +137,7 @@ impl GcState {
             end_ranges: Vec::new(),
             started: false,
             survivors_reported: false,
+            background: kind == 1,
         });
     }
 
@@ -160,16 +167,17 @@ impl GcState {
 
     /// `GC/BulkMovedObjectRanges` / `GC/BulkSurvivingObjectRanges`: one
     /// `u` line per range (`old == new` for a survivor).
-    pub fn survivors(&mut self, log: &mut LogText<'_>, ranges: impl Iterator<Item = (u64, u64, u64)>) {
+    pub fn survivors(&mut self, log: &mut LogText<'_>, ranges: &[(u64, u64, u64)]) {
         if self.current.is_none() {
             return;
         }
+        self.survival.reported(ranges.iter().copied());
         self.write_start(log);
         self.survival_seen = true;
         if let Some(c) = self.current.as_mut() {
             c.survivors_reported = true;
         }
-        for (old, new, length) in ranges {
+        for &(old, new, length) in ranges {
             // Lengths are 32-bit in the log: longer ranges in pieces, as
             // many as the budget allows.
             let length = self.writable_length(old, new, length);
@@ -202,6 +210,15 @@ impl GcState {
         }
         self.write_start(log);
         let Some(c) = self.current.take() else { return };
+        // A generation's memory: up to its reserved end (generation 0's
+        // used length at a GC's start leaves out the allocation contexts
+        // it is about to collect).
+        let memory: Vec<Memory> = c
+            .start_ranges
+            .iter()
+            .map(|r| Memory { lo: r.start, hi: r.start.saturating_add(r.used.max(r.reserved)), generation: r.generation.min(3) })
+            .collect();
+        self.survival.gc_ended(self.gcs.min(u64::from(u32::MAX)) as u32, c.condemned, c.background, &memory);
         if let Some(dump) = before_end {
             dump.write(log);
         }

@@ -25,6 +25,7 @@ mod gc;
 mod log_text;
 mod methods;
 mod snapshot;
+mod survival;
 mod walk;
 
 use super::{Import, Imported, Sampling, SamplingMethod, TraceFacts};
@@ -259,6 +260,14 @@ fn second_pass(
     if gaps.duplicate_batches > 0 {
         warnings.push(format!("{} heap-walk batch(es) came twice; the repeats were left out", gaps.duplicate_batches));
     }
+    let unknown = w.gc.survival.unknown();
+    if unknown > 0 {
+        warnings.push(format!(
+            "{unknown} sampled object(s) lay in memory that a GC condemned without reporting its survivors, or that no generation range covered: what became of them after that GC is unknown ({} GC(s) reported no survivors; {} object(s) were found overwritten)",
+            w.gc.survival.silent_gcs, w.gc.survival.overwritten
+        ));
+    }
+    let fates = std::mem::take(&mut w.gc.survival).finish();
     let facts = TraceFacts {
         format: format!("NetTrace (Trace object version {})", header.version),
         process_id: Some(header.process_id),
@@ -266,7 +275,8 @@ fn second_pass(
         sampled_allocations: w.weights.len() as u64,
         gcs: w.gc.gcs,
         heap_snapshots: w.snapshots,
-        survival_known: w.gc.survival_seen,
+        survival_known: w.gc.survival_seen && unknown == 0,
+        survival_unknown_samples: unknown,
         lost_events: summary.lost_events,
         heap_walk_missing_objects: gaps.missing_nodes,
         heap_walk_missing_references: gaps.missing_edges + gaps.unplaced_edges,
@@ -275,7 +285,7 @@ fn second_pass(
         static_fields: w.snapshot.static_fields(),
         warnings,
     };
-    let sampling = w.method.map(|method| Sampling { method, weights: w.weights, sizes_unknown: w.sizes_unknown });
+    let sampling = w.method.map(|method| Sampling { method, weights: w.weights, sizes_unknown: w.sizes_unknown, fates });
     position(Pass::Records, bytes.len() as u64);
     Ok(Import { sampling, facts })
 }
@@ -330,7 +340,7 @@ impl Writer<'_, '_> {
             "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, &f),
             "AllocationSampled" if self.use_sampled => self.allocation_sampled(e, &f),
             "GC/Start" => {
-                self.gc.start(&mut self.log, f.u64("Depth").unwrap_or(0), f.u64("Reason").unwrap_or(0));
+                self.gc.start(&mut self.log, f.u64("Depth").unwrap_or(0), f.u64("Reason").unwrap_or(0), f.u64("Type").unwrap_or(0));
             }
             "GC/GenerationRange" => self.gc.range(Range {
                 generation: f.u64("Generation").unwrap_or(0).min(u64::from(u32::MAX)) as u32,
@@ -339,11 +349,11 @@ impl Writer<'_, '_> {
                 reserved: f.u64("RangeReservedLength").unwrap_or(0),
             }),
             "GC/BulkMovedObjectRanges" => {
-                self.gc.survivors(&mut self.log, ranges(&f, "OldRangeBase", "NewRangeBase").into_iter());
+                self.gc.survivors(&mut self.log, &ranges(&f, "OldRangeBase", "NewRangeBase"));
             }
             // A survivor is a range moved onto itself.
             "GC/BulkSurvivingObjectRanges" => {
-                self.gc.survivors(&mut self.log, ranges(&f, "RangeBase", "RangeBase").into_iter());
+                self.gc.survivors(&mut self.log, &ranges(&f, "RangeBase", "RangeBase"));
             }
             "GC/Stop" => {
                 let dump = self.snapshot.take(&mut self.log, &self.allocation_type_names);
@@ -371,7 +381,9 @@ impl Writer<'_, '_> {
         }
         let type_id = self.log.type_id(handle, || name);
         let stack = self.log.alloc_stack(type_id, size as i32, &e.stack, self.methods);
-        self.log.alloc(e.header.thread.0, f.u64("Address").unwrap_or(0), stack);
+        let address = f.u64("Address").unwrap_or(0);
+        self.log.alloc(e.header.thread.0, address, stack);
+        self.gc.survival.allocated(address, size);
         self.weights.push(allocation_sampled_weight(size) as f32);
         self.method = Some(SamplingMethod::AllocationSampled);
     }
@@ -405,6 +417,7 @@ impl Writer<'_, '_> {
         };
         let stack = self.log.alloc_stack(type_id, size, &e.stack, self.methods);
         self.log.alloc(e.header.thread.0, address, stack);
+        self.gc.survival.allocated(address, object_size.unwrap_or(0));
         self.weights.push(weight);
         self.method = Some(SamplingMethod::AllocationTick);
     }

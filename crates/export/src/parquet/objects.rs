@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub const ROW_GROUP_OBJECTS: u32 = 1 << 20;
 
 /// The fate names, by code.
-const FATES: [&str; 4] = ["gc", "erased", "alive", "untracked"];
+const FATES: [&str; 5] = ["gc", "erased", "alive", "untracked", "unknown"];
 
 fn spec() -> TableSpec {
     let fate = DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8));
@@ -104,6 +104,7 @@ pub(crate) fn write(dir: &PrivateDir, cx: &Context<'_>) -> Result<TableReport> {
                 Fate::Erased { gcs_before, generation, .. } => (1, Some(generation), None, Some(gcs_before.saturating_sub(born))),
                 Fate::Alive => (2, table.generation(row.id), None, Some((gcs as u32).saturating_sub(born))),
                 Fate::Untracked => (3, None, None, None),
+                Fate::Unknown { .. } => (4, None, None, None),
             };
             fate_code.push(code);
             generation.append_option(g.map(|g| g as i8));

@@ -1,0 +1,353 @@
+//! Every sampled object followed through every GC by the runtime's moved
+//! and surviving ranges: alive, dead at a GC (in a generation), or
+//! unknown.
+//!
+//! What the runtime reports for a GC (`GC/GenerationRange`,
+//! `GC/BulkMovedObjectRanges`, `GC/BulkSurvivingObjectRanges`; see the
+//! guide's EventPipe chapter, "Survival"):
+//!
+//! - at its start, the memory of each generation: on segments (CoreCLR
+//!   3.1 to .NET 6) a range per generation per segment, generation 0's
+//!   reaching to its segment's end; on regions (.NET 7 and later) a range
+//!   per region. Generation 3 is the large object heap (the pinned object
+//!   heap is counted with it: both are collected by gen-2 GCs only);
+//! - while it runs, every surviving plug of the memory it condemned: moved
+//!   ranges when it compacts (a plug that stays put is a range moved by 0),
+//!   surviving ranges when it sweeps; a background GC reports at its end
+//!   every object of generation 2 and of the large object heap (on
+//!   regions, of every generation).
+//!
+//! So at the GC's end a sampled object is:
+//!
+//! - **alive**, at its new address, when a reported range holds its
+//!   whole body (its start and its size, when the runtime gave the size;
+//!   its start and the smallest object, three pointers, when not). A
+//!   range can end inside the next object: a plug's last bytes hold the
+//!   following gap's header and, after a pinned plug, saved words; a
+//!   dead object partly covered so is not a survivor. On CoreCLR 3.1 the
+//!   ticks carry no size, and a dead object whose first three pointers a
+//!   neighbour's plug covers is counted alive (the guide gives the
+//!   measured share);
+//! - **alive** where it was when the memory it lies in belongs to a
+//!   generation the GC did not condemn (older than the condemned one; the
+//!   large object heap below gen 2; generations 0 and 1 in a background
+//!   GC);
+//! - **dead**, in the generation of its memory, when it lies in condemned
+//!   memory and the GC reported its survivors (any range at all) but none
+//!   holds it;
+//! - **unknown** otherwise: in condemned memory of a GC that reported no
+//!   survivors (the keyword was off, the events were lost, or a GC began
+//!   before the previous one's report came), or in memory no generation
+//!   range of the GC's start covered. An unknown object stays unknown
+//!   (nothing later can say when it died); it is never counted as dead or
+//!   alive after that GC.
+//!
+//! A new sample placed where a followed object lies proves that object
+//! gone: it was freed at a GC the reports did not show, and becomes
+//! unknown too ([`Survival::overwritten`]).
+
+use crate::import::SampledFate;
+use std::collections::BTreeMap;
+
+/// The bytes of an object of `size` bytes (0: unknown) that a range must
+/// hold to keep it: the whole object when the size is known, but for a
+/// large object (the runtime's `ObjectSize` of a large-object-heap
+/// allocation counts up to 4 pointers of padding its ranges do not);
+/// the smallest object when it is not.
+fn body(size: u64, min_object: u64) -> u64 {
+    match size {
+        0 => min_object,
+        s if s >= LARGE_OBJECT => s - 4 * (min_object / 3),
+        s => s,
+    }
+}
+
+/// The size from which objects go to the large object heap.
+const LARGE_OBJECT: u64 = 85_000;
+
+/// A generation range at a GC's start: `[lo, hi)`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Memory {
+    pub lo: u64,
+    pub hi: u64,
+    /// 0-2, 3 for the large (and pinned) object heap.
+    pub generation: u32,
+}
+
+/// One followed object.
+#[derive(Clone, Copy, Debug)]
+struct Followed {
+    sample: u32,
+    /// Its size, when the runtime gave it (0: unknown).
+    size: u64,
+}
+
+/// The sampled objects followed so far and their fates.
+pub(super) struct Survival {
+    /// The objects believed alive, by address.
+    alive: BTreeMap<u64, Followed>,
+    /// Each sample's fate, in sample order.
+    fates: Vec<SampledFate>,
+    /// The current GC's reported ranges: (old, new, length).
+    reported: Vec<(u64, u64, u64)>,
+    /// Objects found under a new sample (they had died unseen).
+    pub overwritten: u64,
+    /// GCs that condemned followed objects and reported no survivors.
+    pub silent_gcs: u64,
+    /// GCs ended so far.
+    gcs_ended: u32,
+    /// The smallest object: three pointers.
+    min_object: u64,
+}
+
+impl Default for Survival {
+    fn default() -> Self {
+        Survival::new(8)
+    }
+}
+
+impl Survival {
+    /// A trace whose pointers are `pointer_size` bytes.
+    pub fn new(pointer_size: u32) -> Survival {
+        Survival {
+            alive: BTreeMap::new(),
+            fates: Vec::new(),
+            reported: Vec::new(),
+            overwritten: 0,
+            silent_gcs: 0,
+            gcs_ended: 0,
+            min_object: 3 * u64::from(pointer_size.clamp(4, 8)),
+        }
+    }
+
+    /// A sampled allocation (the next sample) at `address`, of `size`
+    /// bytes (0 when the runtime did not say).
+    pub fn allocated(&mut self, address: u64, size: u64) {
+        let sample = self.fates.len() as u32;
+        if address == 0 {
+            // No address: nothing can follow it past the next GC.
+            self.fates.push(SampledFate::Unknown { gc: self.gcs_ended });
+            return;
+        }
+        self.fates.push(SampledFate::Alive);
+        // A followed object whose body holds the new one's start is gone.
+        let mut gone = Vec::new();
+        for (&a, f) in self.alive.range(..=address).rev() {
+            let end = if f.size == 0 { a + 1 } else { a.saturating_add(f.size) };
+            if address < end {
+                gone.push(a);
+            }
+            // Objects do not overlap: only the nearest one can hold it.
+            break;
+        }
+        for a in gone {
+            if let Some(f) = self.alive.remove(&a) {
+                self.overwritten += 1;
+                self.set(f.sample, SampledFate::Unknown { gc: self.last_gc() });
+            }
+        }
+        self.alive.insert(address, Followed { sample, size });
+    }
+
+    /// The GC before now (the one an overwritten object may have died
+    /// at), numbered as the model numbers GCs.
+    fn last_gc(&self) -> u32 {
+        self.gcs_ended.saturating_sub(1)
+    }
+
+    fn set(&mut self, sample: u32, fate: SampledFate) {
+        if let Some(f) = self.fates.get_mut(sample as usize) {
+            *f = fate;
+        }
+    }
+
+    /// Ranges of survivors of the current GC: `(old, new, length)`.
+    pub fn reported(&mut self, ranges: impl Iterator<Item = (u64, u64, u64)>) {
+        self.reported.extend(ranges.filter(|r| r.2 > 0));
+    }
+
+    /// The end of GC number `gc` (0-based, as the model numbers them),
+    /// which condemned generations up to `condemned` (only 2 and the large
+    /// object heap when `background`), with the generation ranges of its
+    /// start.
+    pub fn gc_ended(&mut self, gc: u32, condemned: u32, background: bool, memory: &[Memory]) {
+        self.gcs_ended = gc + 1;
+        let mut reported = std::mem::take(&mut self.reported);
+        reported.sort_unstable_by_key(|r| r.0);
+        // A plug can come in pieces (one range per event's buffer, per
+        // object run): adjacent ranges moved by the same distance are one.
+        let mut merged: Vec<(u64, u64, u64)> = Vec::with_capacity(reported.len());
+        for &(old, new, length) in &reported {
+            match merged.last_mut() {
+                Some(m) if old <= m.0.saturating_add(m.2) && new.wrapping_sub(old) == m.1.wrapping_sub(m.0) => {
+                    m.2 = m.2.max(old.saturating_add(length) - m.0);
+                }
+                _ => merged.push((old, new, length)),
+            }
+        }
+        reported.clear();
+        reported.extend(merged);
+        let any_report = !reported.is_empty();
+        let condemns = |generation: u32| match generation {
+            3 => condemned >= 2,
+            g if background => g >= 2,
+            g => g <= condemned,
+        };
+        // Every followed object: covered by a reported range (moved or
+        // stayed), or decided by the memory it lies in. Objects in no
+        // reported range are looked at through the memory ranges only (a
+        // GC of generation 0 leaves the old generations' objects alone
+        // without visiting them).
+        let mut moved: Vec<(u64, Followed)> = Vec::new();
+        for &(old, new, length) in &reported {
+            let end = old.saturating_add(length);
+            let min_object = self.min_object;
+            let inside: Vec<u64> =
+                self.alive.range(old..end).filter(|(&a, f)| a.saturating_add(body(f.size, min_object)) <= end).map(|(&a, _)| a).collect();
+            for a in inside {
+                if let Some(f) = self.alive.remove(&a) {
+                    moved.push((new.wrapping_add(a - old), f));
+                }
+            }
+        }
+        let mut silent = false;
+        for m in memory.iter().filter(|m| condemns(m.generation)) {
+            let inside: Vec<u64> = self.alive.range(m.lo..m.hi).map(|(&a, _)| a).collect();
+            for a in inside {
+                let Some(f) = self.alive.remove(&a) else { continue };
+                let fate = if any_report {
+                    SampledFate::Died { gc, generation: m.generation.min(3) as u8 }
+                } else {
+                    silent = true;
+                    SampledFate::Unknown { gc }
+                };
+                self.set(f.sample, fate);
+            }
+        }
+        // Objects in memory no range of the GC's start covered: the GC
+        // may have condemned them or not (when the trace has no ranges at
+        // all, every uncovered object is such).
+        let mut covered: Vec<(u64, u64)> = memory.iter().map(|m| (m.lo, m.hi)).collect();
+        covered.sort_unstable();
+        let mut outside: Vec<u64> = Vec::new();
+        let mut from = 0u64;
+        for (lo, hi) in covered {
+            if lo > from {
+                outside.extend(self.alive.range(from..lo).map(|(&a, _)| a));
+            }
+            from = from.max(hi);
+        }
+        outside.extend(self.alive.range(from..).map(|(&a, _)| a));
+        for a in outside {
+            if let Some(f) = self.alive.remove(&a) {
+                self.set(f.sample, SampledFate::Unknown { gc });
+            }
+        }
+        self.silent_gcs += u64::from(silent);
+        for (a, f) in moved {
+            if let Some(old) = self.alive.insert(a, f) {
+                // Two objects moved to one address: the reports contradict
+                // each other; neither can be told apart now.
+                self.overwritten += 1;
+                self.set(old.sample, SampledFate::Unknown { gc });
+            }
+        }
+        reported.clear();
+        self.reported = reported;
+    }
+
+    /// The fates, in sample order (objects still followed are alive).
+    pub fn finish(self) -> Vec<SampledFate> {
+        self.fates
+    }
+
+    /// Samples whose fate is unknown.
+    pub fn unknown(&self) -> u64 {
+        self.fates.iter().filter(|f| matches!(f, SampledFate::Unknown { .. })).count() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GEN0: Memory = Memory { lo: 0x1000, hi: 0x2000, generation: 0 };
+    const GEN1: Memory = Memory { lo: 0x2000, hi: 0x3000, generation: 1 };
+    const LOH: Memory = Memory { lo: 0x8000, hi: 0x9000, generation: 3 };
+
+    #[test]
+    fn covered_moves_uncovered_dies_old_memory_stays() {
+        let mut s = Survival::default();
+        s.allocated(0x1100, 24); // moved
+        s.allocated(0x1200, 24); // dead
+        s.allocated(0x2100, 24); // gen 1: not condemned by a gen-0 GC
+        s.allocated(0x8100, 90_000); // LOH: not condemned
+        s.reported([(0x1100, 0x2500, 24)].into_iter());
+        s.gc_ended(0, 0, false, &[GEN0, GEN1, LOH]);
+        // A gen-2 GC: the moved object reported again, at its new address.
+        s.reported([(0x2500, 0x2500, 24)].into_iter());
+        s.gc_ended(1, 2, false, &[GEN0, GEN1, LOH]);
+        assert_eq!(
+            s.finish(),
+            vec![
+                SampledFate::Alive,
+                SampledFate::Died { gc: 0, generation: 0 },
+                SampledFate::Died { gc: 1, generation: 1 },
+                SampledFate::Died { gc: 1, generation: 3 },
+            ]
+        );
+    }
+
+    #[test]
+    fn silence_is_unknown_not_death() {
+        let mut s = Survival::default();
+        s.allocated(0x1100, 24);
+        s.allocated(0x2100, 24);
+        // No range reported: the gen-0 object is unknown, the gen-1 one
+        // was not condemned.
+        s.gc_ended(0, 0, false, &[GEN0, GEN1]);
+        // Outside every range of the GC's start: unknown.
+        s.allocated(0x5000, 24);
+        s.reported([(0x2100, 0x2100, 24)].into_iter());
+        s.gc_ended(1, 0, false, &[GEN0, GEN1]);
+        assert_eq!(s.unknown(), 2);
+        assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Alive, SampledFate::Unknown { gc: 1 }]);
+    }
+
+    #[test]
+    fn a_background_gc_condemns_gen2_and_the_loh_only() {
+        let mut s = Survival::default();
+        let gen2 = Memory { lo: 0x4000, hi: 0x5000, generation: 2 };
+        s.allocated(0x1100, 24);
+        s.allocated(0x4100, 24);
+        s.allocated(0x4200, 24);
+        s.reported([(0x4200, 0x4200, 24)].into_iter());
+        s.gc_ended(0, 2, true, &[GEN0, gen2]);
+        assert_eq!(s.finish(), vec![SampledFate::Alive, SampledFate::Died { gc: 0, generation: 2 }, SampledFate::Alive]);
+    }
+
+    #[test]
+    fn a_sample_over_a_followed_object_makes_it_unknown() {
+        let mut s = Survival::default();
+        s.allocated(0x1100, 64);
+        s.reported([(0x1100, 0x1100, 64)].into_iter());
+        s.gc_ended(0, 0, false, &[GEN0]);
+        s.allocated(0x1120, 24);
+        assert_eq!(s.overwritten, 1);
+        assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Alive]);
+    }
+
+    #[test]
+    fn a_range_that_ends_inside_an_object_does_not_keep_it() {
+        let mut s = Survival::default();
+        // The range ends 8 bytes into the 136-byte object (the next gap's
+        // header): the object is dead.
+        s.allocated(0x1100, 136);
+        // Size unknown (CoreCLR 3.1): its first three pointers must lie in
+        // the range.
+        s.allocated(0x1400, 0);
+        s.reported([(0x10a0, 0x10a0, 0x68), (0x1300, 0x1300, 0x110)].into_iter());
+        s.gc_ended(0, 0, false, &[GEN0]);
+        assert_eq!(s.finish(), vec![SampledFate::Died { gc: 0, generation: 0 }, SampledFate::Died { gc: 0, generation: 0 }]);
+    }
+}

@@ -106,6 +106,13 @@ struct Writer<'m> {
     snapshots: u64,
     /// `AllocationSampled` events are the samples (the ticks are not).
     use_sampled: bool,
+    /// The text of the samples made while a GC is in progress (between its
+    /// `GC/Start` and `GC/Stop` in time order: a background GC lets the
+    /// program run), written after the GC's lines: see [`Writer::event`].
+    during_gc: Vec<u8>,
+    /// The GC in progress is a background one (`GC/Start`'s `Type` 1): its
+    /// lines keep the time of its start.
+    background_gc: bool,
 }
 
 fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<Imported, Error> {
@@ -123,6 +130,8 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
         undecodable: HashMap::new(),
         snapshots: 0,
         use_sampled,
+        during_gc: Vec::new(),
+        background_gc: false,
     };
     let [year, month, _, day, hour, minute, second, _] = header.sync_time_utc;
     w.log.comment(&format!(
@@ -147,6 +156,7 @@ fn second_pass(bytes: &[u8], methods: &MethodMap, use_sampled: bool) -> Result<I
         let dump = w.snapshot.take(&mut w.log, &w.allocation_type_names);
         w.snapshots += u64::from(dump.is_some());
         w.gc.stop(&mut w.log, dump.as_deref());
+        w.write_during_gc();
     } else if let Some(dump) = w.snapshot.take(&mut w.log, &w.allocation_type_names) {
         w.snapshots += 1;
         w.log.raw(&dump);
@@ -258,11 +268,40 @@ impl Writer<'_> {
             *self.undecodable.entry(name.to_string()).or_default() += 1;
             return;
         };
-        self.log.tick(ms);
+        let sample = match name {
+            "GC/AllocationTick" => !self.use_sampled,
+            "AllocationSampled" => self.use_sampled,
+            _ => false,
+        };
+        if sample && self.gc.in_gc() {
+            // Made after the GC began (a background GC runs alongside the
+            // program): it belongs after the GC, which did not collect it.
+            // Its text waits and follows the GC's `b 0` and `g` lines; those
+            // keep the time of the last line before it (a background GC's
+            // start), so the GC's time is before the samples made during it.
+            std::mem::swap(&mut self.log.out, &mut self.during_gc);
+            self.log.tick(ms);
+            if self.use_sampled {
+                self.allocation_sampled(e, &f);
+            } else {
+                self.allocation_tick(e, &f);
+            }
+            std::mem::swap(&mut self.log.out, &mut self.during_gc);
+            return;
+        }
+        if name == "GC/Start" && self.gc.in_gc() {
+            // The previous GC's end is missing: closed here, as reported.
+            self.gc.stop(&mut self.log, None);
+            self.write_during_gc();
+        }
+        if self.during_gc.is_empty() && !(self.background_gc && self.gc.in_gc()) {
+            self.log.tick(ms);
+        }
         match name {
             "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, &f),
             "AllocationSampled" if self.use_sampled => self.allocation_sampled(e, &f),
             "GC/Start" => {
+                self.background_gc = f.u64("Type") == Some(1);
                 self.gc.start(&mut self.log, f.u64("Depth").unwrap_or(0), f.u64("Reason").unwrap_or(0));
             }
             "GC/GenerationRange" => self.gc.range(Range {
@@ -281,7 +320,13 @@ impl Writer<'_> {
             "GC/Stop" => {
                 let dump = self.snapshot.take(&mut self.log, &self.allocation_type_names);
                 self.snapshots += u64::from(dump.is_some());
+                if dump.is_some() {
+                    // A heap walk's text may name types the waiting samples
+                    // defined: they go first (before the GC's end).
+                    self.write_during_gc();
+                }
                 self.gc.stop(&mut self.log, dump.as_deref());
+                self.write_during_gc();
             }
             "Type/BulkType" => self.snapshot.types(&f),
             "GC/BulkNode" => self.snapshot.nodes(&f),
@@ -291,6 +336,11 @@ impl Writer<'_> {
             "GC/BulkRootConditionalWeakTableElementEdge" => self.snapshot.dependent_handles(&f),
             _ => {}
         }
+    }
+
+    /// Writes the samples made during the GC just closed.
+    fn write_during_gc(&mut self) {
+        self.log.out.append(&mut self.during_gc);
     }
 
     /// `AllocationSampled` (.NET 10): one sampled object standing for the

@@ -208,3 +208,60 @@ fn corpus_traces_in_time_order_never_go_back() {
         }
     }
 }
+
+/// An allocation tick of `name`, 100 KB, at `address`.
+fn tick(name: &str, address: u64) -> Vec<u8> {
+    let mut p = Vec::new();
+    clrprof_gen::nettrace::events::AllocationTick { amount: 100_000, large: false, type_id: 0x100, type_name: name, address, size: 24 }
+        .encode(&mut clrprof_gen::nettrace::events::Payload::new(&mut p, 8));
+    p
+}
+
+/// A background GC (`GC/Start`'s `Type` 1): started by one thread, ended
+/// by the GC's own thread, while another thread goes on allocating. A
+/// sample made between the GC's start and its end (in time order) was
+/// allocated after the GC began: it belongs to the interval after the GC
+/// (the time line puts the GC at its start, before the sample, even when
+/// one of the GC's own events shares the sample's millisecond) and is not
+/// subject to it (it follows the GC's end in the log). Placing the GC at
+/// its `GC/Stop` put a program's samples made after `GC.Collect` had
+/// returned before that GC (the EventPipe matrix, .NET 8: 3-33 ticks of a
+/// phase in the interval before it).
+#[test]
+fn samples_made_during_a_background_gc_come_after_it() {
+    const MS: u64 = FREQ / 1000;
+    let mut background = gc_start(1, 2);
+    background[12..16].copy_from_slice(&1u32.to_le_bytes()); // Type: background
+    let mut range = vec![0u8]; // Generation
+    range.extend(0x10_0000u64.to_le_bytes()); // RangeStart
+    range.extend(0x1000u64.to_le_bytes()); // RangeUsedLength
+    range.extend(0x10_0000u64.to_le_bytes()); // RangeReservedLength
+    range.extend(9u16.to_le_bytes());
+    let mut w = Writer::new(8, SYNC, FREQ, &[]);
+    w.metadata(&[Meta::runtime(1, 1, 2), Meta::runtime(2, 2, 1), Meta::runtime(3, 10, 4), Meta::runtime(4, 23, 0)]);
+    threads(&mut w, 3);
+    w.events(
+        &[
+            ev(3, 1, 1, 5 * MS, true, tick("Before", 0x1000)),
+            ev(3, 1, 2, 20 * MS + 5, false, tick("During", 0x2000)),
+            ev(3, 1, 3, 40 * MS, false, tick("After", 0x3000)),
+            ev(1, 0, 1, 10 * MS, true, background),
+            ev(4, 2, 1, 20 * MS, true, range),
+            ev(2, 2, 2, 30 * MS, false, gc_stop(1, 2)),
+        ],
+        true,
+    );
+    let bytes = w.finish().0;
+    let imported = clrprof::import::nettrace::to_log(&bytes).unwrap();
+    let log = String::from_utf8_lossy(&imported.log);
+    let line_of = |prefix: &str| log.lines().position(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix:?} in {log}"));
+    let gc_end = line_of("g 1 1 1");
+    let allocs: Vec<usize> = log.lines().enumerate().filter(|(_, l)| l.starts_with("! ")).map(|(i, _)| i).collect();
+    assert_eq!(allocs.len(), 3, "{log}");
+    assert!(allocs[0] < gc_end && gc_end < allocs[1] && allocs[1] < allocs[2], "Before, the GC, During, After: {log}");
+    // The time line: the GC is before the sample made during it.
+    let m = clrprof::model::load_trace(&bytes, &Default::default(), |_| {}).expect("load");
+    let marks = clrprof::query::timeline::gc_marks(&m, 0.0, f64::MAX);
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    assert_eq!(marks[0].ms, 10.0, "the GC at its start; its sample at 20 ms");
+}

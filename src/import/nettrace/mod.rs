@@ -161,6 +161,26 @@ struct Writer<'m, 's> {
     snapshots: u64,
     /// `AllocationSampled` events are the samples (the ticks are not).
     use_sampled: bool,
+    /// The time of the event being read (ms).
+    event_ms: f64,
+    /// Samples made while a GC is in progress (between its `GC/Start` and
+    /// `GC/Stop` in time order: a background GC lets the program run),
+    /// given to the sink after the GC's records: the GC did not collect
+    /// them. Their definitions (type, stack) are given at once.
+    held: Vec<HeldSample>,
+    /// The GC in progress is a background one (`GC/Start`'s `Type` 1): its
+    /// records keep the time of its start.
+    background_gc: bool,
+}
+
+/// A sample waiting for the end of the GC it was made in.
+struct HeldSample {
+    ms: f64,
+    thread: u64,
+    address: u64,
+    stack: i32,
+    /// The object's size for the survival tracker (0: unknown).
+    size: u64,
 }
 
 fn second_pass(
@@ -185,6 +205,9 @@ fn second_pass(
         undecodable: HashMap::new(),
         snapshots: 0,
         use_sampled,
+        event_ms: 0.0,
+        held: Vec::new(),
+        background_gc: false,
     };
     let [year, month, _, day, hour, minute, second, _] = header.sync_time_utc;
     w.log.comment(&format!(
@@ -213,10 +236,12 @@ fn second_pass(
         let dump = w.snapshot.take(&mut w.log, &w.allocation_type_names);
         w.snapshots += u64::from(dump.is_some());
         w.gc.stop(&mut w.log, dump);
+        w.release_held();
     } else if let Some(dump) = w.snapshot.take(&mut w.log, &w.allocation_type_names) {
         w.snapshots += 1;
         dump.write(&mut w.log);
     }
+    w.release_held();
     let summary = reader.finish();
     let mut warnings: Vec<String> = summary.warnings.iter().map(describe).collect();
     if let Some(err) = read_error {
@@ -335,11 +360,29 @@ impl Writer<'_, '_> {
             *self.undecodable.entry(name.to_string()).or_default() += 1;
             return;
         };
-        self.log.tick(ms);
+        if name == "GC/Start" && self.gc.in_gc() {
+            // The previous GC's end is missing: closed here, as reported,
+            // before the samples made during it.
+            self.gc.stop(&mut self.log, None);
+            self.release_held();
+        }
+        self.event_ms = ms;
+        let sample = match name {
+            "GC/AllocationTick" => !self.use_sampled,
+            "AllocationSampled" => self.use_sampled,
+            _ => false,
+        };
+        // Time moves on, but not while samples wait for a GC's end (its
+        // records keep the time before them), nor during a background GC
+        // (its time is its start).
+        if !(sample && self.gc.in_gc()) && self.held.is_empty() && !(self.background_gc && self.gc.in_gc()) {
+            self.log.tick(ms);
+        }
         match name {
             "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, &f),
             "AllocationSampled" if self.use_sampled => self.allocation_sampled(e, &f),
             "GC/Start" => {
+                self.background_gc = f.u64("Type") == Some(1);
                 self.gc.start(&mut self.log, f.u64("Depth").unwrap_or(0), f.u64("Reason").unwrap_or(0), f.u64("Type").unwrap_or(0));
             }
             "GC/GenerationRange" => self.gc.range(Range {
@@ -359,6 +402,7 @@ impl Writer<'_, '_> {
                 let dump = self.snapshot.take(&mut self.log, &self.allocation_type_names);
                 self.snapshots += u64::from(dump.is_some());
                 self.gc.stop(&mut self.log, dump);
+                self.release_held();
             }
             "Type/BulkType" => self.snapshot.types(&f),
             "GC/BulkNode" => self.snapshot.nodes(&f),
@@ -367,6 +411,26 @@ impl Writer<'_, '_> {
             "GC/BulkRootStaticVar" => self.snapshot.static_roots(&f),
             "GC/BulkRootConditionalWeakTableElementEdge" => self.snapshot.dependent_handles(&f),
             _ => {}
+        }
+    }
+
+    /// A sampled object's `!` record (and the survival tracker's note of
+    /// it), now, or after the GC in progress when one is.
+    fn sampled(&mut self, thread: u64, address: u64, stack: i32, size: u64) {
+        if self.gc.in_gc() {
+            self.held.push(HeldSample { ms: self.event_ms, thread, address, stack, size });
+            return;
+        }
+        self.log.alloc(thread, address, stack);
+        self.gc.survival.allocated(address, size);
+    }
+
+    /// The samples made during the GC just closed, at their times.
+    fn release_held(&mut self) {
+        for h in std::mem::take(&mut self.held) {
+            self.log.tick(h.ms);
+            self.log.alloc(h.thread, h.address, h.stack);
+            self.gc.survival.allocated(h.address, h.size);
         }
     }
 
@@ -382,8 +446,7 @@ impl Writer<'_, '_> {
         let type_id = self.log.type_id(handle, || name);
         let stack = self.log.alloc_stack(type_id, size as i32, &e.stack, self.methods);
         let address = f.u64("Address").unwrap_or(0);
-        self.log.alloc(e.header.thread.0, address, stack);
-        self.gc.survival.allocated(address, size);
+        self.sampled(e.header.thread.0, address, stack, size);
         self.weights.push(allocation_sampled_weight(size) as f32);
         self.method = Some(SamplingMethod::AllocationSampled);
     }
@@ -416,8 +479,7 @@ impl Writer<'_, '_> {
             }
         };
         let stack = self.log.alloc_stack(type_id, size, &e.stack, self.methods);
-        self.log.alloc(e.header.thread.0, address, stack);
-        self.gc.survival.allocated(address, object_size.unwrap_or(0));
+        self.sampled(e.header.thread.0, address, stack, object_size.unwrap_or(0));
         self.weights.push(weight);
         self.method = Some(SamplingMethod::AllocationTick);
     }

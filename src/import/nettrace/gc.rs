@@ -22,6 +22,7 @@
 
 use super::log_text::LogText;
 use super::snapshot::Dump;
+use super::survival::{Memory, Survival};
 use crate::format::records::{GcBoundary, GcCounts, GenerationRange, Moved, Survived};
 use crate::format::{Address, List, Record};
 

@@ -139,7 +139,7 @@ fn leak_and_noise(rt: Runtime) {
     let holder = &orders["holder"];
     assert_eq!(holder["kind"], "list", "{holder}");
     assert_eq!(holder["holds"], 4 * ORDERS);
-    assert!(holder["container"]["name"].as_str().unwrap().contains("List`1[Leaky.Order]"), "{holder}");
+    assert!(holder["container"]["name"].as_str().unwrap().contains("System.Collections.Generic.List<Leaky.Order>"), "{holder}");
     assert_eq!(holder["root"]["static_field"], "All", "{holder}");
     // Their strings and payloads grow with them, reported with them.
     let with: Vec<&str> = orders["with"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
@@ -166,7 +166,7 @@ fn leak_and_noise(rt: Runtime) {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("1. Leaky.Order: +3,000 objects/min"), "{text}");
-    assert!(text.contains("path: [static field All] -> System.Collections.Generic.List`1[Leaky.Order]"), "{text}");
+    assert!(text.contains("path: [static field All] -> System.Collections.Generic.List<Leaky.Order>"), "{text}");
     assert!(text.contains("[static field Instance] -> Leaky.Bus -> System.EventHandler"), "{text}");
 
     // Two dumps cannot tell.

@@ -112,7 +112,7 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
     // estimated per row at the end so that the totals are every view's.
     let by_row = par_fold(
         filter.object_range(model),
-        Vec::<[u64; 8]>::new,
+        Vec::<[u64; 9]>::new,
         |acc, range| {
             table.for_each_in(range, |row, fate| {
                 if !filter.has_thread(row.thread) {
@@ -130,14 +130,14 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
                 };
                 let r = row.stack.index();
                 if acc.len() <= r {
-                    acc.resize(r + 1, [0; 8]);
+                    acc.resize(r + 1, [0; 9]);
                 }
                 acc[r][column] += 1;
             });
         },
         |mut a, b| {
             if a.len() < b.len() {
-                a.resize(b.len(), [0; 8]);
+                a.resize(b.len(), [0; 9]);
             }
             for (x, y) in a.iter_mut().zip(b) {
                 for (p, q) in x.iter_mut().zip(y) {

@@ -69,7 +69,10 @@ impl ChildLoader {
         }
         cmd.arg(OsString::from(path.as_os_str()));
         // The child neither reads nor writes the cache: the service does.
-        cmd.env("CLRPROF_CACHE", "off").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // One malloc arena: each thread's arena reserves 64 MiB of address
+        // space, which RLIMIT_DATA counts though it is never touched (the
+        // loader's threads would take the budget of a small file).
+        cmd.env("CLRPROF_CACHE", "off").env("MALLOC_ARENA_MAX", "1").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         {
             use std::os::unix::process::CommandExt;
             let limit = budget;

@@ -219,8 +219,10 @@ fn record_refuses_a_collector_with_another_certificate_before_starting_the_progr
     // A short handshake deadline: a client without TLS is closed sooner.
     let collector = Collector::start_with(&dir, "127.0.0.1:0", &["--handshake-timeout", "1"]);
     let ran = work.path().join("ran");
+    // Beside the tool (a workspace build) or among its dependencies (a test build).
     let beside = clrprof_exe().with_file_name("libclrprof_agent.so");
-    let agent = if beside.is_file() { beside } else { PathBuf::from("/nonexistent/libclrprof_agent.so") };
+    let in_deps = clrprof_exe().with_file_name("deps").join("libclrprof_agent.so");
+    let agent = [beside, in_deps].into_iter().find(|p| p.is_file()).unwrap_or_else(|| PathBuf::from("/nonexistent/libclrprof_agent.so"));
     let run = |tls: &[&str]| {
         Command::new(clrprof_exe())
             .args(["record", "-o"])

@@ -417,7 +417,11 @@ fn check_sampled(way: Way, rt: Runtime, c: &Captured) {
     // GCs: per generation exactly.
     let s = ok_json(dir, &["summary", t]);
     assert_eq!(s["estimates"]["method"], "GC/AllocationTick", "{what}: {}", s["estimates"]);
-    assert_eq!(s["estimates"]["survival_known"], true, "{what}: {}", s["estimates"]);
+    // Survival is known unless some samples lay in memory a GC condemned
+    // without reporting its survivors; those are counted, and few.
+    let unknown = s["estimates"]["survival_unknown_samples"].as_u64().unwrap_or(0);
+    assert_eq!(s["estimates"]["survival_known"], unknown == 0, "{what}: {}", s["estimates"]);
+    assert!(unknown * 100 <= s["estimates"]["samples"].as_u64().unwrap_or(0), "{what}: over 1% unknown: {}", s["estimates"]);
     let mut gcs = [0u64; 3];
     for (g, key) in ["gen0_collections", "gen1_collections", "gen2_collections"].iter().enumerate() {
         gcs[g] = u(&truth["gc"][g]) - c.gc_offset[g];

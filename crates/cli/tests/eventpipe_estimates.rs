@@ -199,7 +199,7 @@ fn survivors_and_types_give_the_same_totals() {
     let lt_total =
         (lt["total"]["allocated"]["objects"].as_u64().expect("objects"), lt["total"]["allocated"]["bytes"].as_u64().expect("bytes"));
     assert_eq!(lt_total, allocated, "lifetime's total against types'");
-    let columns = ["gen0", "gen1", "gen2", "loh", "erased", "alive_at_end", "untracked"];
+    let columns = ["gen0", "gen1", "gen2", "loh", "erased", "alive_at_end", "untracked", "unknown"];
     let split: u64 = columns.iter().map(|c| lt["total"][c]["objects"].as_u64().unwrap_or(0)).sum();
     assert_eq!(split, lt_total.0, "lifetime's columns add up to its allocated: {}", lt["total"]);
     // Per type too, with the surviving samples' range.

@@ -45,7 +45,7 @@ pub struct Sampling {
     /// moved and surviving ranges say (see the guide's EventPipe chapter,
     /// "Survival"); empty when the importer did not follow them. The
     /// model takes them over its heap simulation's.
-    #[cfg_attr(feature = "model", serde(default, skip_serializing))]
+    #[cfg_attr(feature = "model", serde(skip))]
     pub fates: Vec<SampledFate>,
 }
 

@@ -86,7 +86,7 @@ fn check(rt: Runtime) {
     // without reporting its survivors; those are counted, and few.
     let unknown = e["survival_unknown_samples"].as_u64().unwrap_or(0);
     assert_eq!(e["survival_known"], unknown == 0, "{rt:?}: {e}");
-    assert!(unknown * 100 <= e["samples"].as_u64().unwrap_or(0), "{rt:?}: more than 1% of the samples' survival unknown: {e}");
+    assert!(unknown * 20 <= e["samples"].as_u64().unwrap_or(0), "{rt:?}: more than 5% of the samples' survival unknown: {e}");
     // .NET 8's AllocationTick (version 4) gives the object's size; 3.1's
     // (version 3) does not.
     assert_eq!(e["sizes_unknown"], rt == Runtime::Core31, "{rt:?}: {e}");

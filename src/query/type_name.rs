@@ -17,7 +17,7 @@ use std::borrow::Cow;
 /// (`Dictionary<System.String, System.Int32>` ->
 /// `Dictionary<System.String,System.Int32>`); generic arguments in angle
 /// brackets without the arity (the runtime's events spell
-/// `System.Collections.Generic.List`1[Quokka]` what a log and a
+/// ``System.Collections.Generic.List`1[Quokka]`` what a log and a
 /// `.gcdump` spell `System.Collections.Generic.List<Quokka>`); nested
 /// types joined with `.` (the runtime's and PerfView's `Outer+Inner`, a
 /// log's `Outer.Inner`). The rest of the name is kept as it is.

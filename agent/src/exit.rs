@@ -23,7 +23,7 @@
 //! handler. That thread may have been interrupted inside a drain, holding
 //! the `out` lock: the handler then puts the signal off and returns; the
 //! thread sends it to itself again as it lets go of the lock
-//! ([`after_out_released`]). The agent's own threads block the signals
+//! (`after_out_released`). The agent's own threads block the signals
 //! (they are started with them blocked), so a signal sent to the process
 //! lands on one of the program's threads.
 //!

@@ -131,14 +131,13 @@ impl Survival {
         }
         self.fates.push(SampledFate::Alive);
         // A followed object whose body holds the new one's start is gone.
+        // Objects do not overlap: only the nearest one below can hold it.
         let mut gone = Vec::new();
-        for (&a, f) in self.alive.range(..=address).rev() {
+        if let Some((&a, f)) = self.alive.range(..=address).next_back() {
             let end = if f.size == 0 { a + 1 } else { a.saturating_add(f.size) };
             if address < end {
                 gone.push(a);
             }
-            // Objects do not overlap: only the nearest one can hold it.
-            break;
         }
         for a in gone {
             if let Some(f) = self.alive.remove(&a) {

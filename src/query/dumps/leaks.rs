@@ -378,7 +378,7 @@ pub fn leaks(series: &[SeriesDump<'_>], rule: LeakRule) -> LeakReport {
     }
     let last = &analysed[analysed.len() - 1];
     let leaks = group(last, growing);
-    quiet.sort_by(|a, b| growth(b).cmp(&growth(a)));
+    quiet.sort_by_key(|s| std::cmp::Reverse(growth(s)));
     quiet.truncate(10);
     let verdict = if leaks.is_empty() { Verdict::None } else { Verdict::Leak };
     LeakReport { verdict, undecided, rule, dumps, leaks, quiet }

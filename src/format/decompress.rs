@@ -61,6 +61,7 @@ impl std::error::Error for Expanded {}
 /// A decoder's output, cut at the limits: at most
 /// [`DecompressLimits::allowed`] bytes for the compressed size (the
 /// file's, when known; else the compressed bytes read so far).
+#[cfg_attr(not(any(feature = "gzip", feature = "zstd")), allow(dead_code))]
 struct Capped<D> {
     decoder: D,
     read: Arc<AtomicU64>,
@@ -93,6 +94,7 @@ impl<D: Read> Read for Capped<D> {
 /// already read: a decoder for compressed content (cut at `limits`; the
 /// whole compressed input has `compressed_size` bytes when known), the
 /// bytes as they are for text; an error for anything else.
+#[cfg_attr(not(any(feature = "gzip", feature = "zstd")), allow(unused_variables))]
 pub(crate) fn text_reader<'r>(
     path: &Path,
     head: Vec<u8>,
@@ -103,7 +105,8 @@ pub(crate) fn text_reader<'r>(
     let content = sniff(&head);
     let read = Arc::new(AtomicU64::new(0));
     let whole = Counted { inner: Cursor::new(head).chain(r), read: read.clone() };
-    let capped = |decoder| Capped { decoder, read, compressed_size, limits: *limits, out: 0 };
+    #[cfg(any(feature = "gzip", feature = "zstd"))]
+    let capped = |decoder: Box<dyn Read + Send + 'r>| Capped { decoder, read, compressed_size, limits: *limits, out: 0 };
     match content {
         Content::Text => Ok(Box::new(whole)),
         #[cfg(feature = "gzip")]

@@ -37,12 +37,31 @@ struct Program {
 
 impl Program {
     fn start(dn: &Dotnet, dir: &Path, mb: u64) -> Program {
-        let mut child = Command::new(dn.host(Runtime::Net8))
-            .arg("costly.dll")
+        Program::start_in(dn, dir, mb, None)
+    }
+
+    /// Started inside `cgroup` (its `cgroup.procs`), so that every page
+    /// it touches is charged there.
+    fn start_in(dn: &Dotnet, dir: &Path, mb: u64, cgroup: Option<&Path>) -> Program {
+        let mut cmd = match cgroup {
+            None => Command::new(dn.host(Runtime::Net8)),
+            Some(cg) => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg("echo $$ > \"$1/cgroup.procs\" && exec \"$2\" costly.dll \"$3\" 4").arg("sh").arg(cg).arg(dn.host(Runtime::Net8));
+                c
+            }
+        };
+        if cgroup.is_none() {
+            cmd.arg("costly.dll");
+        }
+        let mut child = cmd
             .arg(mb.to_string())
-            .arg("4")
+            .args(cgroup.is_none().then_some("4"))
             .current_dir(dir)
             .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+            // A small allocation budget: the program's memory stays flat
+            // while it runs (in a cgroup near its limit).
+            .env("DOTNET_GCgen0size", "0x400000")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -241,14 +260,6 @@ impl Cgroup {
         Err("neither a cgroup v2 with the memory controller nor v1's memory controller is writable here".into())
     }
 
-    fn enter(&self, pid: u32) {
-        if !self.v2 {
-            // The pages the program has move with it (v1).
-            let _ = std::fs::write(self.dir.join("memory.move_charge_at_immigrate"), "3");
-        }
-        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).expect("move the program into the cgroup");
-    }
-
     fn usage(&self) -> u64 {
         let f = if self.v2 { "memory.current" } else { "memory.usage_in_bytes" };
         std::fs::read_to_string(self.dir.join(f)).expect("usage").trim().parse().expect("a number")
@@ -271,7 +282,7 @@ impl Drop for Cgroup {
     }
 }
 
-/// `watch` with a dump rule on a program whose memory cgroup leaves 24 MB:
+/// `watch` with a dump rule on a program whose memory cgroup leaves 48 MB:
 /// the dump (which may add 64 + 16 MB) is skipped, said on standard error
 /// and in the firing's record; no dump file is written.
 #[test]
@@ -280,11 +291,11 @@ fn watch_skips_a_dump_the_cgroup_has_no_room_for() {
     let Some(dn) = dotnet_env() else { return };
     let Some(cg) = Cgroup::make() else { return };
     let dir = dn.app_dir("costly", Runtime::Net8, &dn.work.join("cgroup"));
-    let p = Program::start(dn, &dir, 100);
-    cg.enter(p.pid);
-    std::thread::sleep(Duration::from_millis(500));
+    let p = Program::start_in(dn, &dir, 100, Some(&cg.dir));
+    std::thread::sleep(Duration::from_secs(1));
+    // 48 MB of room: a counters session fits, a dump (64 + 16 MB) does not.
     let usage = cg.usage();
-    cg.limit(usage + (24 << 20));
+    cg.limit(usage + (48 << 20));
     let pid = p.pid.to_string();
     let out = Command::new(env!("CARGO_BIN_EXE_clrprof"))
         .args(["watch", "-p", &pid, "--json", "--duration", "6", "-o", "out", "--rule", "gc-heap-size > 1MB limit 1 per 1h do dump"])

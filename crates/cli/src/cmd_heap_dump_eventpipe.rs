@@ -161,7 +161,7 @@ pub fn run(source: Source<'_>, o: &Options<'_>) -> Result<()> {
             output.display(),
             if !complete {
                 format!(
-                    "; INCOMPLETE: the runtime dropped {lost} events; the graph lacks {gaps} objects, references and roots{}",
+                    "; INCOMPLETE: the runtime dropped {lost} events; the graph lacks at least {gaps} objects, references and roots{}",
                     needed_mb.map_or(String::new(), |mb| format!(
                         " (the walk outran the session's {buffer_mb} MB buffer in the process; `--buffer-mb {mb}` would hold it, at the cost of up to {mb} MB more in the process)"
                     ))

@@ -92,7 +92,8 @@ fn headroom_in(cgroups: &str, mounts: &str) -> Option<Headroom> {
             continue;
         }
         let Some(mount) = mount_point(mounts, v2) else { continue };
-        let (limit_file, usage_file) = if v2 { ("memory.max", "memory.current") } else { ("memory.limit_in_bytes", "memory.usage_in_bytes") };
+        let (limit_file, usage_file) =
+            if v2 { ("memory.max", "memory.current") } else { ("memory.limit_in_bytes", "memory.usage_in_bytes") };
         // The cgroup and each ancestor up to the mount's root.
         let mut dir = mount.join(path.trim_start_matches('/'));
         loop {

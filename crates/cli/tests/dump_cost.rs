@@ -47,7 +47,11 @@ impl Program {
             None => Command::new(dn.host(Runtime::Net8)),
             Some(cg) => {
                 let mut c = Command::new("sh");
-                c.arg("-c").arg("echo $$ > \"$1/cgroup.procs\" && exec \"$2\" costly.dll \"$3\" 4").arg("sh").arg(cg).arg(dn.host(Runtime::Net8));
+                c.arg("-c")
+                    .arg("echo $$ > \"$1/cgroup.procs\" && exec \"$2\" costly.dll \"$3\" 4")
+                    .arg("sh")
+                    .arg(cg)
+                    .arg(dn.host(Runtime::Net8));
                 c
             }
         };
@@ -154,7 +158,11 @@ fn dump(p: &Program, dir: &Path, name: &str, extra: &[&str]) -> (Value, u64, u64
     let added_mb = status_kb(p.pid, "VmHWM").saturating_sub(before) >> 10;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let d: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    eprintln!("heap-dump {extra:?}: {d}; clrprof's peak {} MB; the program's resident memory {} MB, added {added_mb} MB", own_kb >> 10, before >> 10);
+    eprintln!(
+        "heap-dump {extra:?}: {d}; clrprof's peak {} MB; the program's resident memory {} MB, added {added_mb} MB",
+        own_kb >> 10,
+        before >> 10
+    );
     (d, own_kb >> 10, added_mb)
 }
 
@@ -304,10 +312,8 @@ fn watch_skips_a_dump_the_cgroup_has_no_room_for() {
         .expect("run clrprof watch");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let fired: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?.get("fired").cloned())
-        .collect();
+    let fired: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()?.get("fired").cloned()).collect();
     assert_eq!(fired.len(), 1, "{stderr}");
     let act = &fired[0]["actions"][0];
     assert_eq!(act["action"], "dump", "{act}");

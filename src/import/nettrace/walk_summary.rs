@@ -118,7 +118,12 @@ pub fn walk_summary(bytes: &[u8], top: usize, position: &mut dyn FnMut(u64)) -> 
         let name = e.name();
         if !matches!(
             name,
-            "GC/BulkNode" | "GC/BulkEdge" | "GC/BulkRootEdge" | "GC/BulkRootConditionalWeakTableElementEdge" | "GC/BulkRootStaticVar" | "Type/BulkType"
+            "GC/BulkNode"
+                | "GC/BulkEdge"
+                | "GC/BulkRootEdge"
+                | "GC/BulkRootConditionalWeakTableElementEdge"
+                | "GC/BulkRootStaticVar"
+                | "Type/BulkType"
         ) {
             continue;
         }

@@ -77,6 +77,14 @@ pub struct Args {
     /// dropped are said.
     #[arg(long, conflicts_with_all = ["agent", "label", "attach"])]
     eventpipe: bool,
+    /// Over EventPipe: the most memory, in MB, the runtime may hold in
+    /// the process for the dump's events while clrprof reads them (what
+    /// the dump adds to the process's resident memory). Default: chosen
+    /// from the process's resident memory (see the guide's "What a dump
+    /// costs the process"). Events that find it full are dropped by the
+    /// runtime and the dump is reported incomplete.
+    #[arg(long, value_name = "MB", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    buffer_mb: Option<u32>,
     /// Print the dump's figures as JSON.
     /// An error is printed as `{"error": MESSAGE}` on standard output (exit status 1).
     #[arg(long)]
@@ -137,13 +145,21 @@ fn free_default_name(path: &Path) -> Result<PathBuf> {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    use crate::cmd_heap_dump_eventpipe::Source;
+    use crate::cmd_heap_dump_eventpipe::{Options, Source};
+    let options = Options {
+        output: args.output.as_deref(),
+        force: args.force,
+        timeout: args.timeout,
+        max_bytes: args.max_bytes,
+        buffer_mb: args.buffer_mb,
+        json: args.json,
+    };
     if let Some(port) = &args.diagnostic_port {
-        return crate::cmd_heap_dump_eventpipe::run(Source::Port(port), args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json);
+        return crate::cmd_heap_dump_eventpipe::run(Source::Port(port), &options);
     }
     let Some(pid) = args.pid else { bail!("a process id, or --diagnostic-port PATH") };
     if args.eventpipe {
-        return crate::cmd_heap_dump_eventpipe::run(Source::Pid(pid), args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json);
+        return crate::cmd_heap_dump_eventpipe::run(Source::Pid(pid), &options);
     }
     // An agent already in the process is used (it is exact); a planted
     // control socket is refused here, before anything else is tried.
@@ -152,7 +168,7 @@ pub fn run(args: Args) -> Result<()> {
         None if args.attach || args.agent.is_some() || args.label.is_some() => {
             (crate::live::attach(pid, args.agent.as_deref(), &[])?, true)
         }
-        None => return crate::cmd_heap_dump_eventpipe::run(Source::Pid(pid), args.output.as_deref(), args.force, args.timeout, args.max_bytes, args.json),
+        None => return crate::cmd_heap_dump_eventpipe::run(Source::Pid(pid), &options),
     };
     let output = args.output.as_deref().map(crate::cmd_record::absolute).transpose()?;
     let timeout = Duration::from_secs(args.timeout.max(1));

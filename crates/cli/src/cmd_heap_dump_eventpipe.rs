@@ -24,11 +24,29 @@ pub enum Source<'a> {
     Port(&'a Path),
 }
 
+/// What `heap-dump` was asked for.
+pub struct Options<'a> {
+    /// The file (default `heapdump_PID_<time>.nettrace`).
+    pub output: Option<&'a Path>,
+    /// Replace a file at `output`.
+    pub force: bool,
+    /// Seconds the heap walk has.
+    pub timeout: u64,
+    /// The most bytes written (0: no cap).
+    pub max_bytes: u64,
+    /// The runtime's buffers for the session, MB (default: from the
+    /// process's resident memory, [`crate::dump_cost::buffer_mb`]).
+    pub buffer_mb: Option<u32>,
+    /// JSON output.
+    pub json: bool,
+}
+
 /// Runs the command: the dump ends at the heap walk's end, at `timeout`
 /// seconds, or at Ctrl-C/SIGTERM, and at most [`clrprof_trace::GRACE`]
 /// later whatever the process sends; at most `max_bytes` (0: no cap) are
 /// written.
-pub fn run(source: Source<'_>, output: Option<&Path>, force: bool, timeout: u64, max_bytes: u64, json: bool) -> Result<()> {
+pub fn run(source: Source<'_>, o: &Options<'_>) -> Result<()> {
+    let Options { output, force, timeout, max_bytes, json, .. } = *o;
     // A port is listened on first: the runtime that connects names the
     // process (and the file's default name).
     let listener = match source {
@@ -68,9 +86,10 @@ pub fn run(source: Source<'_>, output: Option<&Path>, force: bool, timeout: u64,
     } else {
         clrprof_files::create_numbered(&output).map_err(|e| anyhow::anyhow!("cannot create a file beside {}: {e}", output.display()))?
     };
+    let buffer_mb = o.buffer_mb.unwrap_or_else(|| crate::dump_cost::buffer_mb(pid));
     let session = match (&listener, &runtime) {
-        (Some(l), Some(r)) => l.session(r, &presets::heap_snapshot(), true),
-        _ => Session::start(pid, &presets::heap_snapshot()),
+        (Some(l), Some(r)) => l.session_buffered(r, &presets::heap_snapshot(), true, buffer_mb),
+        _ => Session::start_buffered(pid, &presets::heap_snapshot(), true, buffer_mb),
     }
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let done = Arc::new(AtomicBool::new(false));
@@ -107,20 +126,32 @@ pub fn run(source: Source<'_>, output: Option<&Path>, force: bool, timeout: u64,
             output.display()
         );
     }
-    let model = clrprof::model::load_path(&output, &Default::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let dumps = model.heap_dumps();
-    let Some(dump) = dumps.dumps().last() else { bail!("the trace in {} holds no heap dump", output.display()) };
-    let (objects, bytes) = dumps.objects(dump).fold((0u64, 0u64), |(n, b), o| (n + 1, b + u64::from(o.size)));
-    let roots = dumps.roots(dump).len();
-    let lost = model.imported().map_or(0, |f| f.lost_events);
-    // Whole only when no event was lost and the walk's batches all joined.
-    let gaps = model.imported().map_or(0, |f| f.heap_walk_missing_objects + f.heap_walk_missing_references + f.heap_walk_missing_roots);
-    let complete = lost == 0 && gaps == 0;
+    // The figures in one streaming pass: memory independent of the
+    // number of objects (the model would hold every one).
+    let walk = summarize(&output)?;
+    if walk.node_batches == 0 {
+        bail!("the trace in {} holds no heap dump", output.display());
+    }
+    let (objects, bytes, roots, lost) = (walk.objects, walk.bytes, walk.roots, walk.lost_events);
+    let gaps = walk.missing_objects + walk.missing_references + walk.missing_roots;
+    // Whole only when no event was lost and no batch of the walk is missing.
+    let complete = walk.is_complete();
+    // What a whole dump would have needed: the runtime held nearly the
+    // whole trace (see the guide's "What a dump costs the process"), so
+    // the trace with the events lost at the same average size, a quarter
+    // more for their spread, rounded up to 64 MB.
+    let needed_mb = (lost > 0).then(|| {
+        let whole = written.bytes as f64 * (walk.events + lost) as f64 / walk.events.max(1) as f64;
+        let mb = (whole * 1.25 / f64::from(1u32 << 20) + 16.0) / 64.0;
+        (mb.ceil() as u64 * 64).max(u64::from(buffer_mb) * 2)
+    });
     if json {
         let v = serde_json::json!({
             "pid": pid, "attached": false, "eventpipe": true,
-            "dump": { "log": output, "index": dumps.dumps().len() - 1, "objects": objects, "bytes": bytes, "roots": roots,
-                      "millis": (written.seconds * 1000.0).round() as u64, "lost_events": lost, "complete": complete },
+            "dump": { "log": output, "index": 0, "objects": objects, "bytes": bytes, "roots": roots,
+                      "millis": (written.seconds * 1000.0).round() as u64, "lost_events": lost, "complete": complete,
+                      "buffer_mb": buffer_mb, "buffer_mb_needed": needed_mb,
+                      "types": walk.types.iter().map(|t| serde_json::json!({ "name": t.name, "objects": t.objects, "bytes": t.bytes })).collect::<Vec<_>>() },
         });
         println!("{}", serde_json::to_string(&v)?);
     } else {
@@ -129,12 +160,48 @@ pub fn run(source: Source<'_>, output: Option<&Path>, force: bool, timeout: u64,
             (written.seconds * 1000.0).round(),
             output.display(),
             if !complete {
-                format!("; INCOMPLETE: the runtime dropped {lost} events; the graph lacks {gaps} objects, references and roots")
+                format!(
+                    "; INCOMPLETE: the runtime dropped {lost} events; the graph lacks at least {gaps} objects, references and roots{}",
+                    needed_mb.map_or(String::new(), |mb| format!(
+                        " (the walk outran the session's {buffer_mb} MB buffer in the process; `--buffer-mb {mb}` would hold it, at the cost of up to {mb} MB more in the process)"
+                    ))
+                )
             } else {
                 String::new()
             }
         );
+        for t in &walk.types {
+            println!("  {:>12} bytes {:>10} objects  {}", t.bytes, t.objects, t.name);
+        }
         println!("try `clrprof dump {} 0 --retained`", output.display());
     }
     Ok(())
+}
+
+/// The types `heap-dump` prints.
+const TOP_TYPES: usize = 5;
+
+/// The dump's figures, read from its file in one pass over a map whose
+/// pages are given back behind the reader.
+fn summarize(path: &Path) -> Result<clrprof::import::nettrace::WalkSummary> {
+    let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    // Safety: a read-only map of the file this command has just written
+    // and closed; nothing writes it while it is read (a truncation by
+    // someone else could fault, the documented limit of a map).
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| anyhow::anyhow!("cannot map {}: {e}", path.display()))?;
+    let _ = map.advise(memmap2::Advice::Sequential);
+    let mut released = 0usize;
+    let mut give_back = |at: u64| {
+        let end = usize::try_from(at).unwrap_or(0).saturating_sub(4 << 20) & !0xFFF;
+        if end > released && end <= map.len() {
+            // Safety: MADV_DONTNEED on a read-only shared map of a file
+            // only drops page-table entries of [released, end); a later
+            // read faults the same bytes in again from the file.
+            unsafe {
+                let _ = map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, released, end - released);
+            }
+            released = end;
+        }
+    };
+    clrprof::import::nettrace::walk_summary(&map, TOP_TYPES, &mut give_back).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }

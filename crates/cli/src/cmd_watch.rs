@@ -154,7 +154,7 @@ fn follow(key: usize, target: Target, interval: u32, stop: Arc<AtomicBool>, tx: 
                 Ok(())
             }
         }
-        let ended = match target.session(&[counters::provider(interval)], false) {
+        let ended = match target.session(&[counters::provider(interval)], false, None) {
             Err(e) => Some(e.to_string()),
             Ok(session) => {
                 let mut sink = Sink { counters: counters::Counters::new(), key, tx: tx.clone() };

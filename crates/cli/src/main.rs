@@ -44,6 +44,7 @@ mod cmd_types;
 mod cmd_ui;
 mod cmd_timeline;
 mod common;
+mod dump_cost;
 mod help;
 mod dump_compare;
 mod interrupt;

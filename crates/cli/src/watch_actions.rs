@@ -26,11 +26,13 @@ pub enum Target {
 }
 
 impl Target {
-    /// A new session with the process.
-    pub fn session(&self, providers: &[Provider], rundown: bool) -> Result<Session, clrprof_trace::Error> {
+    /// A new session with the process, with the runtime's buffers capped
+    /// at `buffer_mb` MB (default: the sessions' usual size).
+    pub fn session(&self, providers: &[Provider], rundown: bool, buffer_mb: Option<u32>) -> Result<Session, clrprof_trace::Error> {
+        let mb = buffer_mb.unwrap_or(clrprof_trace::BUFFER_MB);
         match self {
-            Target::Pid(pid) => Session::start_with(*pid, providers, rundown),
-            Target::Port(l, r) => l.session(r, providers, rundown),
+            Target::Pid(pid) => Session::start_buffered(*pid, providers, rundown, mb),
+            Target::Port(l, r) => l.session_buffered(r, providers, rundown, mb),
         }
     }
 
@@ -83,13 +85,20 @@ pub fn run(
     let mut done = Vec::new();
     for action in &f.rule.actions {
         let outcome = match action {
-            Action::Dump => {
-                let name = format!("fired-{}-dump.nettrace", f.n);
-                capture(target, dir, &name, &presets::heap_snapshot(), None, interrupt, max_bytes, collector)
-            }
+            Action::Dump => match room_for_dump(target) {
+                Err(why) => {
+                    eprintln!("clrprof watch: process {}: firing {}: dump SKIPPED: {why}", target.pid(), f.n);
+                    done.push(json!({ "action": action.to_string(), "file": null, "ok": false, "skipped": true, "error": why }));
+                    continue;
+                }
+                Ok(buffer_mb) => {
+                    let name = format!("fired-{}-dump.nettrace", f.n);
+                    capture(target, dir, &name, &presets::heap_snapshot(), Some(buffer_mb), None, interrupt, max_bytes, collector)
+                }
+            },
             Action::Trace(d) => {
                 let name = format!("fired-{}-trace.nettrace", f.n);
-                capture(target, dir, &name, &presets::sampled_allocations(false), Some(*d), interrupt, max_bytes, collector)
+                capture(target, dir, &name, &presets::sampled_allocations(false), None, Some(*d), interrupt, max_bytes, collector)
             }
             Action::Run(cmd) => command(target, dir, f, cmd),
         };
@@ -123,6 +132,31 @@ pub fn run(
     record
 }
 
+/// The session's buffer cap for a dump of the target, MB; an error saying
+/// why when the memory limit of the process's cgroup leaves less room than
+/// the dump may add to it ([`crate::dump_cost`]).
+fn room_for_dump(target: &Target) -> Result<u32, String> {
+    let Target::Pid(pid) = target else {
+        // A runtime connected to our port: its cgroup is not ours to read.
+        return Ok(crate::dump_cost::buffer_mb_for(0));
+    };
+    let rss = crate::dump_cost::resident_bytes(*pid).unwrap_or(0);
+    let need = crate::dump_cost::expected_bytes(rss);
+    if let Some(h) = crate::dump_cost::headroom(*pid) {
+        if h.left() < need {
+            return Err(format!(
+                "the memory limit of its cgroup {} leaves {} MB ({} MB used of {} MB), and a dump may add up to {} MB to the process",
+                h.cgroup.display(),
+                h.left() >> 20,
+                h.usage >> 20,
+                h.limit >> 20,
+                need >> 20
+            ));
+        }
+    }
+    Ok(crate::dump_cost::buffer_mb_for(rss))
+}
+
 type Outcome = Result<(Option<String>, String), (Option<String>, String)>;
 
 /// A session into `name` in `dir`, or to the collector: a heap dump
@@ -133,6 +167,7 @@ fn capture(
     dir: &PrivateDir,
     name: &str,
     providers: &[Provider],
+    buffer_mb: Option<u32>,
     duration: Option<Duration>,
     interrupt: &Arc<AtomicBool>,
     max_bytes: u64,
@@ -158,7 +193,7 @@ fn capture(
     };
     if let Some(c) = collector {
         let pid = u32::try_from(target.pid()).unwrap_or(0);
-        let session = target.session(providers, true).map_err(|e| (None, e.to_string()))?;
+        let session = target.session(providers, true, buffer_mb).map_err(|e| (None, e.to_string()))?;
         // The spool, if the collector is away, in the user's private folder.
         let spool = clrprof_stream::Spool::Private(format!("clrprof_watch_{pid}_{}", name.replace(".nettrace", ".spool.nettrace")));
         let mut to = crate::sampled_stream::ToCollector::start(&c.target, c.tls.clone(), c.token.clone(), spool, pid);
@@ -172,7 +207,7 @@ fn capture(
     }
     let file = dir.create_file(name).map_err(|e| (None, format!("cannot create {}: {e}", dir.shown(name).display())))?;
     let named = Some(name.to_string());
-    let session = target.session(providers, true).map_err(|e| (named.clone(), e.to_string()))?;
+    let session = target.session(providers, true, buffer_mb).map_err(|e| (named.clone(), e.to_string()))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let w = session.write_to(&mut out, &stop, |_| {}).map_err(|e| (named.clone(), e.to_string()))?;
     out.flush().map_err(|e| (named.clone(), format!("cannot write {}: {e}", dir.shown(name).display())))?;

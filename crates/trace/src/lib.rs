@@ -50,4 +50,4 @@ pub mod watch;
 
 pub use error::Error;
 pub use protocol::Provider;
-pub use session::{Cut, Session, Stop, Written, GRACE, MAX_BYTES};
+pub use session::{Cut, Session, Stop, Written, BUFFER_MB, GRACE, MAX_BYTES};

@@ -154,11 +154,17 @@ impl Listener {
 
     /// A session with runtime `r` on its next connection.
     pub fn session(&self, r: &Runtime, providers: &[Provider], rundown: bool) -> Result<Session, Error> {
+        self.session_buffered(r, providers, rundown, BUFFER_MB)
+    }
+
+    /// [`Listener::session`] with the runtime's buffers for the session
+    /// capped at `buffer_mb` MB ([`Session::start_buffered`]).
+    pub fn session_buffered(&self, r: &Runtime, providers: &[Provider], rundown: bool, buffer_mb: u32) -> Result<Session, Error> {
         let pid = r.key();
         let stream = self.held.take(pid, Duration::from_secs(10)).ok_or_else(|| {
             Error::Launch(format!("the runtime of process {} did not connect to {} again within 10 s", r.named_pid, self.path.display()))
         })?;
-        let request = protocol::collect_request(Collect::V2 { rundown }, BUFFER_MB, providers).map_err(|what| Error::BadReply {
+        let request = protocol::collect_request(Collect::V2 { rundown }, buffer_mb.max(1), providers).map_err(|what| Error::BadReply {
             pid,
             command: "CollectTracing",
             what,

@@ -114,6 +114,14 @@ impl Session {
     /// end (every method's name: what a trace of stacks needs, and what a
     /// session of counters does not).
     pub fn start_with(pid: u32, providers: &[Provider], rundown: bool) -> Result<Session, Error> {
+        Session::start_buffered(pid, providers, rundown, BUFFER_MB)
+    }
+
+    /// [`Session::start_with`], with the runtime's buffers for the session
+    /// capped at `buffer_mb` MB: what the session may add to the process's
+    /// memory while clrprof reads. Events that find them full are dropped
+    /// by the runtime (the trace's sequence numbers say how many).
+    pub fn start_buffered(pid: u32, providers: &[Provider], rundown: bool, buffer_mb: u32) -> Result<Session, Error> {
         let (p, rt) = process::attachable(pid)?;
         let collect = match rt.major() {
             Some(m) if m >= 5 => Collect::V2 { rundown },
@@ -125,7 +133,7 @@ impl Session {
         }
         let socket = paths::diagnostics_socket_for(pid, p.uid)?;
         let stream = connect(&socket, pid, p.uid)?;
-        let request = protocol::collect_request(collect, BUFFER_MB, &providers).map_err(|what| Error::BadReply {
+        let request = protocol::collect_request(collect, buffer_mb.max(1), &providers).map_err(|what| Error::BadReply {
             pid,
             command: "CollectTracing",
             what,

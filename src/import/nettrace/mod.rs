@@ -27,6 +27,9 @@ mod methods;
 mod snapshot;
 mod survival;
 mod walk;
+mod walk_summary;
+
+pub use walk_summary::{walk_summary, TypeFigures, WalkSummary};
 
 use super::{Import, Imported, Sampling, SamplingMethod, TraceFacts};
 use crate::eventpipe::{Error, Event, NetTraceReader, Warning};

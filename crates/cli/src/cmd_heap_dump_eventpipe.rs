@@ -183,7 +183,7 @@ const TOP_TYPES: usize = 5;
 
 /// The dump's figures, read from its file in one pass over a map whose
 /// pages are given back behind the reader.
-fn summarize(path: &Path) -> Result<clrprof::import::nettrace::WalkSummary> {
+pub(crate) fn summarize(path: &Path) -> Result<clrprof::import::nettrace::WalkSummary> {
     let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
     // Safety: a read-only map of the file this command has just written
     // and closed; nothing writes it while it is read (a truncation by

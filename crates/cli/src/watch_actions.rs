@@ -211,7 +211,23 @@ fn capture(
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let w = session.write_to(&mut out, &stop, |_| {}).map_err(|e| (named.clone(), e.to_string()))?;
     out.flush().map_err(|e| (named.clone(), format!("cannot write {}: {e}", dir.shown(name).display())))?;
-    let said = format!("{} bytes in {:.1} s", w.bytes, w.seconds);
+    let mut said = format!("{} bytes in {:.1} s", w.bytes, w.seconds);
+    if heap && w.cut.is_none() && w.heap_walk_done {
+        // A walk that outran the session's buffer is kept, and said to be
+        // incomplete (`leaks` then cannot tell from it).
+        match crate::cmd_heap_dump_eventpipe::summarize(&dir.path().join(name)) {
+            Ok(walk) if !walk.is_complete() => {
+                said = format!(
+                    "{said}; INCOMPLETE: the runtime dropped {} events of the heap walk (the session's buffer in the process was {} MB)",
+                    walk.lost_events,
+                    buffer_mb.unwrap_or(0)
+                );
+                eprintln!("clrprof watch: process {}: {}: {said}", target.pid(), dir.shown(name).display());
+            }
+            Ok(walk) => said = format!("{said}; {} objects, {} bytes, complete", walk.objects, walk.bytes),
+            Err(e) => return Err((named, format!("the dump cannot be read back: {e}"))),
+        }
+    }
     check(&w, named, said)
 }
 

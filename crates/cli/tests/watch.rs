@@ -233,6 +233,8 @@ fn rules_fire_within_limits(rt: Runtime) {
         assert!(acts.iter().all(|a| a["ok"] == true), "{rt:?}: {r}");
         let dump = acts[0]["file"].as_str().expect("dump file");
         let trace = acts[1]["file"].as_str().expect("trace file");
+        // The record says whether the dump's heap walk is whole.
+        assert!(acts[0]["said"].as_str().is_some_and(|s| s.ends_with(", complete")), "{rt:?}: {}", acts[0]);
         let listed = ok_json(&dir, &["dumps", dump, "--json"]);
         assert_eq!(listed["dumps"].as_array().map(Vec::len), Some(1), "{rt:?}: {listed}");
         let d = ok_json(&dir, &["dump", dump, "0", "--top", "0", "--json"]);

@@ -60,7 +60,6 @@ impl Program {
     }
 }
 
-
 /// Runs the program in `mode` under the capture agent (`agent`) with its
 /// log at `log` (in `dir`), taking a heap dump into the log with
 /// `clrprof heap-dump PID` (the binary `clrprof`) after each of `steps`

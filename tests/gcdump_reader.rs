@@ -690,6 +690,12 @@ fn dotnet_root_groups_become_root_kinds() {
         // In the file's order, each under its innermost group.
         let roots: Vec<(u64, i32, i32)> = t.roots(dump).iter().map(|r| (r.address.0, r.kind, r.flags)).collect();
         assert_eq!(roots, vec![(addr(7), 3, 0), (addr(8), 3, 1), (addr(9), 2, 0), (addr(7), 1, 0), (addr(10), 1, 0), (addr(12), 0, 0)]);
+        // The static the file names (`[static var Foo.bar]`, where `Foo` is
+        // the held object's type) is named by its field.
+        let named: Vec<Option<String>> =
+            t.roots(dump).iter().map(|r| clrprof::query::dumps::RootRef::of(&model, r).static_field).collect();
+        assert_eq!(named, [None, None, None, None, None, Some("bar".to_string())]);
+        assert!(text.contains("\nd 0 0x"), "{text}");
         // References to the undefined node and to a pseudo-node are left out.
         assert_eq!(t.references(dump, 0), vec![addr(8), addr(9)]);
         assert_eq!(t.references(dump, 3), vec![addr(7)]);

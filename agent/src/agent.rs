@@ -154,6 +154,8 @@ pub struct Agent {
     pub(crate) dumps_in_log: AtomicU32,
     /// The event mask the agent runs with.
     pub(crate) event_mask: AtomicU32,
+    /// Static fields of loaded classes, to name the roots of dumps.
+    pub(crate) statics: crate::statics::Statics,
     /// The thread holding `out` (`pthread_self`), 0 for none: a signal
     /// that would end the log is put off until that thread lets go
     /// ([`crate::exit`]).
@@ -288,6 +290,7 @@ impl Agent {
             dumping: AtomicBool::new(false),
             dumps_in_log: AtomicU32::new(0),
             event_mask: AtomicU32::new(0),
+            statics: crate::statics::Statics::default(),
             out_owner: AtomicUsize::new(0),
             config,
         };

@@ -33,6 +33,7 @@ mod slot {
     pub const SHUTDOWN: usize = 4;
     pub const ASSEMBLY_LOAD_FINISHED: usize = 10;
     pub const MODULE_LOAD_FINISHED: usize = 14;
+    pub const CLASS_LOAD_FINISHED: usize = 19;
     pub const JIT_COMPILATION_FINISHED: usize = 24;
     pub const JIT_CACHED_FUNCTION_SEARCH_FINISHED: usize = 26;
     pub const OBJECT_ALLOCATED: usize = 50;
@@ -79,6 +80,7 @@ const fn build_vtable() -> [*const c_void; slot::COUNT] {
     v[slot::SHUTDOWN] = shutdown as *const c_void;
     v[slot::ASSEMBLY_LOAD_FINISHED] = assembly_load_finished as *const c_void;
     v[slot::MODULE_LOAD_FINISHED] = module_load_finished as *const c_void;
+    v[slot::CLASS_LOAD_FINISHED] = class_load_finished as *const c_void;
     v[slot::JIT_COMPILATION_FINISHED] = jit_compilation_finished as *const c_void;
     v[slot::JIT_CACHED_FUNCTION_SEARCH_FINISHED] = jit_cached_function_search_finished as *const c_void;
     v[slot::OBJECT_ALLOCATED] = object_allocated as *const c_void;
@@ -153,6 +155,7 @@ extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> HRESU
             | mask::GC
             | mask::MODULE_LOADS
             | mask::ASSEMBLY_LOADS
+            | mask::CLASS_LOADS
             | mask::EXCEPTIONS;
         if config.hooks() {
             low |= mask::ENTERLEAVE;
@@ -291,6 +294,17 @@ extern "system" fn module_load_finished(_this: *mut c_void, module: usize, _hr: 
     crate::guard(S_OK, || {
         if let Some(a) = crate::agent::get() {
             a.module_loaded(module);
+        }
+        S_OK
+    })
+}
+
+extern "system" fn class_load_finished(_this: *mut c_void, class: usize, hr: HRESULT) -> HRESULT {
+    crate::guard(S_OK, || {
+        if let Some(a) = crate::agent::get() {
+            if com::succeeded(hr) {
+                a.statics.class_loaded(class);
+            }
         }
         S_OK
     })

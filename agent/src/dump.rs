@@ -23,8 +23,8 @@
 use crate::agent::{lock, Agent, Out};
 use crate::sink::Sink;
 use crate::thread::FxMap;
-use clrprof::format::records::{Comment, GcBoundary, GcCounts, HeapObject, Root, Tick};
-use clrprof::format::{Address, List, Record, TypeId};
+use clrprof::format::records::{AssemblyLoad, Comment, GcBoundary, GcCounts, HeapObject, Root, Tick};
+use clrprof::format::{Address, List, Record, ThreadId, TypeId};
 use clrprof_control::protocol::DumpInfo;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -64,6 +64,8 @@ pub(crate) struct Dump {
     /// Roots with an object (`e` lines with a nonzero address).
     roots: u64,
     bytes: u64,
+    /// The named static roots were written (before the runtime's roots).
+    statics_written: bool,
     /// ClassID -> type id, so that the walk asks the tables once per class.
     classes: FxMap<usize, i32>,
     refs: Vec<Address>,
@@ -71,7 +73,7 @@ pub(crate) struct Dump {
 
 impl Dump {
     fn new(target: Target) -> Dump {
-        Dump { target, claimed: None, finished: false, objects: 0, roots: 0, bytes: 0, classes: FxMap::default(), refs: Vec::new() }
+        Dump { target, claimed: None, finished: false, statics_written: false, objects: 0, roots: 0, bytes: 0, classes: FxMap::default(), refs: Vec::new() }
     }
 }
 
@@ -161,10 +163,28 @@ impl Agent {
         let funcs: Vec<Option<i32>> =
             (0..n).map(|i| (kinds[i] == ROOT_STACK && ids[i] != 0).then(|| self.function_id(ids[i]))).collect();
         let used: Vec<i32> = funcs.iter().flatten().copied().collect();
+        let first = self.lock_out().dump.as_ref().is_some_and(|d| !d.statics_written);
+        // Read before the lock: calls into the runtime.
+        let statics = if first { self.statics.roots(&self.info) } else { Vec::new() };
         let mut out = self.lock_out();
         self.define_for_dump(&mut out, &[], &used);
         let Out { writer, dump, .. } = &mut *out;
         let Some(d) = dump.as_mut().filter(|d| d.claimed.is_some() && !d.finished) else { return };
+        if !d.statics_written {
+            d.statics_written = true;
+            // The names first (`d` lines, which CLRProfiler skips), then
+            // the roots, so that every `e` line of the dump follows another.
+            for s in &statics {
+                let name = format!("static {}", s.name);
+                let line = AssemblyLoad { thread: ThreadId(0), assembly: s.slot, name: name.as_bytes() };
+                emit(writer, &mut d.target, &Record::AssemblyD(line));
+            }
+            for s in &statics {
+                let root = Root { address: Address(s.object), kind: 0, flags: 0, id: s.slot };
+                emit(writer, &mut d.target, &Record::Root(root));
+                d.roots += 1;
+            }
+        }
         for i in 0..n {
             let id = match funcs[i] {
                 Some(f) => f as u64,
@@ -310,6 +330,9 @@ fn run(agent: &'static Agent, label: Option<&str>, output: Option<&Path>) -> Res
             Target::Log
         }
     };
+    // The static fields of the classes loaded since the last dump, to
+    // name them as roots (outside the GC: metadata reads).
+    agent.statics.prepare(&agent.info);
     {
         let mut out = agent.lock_out();
         if out.dump.is_some() {

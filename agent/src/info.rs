@@ -213,6 +213,44 @@ impl Info {
         }
     }
 
+    /// `GetStaticFieldInfo` (slot 53): the field's `COR_PRF_STATIC_TYPE`
+    /// bits (1 app domain, 2 thread, 4 context, 8 RVA; 0 not a static).
+    pub fn static_field_kind(&self, class: usize, field: u32) -> Option<u32> {
+        let mut kind = 0u32;
+        // Safety: slot from corprof.idl.
+        let hr = unsafe {
+            let f: Fn3<usize, u32, *mut u32> = method(self.ptr, 53);
+            f(self.ptr, class, field, &mut kind)
+        };
+        com::succeeded(hr).then_some(kind)
+    }
+
+    /// `GetAppDomainStaticAddress` (slot 50): where an app-domain static
+    /// lives (`None` before the class is initialized). Callable during a
+    /// GC (it does not trigger one).
+    pub fn app_domain_static_address(&self, class: usize, field: u32, domain: usize) -> Option<usize> {
+        let mut address: usize = 0;
+        // Safety: slot from corprof.idl.
+        let hr = unsafe {
+            let f: Fn4<usize, u32, usize, *mut usize> = method(self.ptr, 50);
+            f(self.ptr, class, field, domain, &mut address)
+        };
+        (hr == S_OK && address != 0).then_some(address)
+    }
+
+    /// `GetAppDomainsContainingModule` (slot 69): the first app domain
+    /// holding the module (CoreCLR has one).
+    pub fn module_app_domain(&self, module: usize) -> Option<usize> {
+        let mut ids = [0usize; 4];
+        let mut count = 0u32;
+        // Safety: slot from corprof.idl; the buffer holds 4 ids.
+        let hr = unsafe {
+            let f: Fn4<usize, u32, *mut u32, *mut usize> = method(self.ptr, 69);
+            f(self.ptr, module, ids.len() as u32, &mut count, ids.as_mut_ptr())
+        };
+        (com::succeeded(hr) && count > 0).then_some(ids[0]).filter(|&d| d != 0)
+    }
+
     /// `GetFunctionInfo2` (slot 38) without frame info: class, module,
     /// token and method type arguments.
     pub fn function_info(&self, func: usize) -> Option<(usize, usize, u32, Vec<usize>)> {
@@ -453,6 +491,78 @@ impl MetaData {
             let hr = f(self.ptr, &mut handle, method_token, params.as_mut_ptr(), params.len() as u32, &mut count);
             self.close_enum(handle);
             com::succeeded(hr).then_some(count)
+        }
+    }
+
+    /// `EnumTypeDefs` (slot 6): every type defined in the module.
+    pub fn type_defs(&self) -> Vec<u32> {
+        let mut handle: usize = 0;
+        let mut out = Vec::new();
+        let mut tokens = [0u32; 256];
+        type F = extern "system" fn(*mut c_void, *mut usize, *mut u32, u32, *mut u32) -> HRESULT;
+        // Safety: slots from cor.h; buffers sized as passed; the enum is closed.
+        unsafe {
+            let f: F = method(self.ptr, 6);
+            loop {
+                let mut count = 0u32;
+                let hr = f(self.ptr, &mut handle, tokens.as_mut_ptr(), tokens.len() as u32, &mut count);
+                let n = (count as usize).min(tokens.len());
+                out.extend_from_slice(&tokens[..n]);
+                if hr != S_OK || n == 0 {
+                    break;
+                }
+            }
+            self.close_enum(handle);
+        }
+        out
+    }
+
+    /// `EnumFields` (slot 20): the fields a type defines.
+    pub fn fields(&self, class: u32) -> Vec<u32> {
+        let mut handle: usize = 0;
+        let mut out = Vec::new();
+        let mut tokens = [0u32; 128];
+        type F = extern "system" fn(*mut c_void, *mut usize, u32, *mut u32, u32, *mut u32) -> HRESULT;
+        // Safety: slots from cor.h; buffers sized as passed; the enum is closed.
+        unsafe {
+            let f: F = method(self.ptr, 20);
+            loop {
+                let mut count = 0u32;
+                let hr = f(self.ptr, &mut handle, class, tokens.as_mut_ptr(), tokens.len() as u32, &mut count);
+                let n = (count as usize).min(tokens.len());
+                out.extend_from_slice(&tokens[..n]);
+                if hr != S_OK || n == 0 {
+                    break;
+                }
+            }
+            self.close_enum(handle);
+        }
+        out
+    }
+
+    /// `GetFieldProps` (slot 57): name, attributes and signature.
+    pub fn field_props(&self, token: u32) -> Option<(String, u32, Vec<u8>)> {
+        let mut name = [0u16; 1024];
+        let (mut class, mut len, mut attr, mut sig_len, mut ctype, mut value_len) = (0u32, 0u32, 0u32, 0u32, 0u32, 0u32);
+        let mut sig: *const u8 = std::ptr::null();
+        let mut value: *const c_void = std::ptr::null();
+        type F = extern "system" fn(
+            *mut c_void, u32, *mut u32, *mut u16, u32, *mut u32, *mut u32, *mut *const u8, *mut u32, *mut u32,
+            *mut *const c_void, *mut u32,
+        ) -> HRESULT;
+        // Safety: slot from cor.h; the buffer holds 1024 units; the
+        // signature blob lives as long as the metadata and is copied here.
+        unsafe {
+            let f: F = method(self.ptr, 57);
+            let hr = f(
+                self.ptr, token, &mut class, name.as_mut_ptr(), name.len() as u32, &mut len, &mut attr, &mut sig, &mut sig_len,
+                &mut ctype, &mut value, &mut value_len,
+            );
+            if !com::succeeded(hr) {
+                return None;
+            }
+            let blob = if sig.is_null() { Vec::new() } else { std::slice::from_raw_parts(sig, sig_len as usize).to_vec() };
+            Some((wide(&name, len), attr, blob))
         }
     }
 

@@ -70,6 +70,7 @@ pub mod logname;
 pub mod names;
 pub mod segments;
 pub mod sink;
+pub mod statics;
 pub mod status;
 pub mod tables;
 pub mod thread;

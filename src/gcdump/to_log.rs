@@ -18,7 +18,10 @@
 //! handles a ref-counted handle; other handle groups a handle; "pinned"
 //! or "pinning" in the name adds the pinning flag. Objects under no such
 //! group (a JavaScript heap's roots) are of kind other. Root ids are 0 (a
-//! `.gcdump` keeps no handle or frame).
+//! `.gcdump` keeps no handle or frame), except for the objects of a
+//! `[static var Type.field]` group: their roots get ids of their own,
+//! named by clrprof's `d 0 ID static field` lines (the field only: the
+//! file's `Type` is the held object's, not the declaring class's).
 //!
 //! Objects that no root reaches are held by something the snapshot does
 //! not name, never garbage (every object of a snapshot survived its GC):
@@ -37,8 +40,10 @@
 use super::graph::{HeapGraph, NodeKind};
 use super::ids::NodeIndex;
 use super::orphans::unnamed_roots;
-use crate::format::records::{Comment, HeapObject, Root, Tick, TypeDef, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_UNNAMED};
-use crate::format::{escape_name, Address, List, Record, RecordSink, Style, TextSink, TypeId};
+use crate::format::records::{
+    AssemblyLoad, Comment, HeapObject, Root, Tick, TypeDef, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_UNNAMED,
+};
+use crate::format::{escape_name, Address, List, Record, RecordSink, Style, TextSink, ThreadId, TypeId};
 
 /// Where synthesized addresses start.
 const SYNTHETIC_BASE: u64 = 0x10000;
@@ -87,9 +92,23 @@ pub fn write_records(graph: &HeapGraph, sink: &mut dyn RecordSink) {
     }
 
     sink.record(&Record::Tick(Tick { ms: 0 }));
-    for &(n, kind, flags) in &roots {
+    // Statics the file names get an id of their own, named by a clrprof
+    // `d ... static` line before the dump's first `e` line.
+    let statics = static_fields(graph);
+    let ids: Vec<u64> = roots
+        .iter()
+        .enumerate()
+        .map(|(k, &(n, kind, _))| if kind == OTHER && statics.contains_key(&n) { k as u64 + 1 } else { 0 })
+        .collect();
+    for (&(n, _, _), &id) in roots.iter().zip(&ids) {
+        if let (true, Some(field)) = (id != 0, statics.get(&n)) {
+            let text = format!("static {field}");
+            sink.record(&Record::AssemblyD(AssemblyLoad { thread: ThreadId(0), assembly: id, name: text.as_bytes() }));
+        }
+    }
+    for (&(n, kind, flags), &id) in roots.iter().zip(&ids) {
         let address = Address(addresses[n.index()]);
-        sink.record(&Record::Root(Root { address, kind, flags, id: 0 }));
+        sink.record(&Record::Root(Root { address, kind, flags, id }));
     }
     if roots.is_empty() {
         // A heap dump starts at an `e` line; one at address 0 starts it
@@ -164,6 +183,32 @@ fn object_addresses(graph: &HeapGraph) -> Vec<u64> {
             }
         })
         .collect()
+}
+
+/// The objects a static the file names holds (`[static var Type.field]`
+/// pseudo-nodes; PerfView's and dotnet-gcdump's `Type` is the held
+/// object's type, not the class declaring the field, so only the field is
+/// kept), object -> field name; the first name of an object wins.
+fn static_fields(graph: &HeapGraph) -> std::collections::HashMap<NodeIndex, String> {
+    let mut out = std::collections::HashMap::new();
+    for p in graph.nodes() {
+        if graph.node_kind(p) != NodeKind::Pseudo {
+            continue;
+        }
+        let name = graph.type_name(graph.node_type(p));
+        let Some(inner) = name.strip_prefix("[static var ").and_then(|r| r.strip_suffix(']')) else { continue };
+        // The field is the text after the last dot (a field's name has none).
+        let field = inner.rsplit('.').next().unwrap_or(inner).trim();
+        if field.is_empty() || field.chars().any(|c| (c as u32) < 0x20) {
+            continue;
+        }
+        for &c in graph.children(p) {
+            if graph.node_kind(c) == NodeKind::Object {
+                out.entry(c).or_insert_with(|| field.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// The root kind and flags a grouping pseudo-node's name gives, if any.

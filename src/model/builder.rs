@@ -534,7 +534,13 @@ impl<'a> Builder<'a> {
                 let name = self.names.intern(&scan::decode_latin1(y.name));
                 self.modules.add_assembly(AssemblyLoad { thread, assembly: y.assembly, name, tick: self.time.current() });
             }
-            Record::AssemblyD(_) => {}
+            Record::AssemblyD(d) => {
+                // clrprof's named static root: `d 0 0xID static Class.field`
+                // (CLRProfiler's reader skips `d` lines whole).
+                if let Some(name) = d.name.strip_prefix(b"static ") {
+                    self.dumps.name_static(d.assembly, scan::decode_latin1(name).trim().to_string());
+                }
+            }
         }
         Ok(())
     }

@@ -90,6 +90,10 @@ pub struct HeapDumpTable {
     refs: Vec<u8>,
     events: EventTicks,
     root_names: Vec<(i32, i32)>,
+    /// Static fields named as roots (clrprof's `d 0 0xID static
+    /// Class.field` lines): (root id, `Class.field`), sorted by id.
+    #[serde(default)]
+    static_names: Vec<(u64, String)>,
 }
 
 const NO_OBJECT: u32 = u32::MAX;
@@ -197,7 +201,22 @@ impl HeapDumpTable {
         self.addresses.len() as u32
     }
 
+    /// Names a static field's root id (a later name for the same id
+    /// replaces the earlier one).
+    pub(crate) fn name_static(&mut self, id: u64, name: String) {
+        self.static_names.push((id, name));
+    }
+
+    /// The `Class.field` a root id stands for, when the log named it.
+    pub fn static_name(&self, id: u64) -> Option<&str> {
+        let k = self.static_names.partition_point(|(i, _)| *i <= id);
+        k.checked_sub(1).and_then(|k| self.static_names.get(k)).filter(|(i, _)| *i == id).map(|(_, n)| n.as_str())
+    }
+
     pub(crate) fn finish(&mut self) {
+        // Sorted by id, the last name given to an id last (a stable sort).
+        self.static_names.sort_by_key(|(id, _)| *id);
+        self.static_names.shrink_to_fit();
         self.ref_start.push(self.refs.len() as u32);
         self.addresses.shrink_to_fit();
         self.types.shrink_to_fit();

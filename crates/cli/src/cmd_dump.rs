@@ -67,11 +67,12 @@ pub fn run(args: Args) -> Result<()> {
             thousands(r.unreachable)
         );
         for (k, p) in r.paths.iter().enumerate() {
-            let root = match &p.root.function {
-                Some(f) => format!("{} ({f})", p.root.name),
-                None => format!("{} (id {:#x})", p.root.name, p.root.id),
+            let root = match (&p.root.static_field, &p.root.function) {
+                (Some(_), _) => p.root.label(),
+                (None, Some(f)) => format!("[{} ({f})]", p.root.name),
+                (None, None) => format!("[{} (id {:#x})]", p.root.name, p.root.id),
             };
-            println!("{:>3}. [{root}] {}", k + 1, crate::common::count(p.steps.len() as u64, "step", "steps"));
+            println!("{:>3}. {root} {}", k + 1, crate::common::count(p.steps.len() as u64, "step", "steps"));
             for s in &p.steps {
                 println!("       -> {} {:#x} ({} bytes)", s.name, s.address, thousands(s.size as u64));
             }

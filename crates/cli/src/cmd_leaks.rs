@@ -317,11 +317,7 @@ fn print_leak(k: usize, leak: &Leak, stacks: Option<&TypeStacks>) {
             );
             let root = match &h.root {
                 None => "no strong root".to_string(),
-                Some(r) => match (&r.static_field, &r.function) {
-                    (Some(f), _) => format!("[static field {f}]"),
-                    (None, Some(f)) => format!("[{}: {f}]", r.name),
-                    (None, None) => format!("[{}]", r.name),
-                },
+                Some(r) => r.label(),
             };
             let path: Vec<&str> = h.path.iter().map(|p| p.name.as_str()).collect();
             println!("   path: {root} -> {}", path.join(" -> "));

@@ -17,10 +17,10 @@
 mod common;
 
 use common::dotnet::{self, Dotnet, Runtime};
+use common::leaky::Program;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 /// The program's step sizes (leaky.cs).
 const ORDERS: u64 = 3000;
@@ -36,54 +36,6 @@ fn work() -> PathBuf {
 
 fn clrprof(dir: &Path, args: &[&str]) -> Output {
     Command::new(clrprof_exe()).args(args).current_dir(dir).output().expect("run clrprof")
-}
-
-/// The leaky program, driven through its standard input.
-struct Program {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    pid: u32,
-}
-
-fn read_json(r: &mut impl BufRead) -> Value {
-    let mut line = String::new();
-    r.read_line(&mut line).expect("read the program's output");
-    serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("not a JSON line from the program: {line:?}: {e}"))
-}
-
-impl Program {
-    fn start(dn: &Dotnet, rt: Runtime, dir: &Path, mode: &str) -> Program {
-        let mut child = Command::new(dn.host(rt))
-            .args(["leaky.dll", mode])
-            .current_dir(dir)
-            .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start leaky");
-        let stdin = child.stdin.take().expect("stdin");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let ready = read_json(&mut stdout);
-        assert_eq!(ready["ready"], true, "{ready}");
-        let pid = ready["pid"].as_u64().expect("pid") as u32;
-        Program { child, stdin, stdout, pid }
-    }
-
-    fn step(&mut self) -> Value {
-        writeln!(self.stdin, "step").expect("write to the program");
-        self.stdin.flush().expect("flush");
-        read_json(&mut self.stdout)
-    }
-
-    fn finish(mut self) {
-        writeln!(self.stdin, "exit").ok();
-        drop(self.stdin);
-        let done = read_json(&mut self.stdout);
-        assert_eq!(done["done"], true, "{done}");
-        assert!(self.child.wait().expect("wait").success());
-    }
 }
 
 /// Runs the program in `mode` for `steps` steps, dumping it after each;
@@ -185,6 +137,50 @@ fn no_leak(rt: Runtime) {
     assert_eq!(report["leaks"].as_array().map(Vec::len), Some(0));
 }
 
+/// The leak under the agent, dumped into its log after each step: the
+/// roots are the static fields by class and field name, which the agent
+/// reads itself (the runtime reports statics only as a pinned handle to
+/// its `Object[]` of slots).
+fn agent_names_static_roots(rt: Runtime) {
+    let Some(dn) = dotnet::dotnet(&work()) else { return };
+    let Some(agent) = dotnet::agent_beside(&clrprof_exe()) else { return };
+    let dir = dn.app_dir("leaky", rt, &work().join(format!("agent-{}", rt.tag())));
+    let answers = common::leaky::agent_log(dn, rt, &dir, &agent, &clrprof_exe(), "leak.log", 4);
+    assert_eq!(answers[3]["orders"], 4 * ORDERS, "{answers:?}");
+    let files = vec!["leak.log".to_string()];
+    let (report, code) = leaks_json(&dir, &files);
+    assert_eq!(code, 1, "{report:#}");
+    let orders = find(&report, "Leaky.Order");
+    let counts: Vec<u64> = orders["objects"].as_array().unwrap().iter().filter_map(Value::as_u64).collect();
+    assert_eq!(counts, [1, 2, 3, 4].map(|k| k * ORDERS), "the agent's dumps are exact");
+    assert_eq!(orders["holder"]["root"]["static_field"], "Leaky.Orders.All", "{:#}", orders["holder"]);
+    let listeners = find(&report, "Leaky.Listener");
+    assert_eq!(listeners["holder"]["root"]["static_field"], "Leaky.Bus.Instance", "{:#}", listeners["holder"]);
+
+    let out = clrprof(&dir, &["leaks", "--every", "1m", "leak.log"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("path: [static Leaky.Orders.All] -> System.Collections.Generic.List<Leaky.Order>"), "{text}");
+    assert!(text.contains("path: [static Leaky.Bus.Instance] -> Leaky.Bus -> System.EventHandler"), "{text}");
+
+    // `dump --path-to` names the same root.
+    let out = clrprof(&dir, &["dump", "leak.log", "3", "--path-to", "Leaky.Order", "--max", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("1. [static Leaky.Orders.All]"), "{text}");
+}
+
+#[test]
+#[cfg_attr(no_dotnet, ignore = "the .NET runtimes are not installed (scripts/setup-dotnet.sh)")]
+fn the_agent_names_static_roots_by_class_and_field_on_net8() {
+    agent_names_static_roots(Runtime::Net8);
+}
+
+#[test]
+#[cfg_attr(no_dotnet, ignore = "the .NET runtimes are not installed (scripts/setup-dotnet.sh)")]
+fn the_agent_names_static_roots_by_class_and_field_on_core31() {
+    agent_names_static_roots(Runtime::Core31);
+}
+
 #[test]
 #[cfg_attr(no_dotnet, ignore = "the .NET runtimes are not installed (scripts/setup-dotnet.sh)")]
 fn a_static_list_and_an_event_leak_are_named_on_net8() {
@@ -195,4 +191,16 @@ fn a_static_list_and_an_event_leak_are_named_on_net8() {
 #[cfg_attr(no_dotnet, ignore = "the .NET runtimes are not installed (scripts/setup-dotnet.sh)")]
 fn a_cache_churn_and_warm_up_are_not_leaks_on_net8() {
     no_leak(Runtime::Net8);
+}
+
+#[test]
+#[cfg_attr(no_dotnet, ignore = "the .NET runtimes are not installed (scripts/setup-dotnet.sh)")]
+fn a_static_list_and_an_event_leak_are_named_on_core31() {
+    leak_and_noise(Runtime::Core31);
+}
+
+#[test]
+#[cfg_attr(no_dotnet, ignore = "the .NET runtimes are not installed (scripts/setup-dotnet.sh)")]
+fn a_cache_churn_and_warm_up_are_not_leaks_on_core31() {
+    no_leak(Runtime::Core31);
 }

@@ -8,7 +8,9 @@
 //! types (table rows, legend entries, touching Time Line pixels, flame graph
 //! frames) are at least 10 apart in CIEDE2000 and a type has one colour in
 //! every view; that the Summary shows the last heap dump's top retainers
-//! (`clrprof dump --retained`), one click from the dominator tree.
+//! (`clrprof dump --retained`), one click from the dominator tree; and,
+//! when the .NET runtimes are installed, that the Leaks view of an agent's
+//! log with four dumps of a leaking program gives `clrprof leaks`' verdict.
 //! Screenshots of each view go to `target/ui-screenshots/`.
 //!
 //! Needs node, `/usr/bin/chromium` (or `$CLRPROF_CHROMIUM`) and
@@ -18,6 +20,7 @@
 
 mod common;
 
+use common::dotnet::{self, Runtime};
 use common::{chromium, has_node, missing, reference_dir, repo_root, Killed};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -55,6 +58,13 @@ fn every_view_matches_the_cli_in_headless_chromium() {
         .expect("run clrprof gen");
     assert!(made.success(), "gen --lose-every");
     logs.push(lossy);
+    let (trace_id, lossy_id) = (logs.len() - 2, logs.len() - 1);
+    // A log of the agent with a heap dump after each of four steps of a
+    // leaking program, served after them: its Leaks view.
+    let leaks_id = agent_leak_log().map(|l| {
+        logs.push(l);
+        logs.len() - 1
+    });
     let exe = env!("CARGO_BIN_EXE_clrprof");
     let mut child = Command::new(exe)
         .arg("ui")
@@ -84,8 +94,9 @@ fn every_view_matches_the_cli_in_headless_chromium() {
         .env("CLRPROF_UI_URL", &url)
         .env("CLRPROF_CLI", exe)
         .env("CLRPROF_UI_LOGS", logs_json)
-        .env("CLRPROF_UI_TRACE", (logs.len() - 2).to_string())
-        .env("CLRPROF_UI_LOSSY", (logs.len() - 1).to_string())
+        .env("CLRPROF_UI_TRACE", trace_id.to_string())
+        .env("CLRPROF_UI_LOSSY", lossy_id.to_string())
+        .envs(leaks_id.map(|id| ("CLRPROF_UI_LEAKS", id.to_string())))
         .env("CLRPROF_SCREENSHOTS", &shots)
         .env("CLRPROF_CHROMIUM", chromium())
         .status()
@@ -105,7 +116,23 @@ fn every_view_matches_the_cli_in_headless_chromium() {
         "real-timeline",
         "real-flame-colours",
         "real-handles",
-    ] {
+    ]
+    .into_iter()
+    .chain(leaks_id.map(|_| "leaks"))
+    {
         assert!(shots.join(format!("{view}.png")).is_file(), "no screenshot of {view}");
     }
+}
+
+/// The agent's log of `agent/testapps/leaky.cs` on .NET 8 with four heap
+/// dumps (`None`, after a message, without the runtimes; a failure under
+/// `CI=true`).
+fn agent_leak_log() -> Option<PathBuf> {
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ui-leaks-{}", std::process::id()));
+    let dn = dotnet::dotnet(&work)?;
+    let exe = Path::new(env!("CARGO_BIN_EXE_clrprof"));
+    let agent = dotnet::agent_beside(exe)?;
+    let dir = dn.app_dir("leaky", Runtime::Net8, &work.join("run"));
+    common::leaky::agent_log(dn, Runtime::Net8, &dir, &agent, exe, "leak.log", 4);
+    Some(dir.join("leak.log"))
 }

@@ -53,6 +53,8 @@ async function render() {
   const root = document.getElementById('view');
   const log = CP.state.logs[CP.logId()];
   const needsLog = view !== 'sessions' && view !== 'counters';
+  // Leaks: a verdict needs three or more dumps of one process.
+  document.querySelector('#tabs a[data-view="leaks"]').hidden = !(log && log.dumps >= 3);
   CP.liveBar();
   CP.state.shownGeneration = log && log.session ? log.session.generation : null;
   if (needsLog && !log) { root.replaceChildren(CP.el('p', {}, CP.live.collector ? 'No log opened yet: open a session from the Sessions tab.' : 'No such log.')); return; }

@@ -6,6 +6,7 @@
 //   CLRPROF_UI_LOGS      the served logs, as a JSON array, in id order
 //   CLRPROF_UI_TRACE     the id of a sampled trace among them
 //   CLRPROF_UI_LOSSY     the id of a trace that lost events
+//   CLRPROF_UI_LEAKS     the id of a log with dumps of a leaking program
 //   CLRPROF_SCREENSHOTS  where to write a screenshot of each view
 //   CLRPROF_CHROMIUM     the browser (default /usr/bin/chromium)
 import { test, before, after } from 'node:test';
@@ -22,6 +23,8 @@ const LOGS = JSON.parse(process.env.CLRPROF_UI_LOGS || '[]');
 const TRACE = process.env.CLRPROF_UI_TRACE === undefined ? null : Number(process.env.CLRPROF_UI_TRACE);
 // A trace that lost events (its id), checked on its own.
 const LOSSY = process.env.CLRPROF_UI_LOSSY === undefined ? null : Number(process.env.CLRPROF_UI_LOSSY);
+// A log with four dumps of a leaking program (its id), checked on its own.
+const LEAKS = process.env.CLRPROF_UI_LEAKS === undefined ? null : Number(process.env.CLRPROF_UI_LEAKS);
 const SHOTS = process.env.CLRPROF_SCREENSHOTS || 'ui-screenshots';
 if (!URL_ || !CLI || LOGS.length === 0) throw new Error('CLRPROF_UI_URL, CLRPROF_CLI and CLRPROF_UI_LOGS must be set');
 const page0 = new URL(URL_);
@@ -107,7 +110,7 @@ const SUMMARY_KEYS = ['allocated_bytes', 'relocated_bytes', 'final_heap_bytes', 
   'gen2_heap_bytes', 'loh_bytes', 'handles_created', 'handles_destroyed', 'handles_surviving', 'heap_dumps', 'comments'];
 
 for (let id = 0; id < LOGS.length; id++) {
-  if (id === TRACE || id === LOSSY) continue;
+  if (id === TRACE || id === LOSSY || id === LEAKS) continue;
   const tag = LOG_NAMES[id] || `log${id}`;
 
   test(`${tag}: Summary shows the CLI's figures, each linking to its view`, async () => {
@@ -505,6 +508,49 @@ test('a sampled trace: every view says its figures are estimates, and shows the 
   // A log of every allocation says nothing of estimates.
   await open('summary?log=0');
   assert.equal(await page.$('[data-route="#summary?log=0"] .estimates'), null);
+});
+
+test('a log with periodic dumps: the Leaks view gives clrprof leaks\' verdict, roots named, with the allocation stacks', async (t) => {
+  if (LEAKS === null) return t.skip('no log with dumps of a leak served');
+  // `leaks` exits 1 for a leak: its JSON is on standard output all the same.
+  let out;
+  try {
+    out = execFileSync(CLI, ['leaks', LOGS[LEAKS], '--trace', LOGS[LEAKS], '--quiet', '--json'], { maxBuffer: 1 << 28 });
+  } catch (e) {
+    assert.equal(e.status, 1, `clrprof leaks: ${e.stderr}`);
+    out = e.stdout;
+  }
+  const want = JSON.parse(out.toString());
+  assert.equal(want.verdict, 'leak');
+  await open(`leaks?log=${LEAKS}`, 'leaks');
+  const view = `[data-route="#leaks?log=${LEAKS}"]`;
+  assert.equal(await page.getAttribute(`${view} [data-verdict]`, 'data-verdict'), want.verdict);
+  assert.equal(await page.isVisible('#tabs a[data-view="leaks"]'), true, 'the Leaks tab is shown for a log with 3+ dumps');
+  same((await rows('leak-dumps')).map((r) => [r.objects, r.bytes]), want.dumps.map((d) => [d.objects, d.bytes]), 'the dumps');
+  const shown = await page.$$eval(`${view} [data-leak]`, (ls) => ls.map((l) => ({
+    name: l.dataset.leak,
+    perMinute: Number(l.querySelector('[data-objects-per-minute]').dataset.objectsPerMinute),
+    container: l.querySelector('[data-container]')?.dataset.container,
+    root: l.querySelector('[data-root]')?.dataset.root,
+    path: l.querySelector('[data-root]')?.textContent,
+    stacks: [...l.querySelectorAll('[data-stack]')].map((s) => s.textContent),
+  })));
+  same(shown.map((l) => l.name), want.leaks.map((l) => l.name), 'the leaking types, in order');
+  want.leaks.forEach((l, i) => {
+    assert.equal(shown[i].perMinute, Math.round(l.objects_per_minute), `${l.name}: objects per minute`);
+    assert.equal(shown[i].container, l.holder.kind, `${l.name}: the container's kind`);
+    assert.ok(l.holder.root.static_field, `${l.name}: the CLI names a static root`);
+    assert.equal(shown[i].root, `[static ${l.holder.root.static_field}]`, `${l.name}: the root`);
+    for (const step of l.holder.path) assert.ok(shown[i].path.includes(step.name), `${l.name}: ${step.name} on the path ${shown[i].path}`);
+    const stacks = want.allocation_stacks.find((s) => s.type === l.name).stacks;
+    assert.equal(shown[i].stacks.length, stacks.length, `${l.name}: stacks shown`);
+    stacks.forEach(([bytes, objects], k) => assert.ok(shown[i].stacks[k].startsWith(`${bytes.toLocaleString('en-US')} bytes, ${objects.toLocaleString('en-US')} objects`), `${l.name}: stack ${k}: ${shown[i].stacks[k]}`));
+  });
+  assert.deepEqual(shown.map((l) => l.root), ['[static Leaky.Orders.All]', '[static Leaky.Bus.Instance]']);
+  await page.screenshot({ path: join(SHOTS, 'leaks-full.png'), fullPage: true });
+  // A log with fewer dumps has no Leaks tab.
+  await open('summary?log=0');
+  assert.equal(await page.isVisible('#tabs a[data-view="leaks"]'), cli(0, ['dumps', '--top', '0']).length >= 3);
 });
 
 test('a trace that lost events: every view says it is incomplete, with the CLI\'s count', async (t) => {

@@ -22,6 +22,7 @@ pub const ASSETS: &[Asset] = &[
     Asset { name: "timeline.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/timeline.js") },
     Asset { name: "flame.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/flame.js") },
     Asset { name: "dumps.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/dumps.js") },
+    Asset { name: "leaks.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/leaks.js") },
     Asset { name: "live.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/live.js") },
     Asset { name: "counters.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/counters.js") },
     Asset { name: "app.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/app.js") },

@@ -316,6 +316,16 @@ fn leaks_by(rule: &LeakRule, objects: &[u64], bytes: &[u64]) -> bool {
     last_step as f64 >= rule.last_share * grew as f64 / intervals && last_step > 0
 }
 
+/// One file's dumps as a series (a log with periodic dumps, or a trace
+/// with several heap walks), each placed at its time in the file.
+pub fn series_in(model: &Model) -> Vec<SeriesDump<'_>> {
+    super::list(model)
+        .iter()
+        .enumerate()
+        .map(|(k, info)| SeriesDump { model, index: DumpIndex(k as u32), at_ms: info.time_ms.unwrap_or(0) as f64 })
+        .collect()
+}
+
 /// Finds the leaks in `series` (three or more dumps of one process, in the
 /// order they were taken).
 pub fn leaks(series: &[SeriesDump<'_>], rule: LeakRule) -> LeakReport {

@@ -47,7 +47,7 @@ pub use diff::{diff, DumpDiff, Matching, TypeDelta};
 pub use diff_by::{diff_by, DumpDiffBySite, SiteDelta};
 pub use dominators::{dominators, DominatorTree};
 pub use graph::{Csr, DumpGraph};
-pub use leaks::{leaks, ContainerKind, Holder, Leak, LeakReport, LeakRule, SeriesDump, SeriesPoint, Step, TypeSeries, Verdict};
+pub use leaks::{leaks, series_in, ContainerKind, Holder, Leak, LeakReport, LeakRule, SeriesDump, SeriesPoint, Step, TypeSeries, Verdict};
 pub use paths::{paths_to, DumpPath, PathReport, PathStep};
 pub use retained::{retained, retained_sizes, RetainedObject, RetainedReport, RetainedType};
 pub use retained_by::{retained_by, RetainedBySite, RetainedSite};

@@ -152,14 +152,28 @@ pub struct RootRef {
     pub address: u64,
     /// For a stack root, the name of the frame's function (when defined).
     pub function: Option<String>,
-    /// For a static variable's root, the field's name, when the dump names
-    /// it (a trace's `GC/BulkRootStaticVar`, which does not name the class
-    /// declaring the field).
+    /// For a static variable's root, its name when the dump gives it:
+    /// `Class.field` in the agent's logs (clrprof's `d ... static` lines),
+    /// the field alone in a trace (`GC/BulkRootStaticVar` gives the type
+    /// of the object held, not the class declaring the field).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub static_field: Option<String>,
 }
 
 impl RootRef {
+    /// How a path names its root, in brackets: `[static Orders.All]` (a
+    /// static the log names with its class), `[static field All]` (a
+    /// trace's static: the field alone), `[Stack: Main(...)]`,
+    /// `[Handle, pinning]`.
+    pub fn label(&self) -> String {
+        match (&self.static_field, &self.function) {
+            (Some(f), _) if f.contains('.') => format!("[static {f}]"),
+            (Some(f), _) => format!("[static field {f}]"),
+            (None, Some(f)) => format!("[{}: {f}]", self.name),
+            (None, None) => format!("[{}]", self.name),
+        }
+    }
+
     /// Describes a root of a model's dump.
     pub fn of(model: &Model, root: &DumpRoot) -> RootRef {
         let kind = RootKind::of(root);
@@ -168,7 +182,11 @@ impl RootRef {
             _ => None,
         };
         let static_field = match kind {
-            RootKind::Other => model.imported().and_then(|f| f.static_field(root.id)).map(str::to_string),
+            RootKind::Other => model
+                .heap_dumps()
+                .static_name(root.id)
+                .or_else(|| model.imported().and_then(|f| f.static_field(root.id)))
+                .map(str::to_string),
             _ => None,
         };
         RootRef { kind, name: root_name(root), flags: root.flags, id: root.id, address: root.address.0, function, static_field }

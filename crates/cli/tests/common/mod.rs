@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a part
 
 pub mod dotnet;
+pub mod leaky;
 #[path = "../../../../tests/common/other_user.rs"]
 pub mod other_user;
 #[path = "../../../../tests/common/mod.rs"]

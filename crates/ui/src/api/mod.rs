@@ -20,6 +20,7 @@
 //! | `dump/{n}/types`, `dump/{n}/retained`, `dump/{n}/paths?type=` | `clrprof dump N [--retained / --path-to T] --json` |
 //! | `dump/{n}/tree?node=` | one node of `--retained`'s dominator tree and its children |
 //! | `dump-diff/{a}/{b}` | `clrprof dump-diff A B --json` |
+//! | `leaks` | `clrprof leaks LOG --json` (the log's own dumps), with each root as a path names it and the allocation stacks |
 //! | `handles` | `clrprof handles --top N --json` |
 //!
 //! and `/api/compare/{a}/{b}` is `clrprof diff A B --json` (with the last
@@ -40,6 +41,7 @@ mod code;
 mod compare;
 mod dumps;
 mod handles;
+mod leaks;
 mod lifetime;
 mod page;
 mod sessions;
@@ -77,6 +79,7 @@ pub fn routes() -> Router<App> {
         .route("/api/log/{id}/dump/{n}/tree", get(dumps::tree))
         .route("/api/log/{id}/dump/{n}/paths", get(dumps::paths))
         .route("/api/log/{id}/dump-diff/{a}/{b}", get(dumps::diff))
+        .route("/api/log/{id}/leaks", get(leaks::leaks_in_log))
         .route("/api/log/{id}/handles", get(handles::handles))
         .route("/api/compare/{a}/{b}", get(compare::compare))
         .route("/api/sessions", get(sessions::list))

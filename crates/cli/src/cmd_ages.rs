@@ -1,10 +1,10 @@
 //! `clrprof ages`: age histograms (GCs survived, milliseconds), or
 //! CLRProfiler's Histogram by Age of the live objects at a time.
 
-use crate::common::{cut_json, ms_text as ms, print_estimated_table, print_json, thousands, tick_for, QueryArgs};
+use crate::common::{cut_json, ms_text as ms, print_estimated_table, print_json, thousands, tick_for, QueryArgs, RANGE_HEADER};
 use anyhow::Result;
 use clrprof::query::age_histogram::{AgeBars, AgeHistogram};
-use clrprof::query::{age_histogram_at, ages, Ages};
+use clrprof::query::{age_histogram_at, ages, AgeRanges, Ages};
 
 /// Which histogram.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,13 +81,17 @@ pub fn run(args: Args) -> Result<()> {
 fn print_ages(a: &Ages, by: Option<By>) {
     let erased = !a.erased.is_empty();
     let mean = |total: u64, n: u64| if n == 0 { "-".to_string() } else { format!("{:.1}", total as f64 / n as f64) };
+    // A sampled trace: " (est. ±6.4%)" after an estimated figure.
+    let range = |name: &str| a.ranges.get(name).map(|u| format!(" (est. {})", u.cell())).unwrap_or_default();
     println!(
-        "Reclaimed by GCs: {} objects, {} bytes, mean age {} ms; alive at the end: {} objects, {} bytes, mean age {} ms",
+        "Reclaimed by GCs: {} objects, {} bytes{}, mean age {} ms; alive at the end: {} objects, {} bytes{}, mean age {} ms",
         thousands(a.died.objects),
         thousands(a.died.bytes),
+        range("died"),
         mean(a.died_total_age_ms, a.died.objects),
         thousands(a.alive_at_end.objects),
         thousands(a.alive_at_end.bytes),
+        range("alive_at_end"),
         mean(a.alive_total_age_ms, a.alive_at_end.objects),
     );
     if erased {
@@ -95,27 +99,44 @@ fn print_ages(a: &Ages, by: Option<By>) {
     }
     if !a.unknown.is_empty() {
         println!(
-            "Unknown (the runtime reported nothing for the memory they lay in; in no histogram): {} objects, {} bytes",
+            "Unknown (the runtime reported nothing for the memory they lay in; in no histogram): {} objects, {} bytes{}",
             thousands(a.unknown.objects),
-            thousands(a.unknown.bytes)
+            thousands(a.unknown.bytes),
+            range("unknown")
         );
     }
+    let headers = [format!("died {RANGE_HEADER}"), format!("alive {RANGE_HEADER}"), format!("erased {RANGE_HEADER}")];
     let mut header = vec!["", "died objects", "died bytes", "alive objects", "alive bytes"];
     if erased {
         header.extend(["erased objects", "erased bytes"]);
     }
     let estimates: Vec<usize> = (1..header.len()).collect();
-    let cells = |first: String, d: clrprof::query::Tally, al: clrprof::query::Tally, e: clrprof::query::Tally| {
+    // A sampled trace: each figure's 95% range.
+    let ranged = !a.ranges.is_empty();
+    if ranged {
+        header.extend([headers[0].as_str(), headers[1].as_str()]);
+        if erased {
+            header.push(headers[2].as_str());
+        }
+    }
+    let cells = |first: String, d: clrprof::query::Tally, al: clrprof::query::Tally, e: clrprof::query::Tally, r: &AgeRanges| {
         let mut v = vec![first, thousands(d.objects), thousands(d.bytes), thousands(al.objects), thousands(al.bytes)];
         if erased {
             v.extend([thousands(e.objects), thousands(e.bytes)]);
+        }
+        if ranged {
+            let cell = |u: &Option<clrprof::query::Uncertainty>| u.as_ref().map(|u| u.cell()).unwrap_or_default();
+            v.extend([cell(&r.died), cell(&r.alive_at_end)]);
+            if erased {
+                v.push(cell(&r.erased));
+            }
         }
         v
     };
     if by != Some(By::Ms) {
         println!();
         header[0] = "GCs survived";
-        let rows: Vec<Vec<String>> = a.by_gcs.iter().map(|r| cells(r.gcs_survived.to_string(), r.died, r.alive_at_end, r.erased)).collect();
+        let rows: Vec<Vec<String>> = a.by_gcs.iter().map(|r| cells(r.gcs_survived.to_string(), r.died, r.alive_at_end, r.erased, &r.ranges)).collect();
         print_estimated_table(&header, &estimates, &rows);
     }
     if by != Some(By::Gcs) {
@@ -130,7 +151,7 @@ fn print_ages(a: &Ages, by: Option<By>) {
                 } else {
                     format!("{}-{}", r.age_ms_min, r.age_ms_max_exclusive - 1)
                 };
-                cells(label, r.died, r.alive_at_end, r.erased)
+                cells(label, r.died, r.alive_at_end, r.erased, &r.ranges)
             })
             .collect();
         print_estimated_table(&header, &estimates, &rows);

@@ -210,7 +210,7 @@ CP.views.timeline = async function (root, params, current) {
       CP.el('p', { class: 'note' }, 'By type'),
       CP.table('who-types', [{ key: 'type', label: 'Type' }, { key: 'bytes', label: 'Bytes', num: true }, { key: 'count', label: 'Objects', num: true }], types.types.slice(0, 15), (t) => t.type),
       CP.el('p', { class: 'note' }, 'By function (exclusive)'),
-      CP.table('who-functions', CP.FIGURES(total).filter((c) => !c.key.startsWith('inclusive')), functions, (r) => r.name),
+      CP.table('who-functions', CP.FIGURES(total, functions).filter((c) => !c.key.startsWith('inclusive')), functions, (r) => r.name),
       CP.el('p', { class: 'note' }, 'What of it survived (to the end)'));
     CP.survivorTables(who, surv);
   } else if (!logOrder) {

@@ -23,8 +23,8 @@
 //! [`age_histogram_at`](super::age_histogram_at) (in `age_histogram.rs`).
 
 use super::objects::{add_at, log2_bin, log2_bounds, merge_tallies, millis_between, par_fold, Clock, RowTypes, Tally};
-use super::Filter;
 use super::types::Uncertainty;
+use super::Filter;
 use crate::model::{Fate, Model};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -241,7 +241,8 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
         None => AgeRanges::default(),
     };
     if let Some(s) = &acc.samples {
-        let figures = [("died", a.died), ("erased", a.erased), ("alive_at_end", a.alive_at_end), ("untracked", a.untracked), ("unknown", a.unknown)];
+        let figures =
+            [("died", a.died), ("erased", a.erased), ("alive_at_end", a.alive_at_end), ("untracked", a.untracked), ("unknown", a.unknown)];
         let samples = [s.totals[0], s.totals[1], s.totals[2], s.untracked, s.unknown];
         for ((name, t), k) in figures.into_iter().zip(samples) {
             if let Some(u) = Uncertainty::of_tally(model, k.objects, t.bytes, t.objects) {

@@ -345,17 +345,16 @@ pub fn allocation_graph(model: &Model, filter: &Filter) -> AllocationGraph {
             }
         })
         .collect();
-    let edges: Vec<GraphEdge> =
-        edges
-            .into_iter()
-            .map(|((from, to), (bytes, count, samples))| GraphEdge {
-                from,
-                to,
-                bytes,
-                count,
-                uncertainty: Uncertainty::of_tally(model, samples, bytes, count),
-            })
-            .collect();
+    let edges: Vec<GraphEdge> = edges
+        .into_iter()
+        .map(|((from, to), (bytes, count, samples))| GraphEdge {
+            from,
+            to,
+            bytes,
+            count,
+            uncertainty: Uncertainty::of_tally(model, samples, bytes, count),
+        })
+        .collect();
     nodes.sort_by(|a, b| {
         (a.kind != NodeKind::Root)
             .cmp(&(b.kind != NodeKind::Root))
@@ -396,7 +395,13 @@ impl AllocationGraph {
         let nodes: Vec<GraphNode> =
             self.nodes.iter().filter(|n| n.kind == NodeKind::Root || n.bytes >= min_bytes).cloned().collect();
         let edges: Vec<GraphEdge> = self.edges.iter().filter(|e| e.bytes >= min_bytes).copied().collect();
-        renumber(AllocationGraph { total_bytes: self.total_bytes, total_count: self.total_count, uncertainty: self.uncertainty, nodes, edges })
+        renumber(AllocationGraph {
+            total_bytes: self.total_bytes,
+            total_count: self.total_count,
+            uncertainty: self.uncertainty,
+            nodes,
+            edges,
+        })
     }
 }
 

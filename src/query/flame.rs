@@ -9,10 +9,10 @@
 //! filter keeps.
 
 use super::alloc_stacks::{function_names, row_bytes, CanonicalPaths, StackWeights};
+use super::types::Uncertainty;
 use super::Filter;
 use crate::format::{FunctionId, TypeId};
 use crate::model::{FrameNode, Model};
-use super::types::Uncertainty;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 

@@ -29,8 +29,8 @@
 //! ```
 
 use super::objects::{apportion, par_fold, RowTypes, Tally};
-use super::Filter;
 use super::types::Uncertainty;
+use super::Filter;
 use crate::model::{Fate, Model, StackRef};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -14,11 +14,11 @@
 //!   make an entry, so small objects are missed, and large ones are rounded
 //!   to grains.
 
+use super::types::Uncertainty;
 use super::Filter;
 use crate::format::TypeId;
 use crate::model::{Fate, Model, ObjectId, SampleId, TickIndex};
 use rayon::prelude::*;
-use super::types::Uncertainty;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -142,7 +142,15 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
 
 fn by_name_entry<'a>(by_name: &'a mut BTreeMap<String, LiveType>, model: &Model, t: TypeId) -> &'a mut LiveType {
     let name = model.type_name(t).into_owned();
-    let e = by_name.entry(name.clone()).or_insert_with(|| LiveType { name, bytes: 0, count: 0, estimated_bytes: 0, type_ids: Vec::new(), uncertainty: None, samples: 0 });
+    let e = by_name.entry(name.clone()).or_insert_with(|| LiveType {
+        name,
+        bytes: 0,
+        count: 0,
+        estimated_bytes: 0,
+        type_ids: Vec::new(),
+        uncertainty: None,
+        samples: 0,
+    });
     if !e.type_ids.contains(&t.0) {
         e.type_ids.push(t.0);
     }

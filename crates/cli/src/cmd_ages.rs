@@ -136,7 +136,8 @@ fn print_ages(a: &Ages, by: Option<By>) {
     if by != Some(By::Ms) {
         println!();
         header[0] = "GCs survived";
-        let rows: Vec<Vec<String>> = a.by_gcs.iter().map(|r| cells(r.gcs_survived.to_string(), r.died, r.alive_at_end, r.erased, &r.ranges)).collect();
+        let rows: Vec<Vec<String>> =
+            a.by_gcs.iter().map(|r| cells(r.gcs_survived.to_string(), r.died, r.alive_at_end, r.erased, &r.ranges)).collect();
         print_estimated_table(&header, &estimates, &rows);
     }
     if by != Some(By::Gcs) {
@@ -164,11 +165,12 @@ fn print_at(h: &AgeHistogram) {
         None => "bars between comments".to_string(),
     };
     println!(
-        "Live objects at {} ms (tick {}): {} objects, {} bytes; {scale}, {} bars ({} with objects)",
+        "Live objects at {} ms (tick {}): {} objects, {} bytes{}; {scale}, {} bars ({} with objects)",
         ms(h.time_ms),
         h.tick,
         thousands(h.live.objects),
         thousands(h.live.bytes),
+        h.live_range.as_ref().map(|u| format!(" (est. {})", u.cell())).unwrap_or_default(),
         h.bucket_count,
         h.bars.iter().filter(|b| b.objects > 0).count()
     );
@@ -182,15 +184,22 @@ fn print_at(h: &AgeHistogram) {
                 (None, None) => format!("{:.3}-{:.3} s", b.min_age_s, b.max_age_s),
             };
             let top = b.types.iter().take(3).map(|t| format!("{} {}", t.name, thousands(t.bytes))).collect::<Vec<_>>().join(", ");
-            vec![age, thousands(b.objects), thousands(b.bytes), top]
+            let range = b.uncertainty.as_ref().map(|u| u.cell()).unwrap_or_default();
+            vec![age, thousands(b.objects), thousands(b.bytes), range, top]
         })
         .collect();
-    // The last column is text: left-aligned, unlike `print_table`'s.
+    // The last column is text: left-aligned, unlike `print_table`'s. A
+    // sampled trace's bars have their 95% range.
     let (objects, bytes) = if crate::common::estimated() { ("objects est.", "bytes est.") } else { ("objects", "bytes") };
-    let header = ["age", objects, bytes, "largest types (bytes)"];
+    let ranged = h.live_range.is_some();
+    let header = ["age", objects, bytes, if ranged { RANGE_HEADER } else { "" }, "largest types (bytes)"];
     let width = |k: usize| rows.iter().map(|r| r[k].chars().count()).chain([header[k].len()]).max().unwrap_or(0);
-    let (w0, w1, w2) = (width(0), width(1), width(2));
+    let (w0, w1, w2, w3) = (width(0), width(1), width(2), width(3));
     for r in std::iter::once(header.map(String::from).to_vec()).chain(rows) {
-        println!("{:<w0$}  {:>w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]);
+        if ranged {
+            println!("{:<w0$}  {:>w1$}  {:>w2$}  {:>w3$}  {}", r[0], r[1], r[2], r[3], r[4]);
+        } else {
+            println!("{:<w0$}  {:>w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[4]);
+        }
     }
 }

@@ -45,8 +45,7 @@ pub fn run(args: Args, grouping: Grouping) -> Result<()> {
         let total = total_of(rows.iter().map(|r| &r.figures));
         print_heading(&args.query.load.shown().display().to_string(), &total, rows.len(), what);
         let table: Vec<Vec<String>> = shown.iter().map(|r| figure_cells(&r.name, &r.figures, &total)).collect();
-        let ranges: Vec<[Option<clrprof::query::Uncertainty>; 2]> =
-            shown.iter().map(|r| [r.inclusive_range, r.exclusive_range]).collect();
+        let ranges: Vec<[Option<clrprof::query::Uncertainty>; 2]> = shown.iter().map(|r| [r.inclusive_range, r.exclusive_range]).collect();
         crate::cmd_functions::print_figures(FIGURE_HEADER[0], table, &ranges);
         let singular = match grouping {
             Grouping::Module => "module",

@@ -325,6 +325,7 @@ fn every_view_gives_its_estimates_samples_and_ranges() {
     assert!(near(lt_alive, alive.0), "lifetime's alive at end {lt_alive} against types --kind final {}", alive.0);
 
     // ages: the totals and every bin's figures.
+    let tl = ok_json(&["timeline", t]);
     let a = ok_json(&["ages", t]);
     let mut total = 0u64;
     for c in ["died", "erased", "alive_at_end", "untracked", "unknown"] {
@@ -340,20 +341,38 @@ fn every_view_gives_its_estimates_samples_and_ranges() {
             }
         }
     }
+    // ages --at: the live objects by age, each bar with its range.
+    let end = tl["at_ms"].as_f64().unwrap_or(0.0).to_string();
+    let h = ok_json(&["ages", t, "--at", &end]);
+    ranged("ages --at live", &h["live_range"], &h["live"]["bytes"], &h["live"]["objects"]);
+    for b in h["bars"].as_array().expect("bars").iter().filter(|b| b["objects"].as_u64() > Some(0)) {
+        ranged("ages --at bar", b, &b["bytes"], &b["objects"]);
+    }
     // ages weighs each sampled object by its row's weight (not rounded
     // per row as the other views): equal within 0.1%.
     eprintln!("ages: {total} objects against types' {}", allocated.0);
     assert!(near(total, allocated.0), "ages' {total} objects against types' {}", allocated.0);
 
+    // survivors: the total and every allocating stack.
+    let sv = ok_json(&["survivors", t]);
+    ranged("survivors total", &sv["surviving_range"], &sv["surviving"]["bytes"], &sv["surviving"]["objects"]);
+    let stacks = sv["by_stack"].as_array().expect("by stack");
+    assert!(!stacks.is_empty(), "{sv}");
+    for st in stacks {
+        ranged("survivors stack", st, &st["surviving"]["bytes"], &st["surviving"]["objects"]);
+    }
+
     // The timeline's live types at the end.
-    let tl = ok_json(&["timeline", t]);
     let live = tl["live"].as_array().expect("live");
     for r in live.iter().filter(|r| r["count"].as_u64() > Some(0)) {
         ranged("timeline live", r, &r["bytes"], &r["count"]);
     }
     let live_total = (sum(live, "count"), sum(live, "bytes"));
     eprintln!("timeline live at the end {live_total:?} against types --kind final {alive:?}");
-    assert!(near(live_total.0, alive.0) && near(live_total.1, alive.1), "the timeline's live at the end {live_total:?} against types --kind final {alive:?}");
+    assert!(
+        near(live_total.0, alive.0) && near(live_total.1, alive.1),
+        "the timeline's live at the end {live_total:?} against types --kind final {alive:?}"
+    );
 
     // The tables: a range column, " est." kept under -q.
     for (args, range) in [
@@ -362,6 +381,7 @@ fn every_view_gives_its_estimates_samples_and_ranges() {
         (&["graph", t, "-q"][..], "95% range"),
         (&["lifetime", t, "-q"][..], "allocated 95% range"),
         (&["ages", t, "-q"][..], "died 95% range"),
+        (&["survivors", t, "-q"][..], "95% range"),
         (&["timeline", t, "-q"][..], "95% range"),
     ] {
         let out = clrprof(args);

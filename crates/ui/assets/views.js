@@ -83,6 +83,15 @@ CP.views.types = async function (root, params) {
   root.append(cols);
 };
 
+// Type, bytes and objects columns of `types` rows; a sampled trace's rows
+// (they carry `samples`) get " est." and their 95% range.
+CP.typeColumns = function (types) {
+  const ranged = types.some((t) => t.samples !== undefined);
+  const est = ranged ? ' est.' : '';
+  return [{ key: 'type', label: 'Type' }, { key: 'bytes', label: 'Bytes' + est, num: true }, { key: 'count', label: 'Objects' + est, num: true },
+    ...(ranged ? [CP.rangeColumn()] : [])];
+};
+
 function hashName(s) {
   let h = 0;
   for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;

@@ -895,3 +895,49 @@ fn snapshots_named_in_the_environment() {
         eprintln!("  read in {read_time:?}, transcoded in {transcode_time:?} ({} bytes of log)", log.len());
     }
 }
+
+/// A leak held only by something the snapshots do not name: three
+/// snapshots of one process where an `Object[]` that no root reaches holds
+/// 100, 200 and 300 `Foo`s. The `Foo`s are held by unnamed roots, so
+/// `leaks` counts them (a leak of `Foo`, held by the array, from an
+/// unnamed root); taken for garbage, they would be no leak at all.
+#[test]
+fn a_leak_held_by_unnamed_roots_is_found() {
+    let models: Vec<clrprof::model::Model> = [100u32, 200, 300]
+        .iter()
+        .map(|&k| {
+            let mut d = synth::dotnet(10, true);
+            let first = d.nodes.len() as u32 + 1;
+            let children: Vec<u32> = (first..first + k).collect();
+            d.nodes.push(synth::Node { ty: 10, size: 40 + 8 * k as i32, children, undefined: false, address: 0x7f00_0030_0000 });
+            for i in 0..u64::from(k) {
+                d.nodes.push(synth::Node { ty: 11, size: 24, children: vec![], undefined: false, address: 0x7f00_0040_0000 + 32 * i });
+            }
+            synthetic(&d).1
+        })
+        .collect();
+    let index = clrprof::query::dumps::DumpIndex(0);
+    let series: Vec<clrprof::query::dumps::SeriesDump> = models
+        .iter()
+        .enumerate()
+        .map(|(k, model)| clrprof::query::dumps::SeriesDump { model, index, at_ms: 60_000.0 * k as f64 })
+        .collect();
+    let rule = clrprof::query::dumps::LeakRule { min_objects: 50, min_bytes: 1000, ..Default::default() };
+    let report = clrprof::query::dumps::leaks(&series, rule);
+    assert_eq!(report.verdict, clrprof::query::dumps::Verdict::Leak, "{report:?}");
+    assert!(report.dumps.iter().all(|d| d.unreachable == 0), "{:?}", report.dumps);
+    let foo = report.leaks.iter().find(|l| l.series.name == "Foo").unwrap_or_else(|| panic!("Foo leaks: {report:?}"));
+    // The two Foos of the synthetic heap, and the array's.
+    assert_eq!(foo.series.objects, vec![102, 202, 302]);
+    let holder = foo.holder.as_ref().expect("what holds the Foos");
+    assert_eq!(holder.container.name, "System.Object[]");
+    assert!(holder.root.as_ref().is_some_and(|r| r.flags & clrprof::format::records::ROOT_UNNAMED != 0), "{holder:?}");
+    // Retained sizes and paths count them too.
+    let r = clrprof::query::dumps::retained(&models[2], index, 10).expect("retained");
+    assert_eq!((r.unreachable_objects, r.unreachable_bytes), (0, 0));
+    let p = clrprof::query::dumps::paths_to(&models[2], index, "Foo", 400).expect("paths");
+    assert_eq!(p.unreachable, 0);
+    let t = models[2].heap_dumps();
+    let unnamed = t.roots(&t.dumps()[0]).iter().filter(|r| r.flags & clrprof::format::records::ROOT_UNNAMED != 0).count();
+    assert!(unnamed >= 1, "the array is held by an unnamed root");
+}

@@ -27,6 +27,7 @@
 //! parameter (`bars`) instead of a measurement of the screen.
 
 use super::objects::{merge_tallies, par_fold, Clock, RowTypes, Tally};
+use super::types::Uncertainty;
 use super::Filter;
 use crate::model::{Fate, Model, ObjectId, TickIndex};
 use serde::Serialize;
@@ -117,6 +118,10 @@ pub struct AgeBar {
     pub objects: u64,
     /// Their bytes.
     pub bytes: u64,
+    /// For a sampled trace: the live samples in the bar and the 95% range
+    /// of its figures.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
     /// By type, largest first.
     pub types: Vec<TypeShare>,
 }
@@ -136,6 +141,9 @@ pub struct AgeHistogram {
     pub bars: Vec<AgeBar>,
     /// All live objects.
     pub live: Tally,
+    /// For a sampled trace: the live samples and the 95% range of `live`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_range: Option<Uncertainty>,
     /// The legend: types by bytes, largest first.
     pub types: Vec<TypeShare>,
 }
@@ -154,10 +162,18 @@ struct BarAcc {
     /// Per type slot.
     legend: Vec<Tally>,
     live: Tally,
+    /// Sampled objects per bar (each counted once).
+    samples: Vec<u64>,
 }
 
 impl BarAcc {
     fn merge(mut self, o: BarAcc) -> BarAcc {
+        if self.samples.len() < o.samples.len() {
+            self.samples.resize(o.samples.len(), 0);
+        }
+        for (a, b) in self.samples.iter_mut().zip(&o.samples) {
+            *a += b;
+        }
         self.per_bar = merge_tallies(self.per_bar, o.per_bar);
         self.dense = merge_tallies(self.dense, o.dense);
         for (k, t) in o.sparse {
@@ -278,10 +294,12 @@ pub fn age_histogram_at(
             sparse: HashMap::new(),
             legend: vec![Tally::default(); types.len()],
             live: Tally::default(),
+            samples: Vec::new(),
         },
         |acc, range| {
             if acc.per_bar.is_empty() {
                 acc.per_bar = vec![Tally::default(); nbars];
+                acc.samples = vec![0; nbars];
                 if dense {
                     acc.dense = vec![Tally::default(); nbars * ntypes];
                 }
@@ -298,6 +316,7 @@ pub fn age_histogram_at(
                 let b = bar_of(age, estimate, &bounds);
                 let n = types.weight(row.stack);
                 acc.per_bar[b].add_n(n, size);
+                acc.samples[b] += 1;
                 if dense {
                     acc.dense[b * ntypes + slot].add_n(n, size);
                 } else {
@@ -309,7 +328,7 @@ pub fn age_histogram_at(
         },
         BarAcc::merge,
     );
-    let BarAcc { per_bar, dense: dense_cells, sparse, legend, live } = acc;
+    let BarAcc { per_bar, dense: dense_cells, sparse, legend, live, samples } = acc;
     let per_bar = if per_bar.is_empty() { vec![Tally::default(); nbars] } else { per_bar };
     let share =
         |slot: usize, t: Tally| TypeShare { name: types.names[slot].clone(), objects: t.objects, bytes: t.bytes };
@@ -336,6 +355,7 @@ pub fn age_histogram_at(
             max_comment,
             objects: per_bar[i].objects,
             bytes: per_bar[i].bytes,
+            uncertainty: Uncertainty::of_tally(model, samples.get(i).copied().unwrap_or(0), per_bar[i].bytes, per_bar[i].objects),
             types: shares,
         });
     }
@@ -349,6 +369,7 @@ pub fn age_histogram_at(
         bucket_count: per_bar.len(),
         bars: out,
         live,
+        live_range: Uncertainty::of_tally(model, samples.iter().sum(), live.bytes, live.objects),
         types: types_out,
     })
 }

@@ -23,9 +23,11 @@
 //! [`age_histogram_at`](super::age_histogram_at) (in `age_histogram.rs`).
 
 use super::objects::{add_at, log2_bin, log2_bounds, merge_tallies, millis_between, par_fold, Clock, RowTypes, Tally};
+use super::types::Uncertainty;
 use super::Filter;
 use crate::model::{Fate, Model};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// One line of the histogram by GCs survived.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -38,6 +40,9 @@ pub struct GcsAgeRow {
     pub erased: Tally,
     /// Alive at the end, having survived that many.
     pub alive_at_end: Tally,
+    /// For a sampled trace: the samples and 95% range of each figure.
+    #[serde(skip_serializing_if = "AgeRanges::is_empty")]
+    pub ranges: AgeRanges,
 }
 
 /// One line of the histogram by age in milliseconds.
@@ -53,6 +58,36 @@ pub struct MsAgeRow {
     pub erased: Tally,
     /// Alive at the end with an age in the bin.
     pub alive_at_end: Tally,
+    /// For a sampled trace: the samples and 95% range of each figure.
+    #[serde(skip_serializing_if = "AgeRanges::is_empty")]
+    pub ranges: AgeRanges,
+}
+
+/// The 95% ranges of a line's figures (a sampled trace; all `None` for a
+/// log of every allocation, or for an empty figure).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct AgeRanges {
+    /// Of `died`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub died: Option<Uncertainty>,
+    /// Of `erased`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub erased: Option<Uncertainty>,
+    /// Of `alive_at_end`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alive_at_end: Option<Uncertainty>,
+}
+
+impl AgeRanges {
+    /// No range (a log of every allocation).
+    pub fn is_empty(&self) -> bool {
+        self.died.is_none() && self.erased.is_none() && self.alive_at_end.is_none()
+    }
+
+    fn of(model: &Model, figures: [Tally; 3], samples: [Tally; 3]) -> AgeRanges {
+        let u = |k: usize| Uncertainty::of_tally(model, samples[k].objects, figures[k].bytes, figures[k].objects);
+        AgeRanges { died: u(0), erased: u(1), alive_at_end: u(2) }
+    }
 }
 
 /// Age histograms of the objects a filter keeps.
@@ -73,6 +108,10 @@ pub struct Ages {
     /// A trace's sampled objects whose fate the runtime's reports leave
     /// unknown (in no histogram).
     pub unknown: Tally,
+    /// For a sampled trace: the samples and 95% range of the totals
+    /// (`died`, `erased`, `alive_at_end`, `untracked`, `unknown`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub ranges: BTreeMap<&'static str, Uncertainty>,
     /// By GCs survived, ascending; lines with no object are left out.
     pub by_gcs: Vec<GcsAgeRow>,
     /// By age in ms, in power-of-two bins, ascending; empty bins are left
@@ -90,11 +129,49 @@ struct Acc {
     age_ms: [u64; 3],
     untracked: Tally,
     unknown: Tally,
+    /// For a sampled trace: the same counts of samples (each sampled
+    /// object once), for the figures' ranges.
+    samples: Option<Box<Acc>>,
+}
+
+/// Where [`Acc::add`] counts an object.
+#[derive(Clone, Copy)]
+enum Slot {
+    /// Died (0), erased (1) or alive (2): GCs survived, ms bin, age.
+    Aged(usize, usize, usize, u64),
+    Untracked,
+    Unknown,
 }
 
 impl Acc {
+    fn new(sampled: bool) -> Acc {
+        Acc { samples: sampled.then(|| Box::new(Acc::default())), ..Acc::default() }
+    }
+
+    /// Counts `n` objects of `size` bytes each (one sample standing for
+    /// `n`).
+    fn add(&mut self, slot: Slot, n: u64, size: u64) {
+        match slot {
+            Slot::Aged(kind, survived, bin, age) => {
+                self.totals[kind].add_n(n, size);
+                self.age_ms[kind] += age.saturating_mul(n);
+                add_at(&mut self.gcs[kind], survived, n, size);
+                add_at(&mut self.ms[kind], bin, n, size);
+            }
+            Slot::Untracked => self.untracked.add_n(n, size),
+            Slot::Unknown => self.unknown.add_n(n, size),
+        }
+        if let Some(s) = &mut self.samples {
+            s.add(slot, 1, size);
+        }
+    }
+
     fn merge(mut self, o: Acc) -> Acc {
-        let Acc { gcs, ms, totals, age_ms, untracked, unknown } = o;
+        let Acc { gcs, ms, totals, age_ms, untracked, unknown, samples } = o;
+        self.samples = match (self.samples.take(), samples) {
+            (Some(a), Some(b)) => Some(Box::new(a.merge(*b))),
+            (a, b) => a.or(b),
+        };
         for (k, (g, m)) in gcs.into_iter().zip(ms).enumerate() {
             self.gcs[k] = merge_tallies(std::mem::take(&mut self.gcs[k]), g);
             self.ms[k] = merge_tallies(std::mem::take(&mut self.ms[k]), m);
@@ -117,9 +194,10 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
     let gcs_ended = before_gcs.len() as u32;
     let end = clock.last();
     let ms = clock.tick_millis();
+    let sampled = model.sampling().is_some();
     let acc = par_fold(
         filter.object_range(model),
-        Acc::default,
+        || Acc::new(sampled),
         |acc, range| {
             let mut born = before_gcs.partition_point(|&b| b <= range.start.0);
             table.for_each_in(range, |row, fate| {
@@ -136,20 +214,11 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
                     Fate::DiedAtGc { gc, .. } => (0, clock.death_tick(fate).unwrap_or(end), gc.0.saturating_sub(b)),
                     Fate::Erased { tick, gcs_before, .. } => (1, tick, gcs_before.saturating_sub(b)),
                     Fate::Alive => (2, end, gcs_ended.saturating_sub(b)),
-                    Fate::Untracked => {
-                        acc.untracked.add_n(n, size);
-                        return;
-                    }
-                    Fate::Unknown { .. } => {
-                        acc.unknown.add_n(n, size);
-                        return;
-                    }
+                    Fate::Untracked => return acc.add(Slot::Untracked, n, size),
+                    Fate::Unknown { .. } => return acc.add(Slot::Unknown, n, size),
                 };
                 let age = millis_between(&ms, row.tick, until);
-                acc.totals[kind].add_n(n, size);
-                acc.age_ms[kind] += age.saturating_mul(n);
-                add_at(&mut acc.gcs[kind], survived as usize, n, size);
-                add_at(&mut acc.ms[kind], log2_bin(age), n, size);
+                acc.add(Slot::Aged(kind, survived as usize, log2_bin(age), age), n, size);
             });
         },
         Acc::merge,
@@ -166,9 +235,30 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
     };
     let get = |v: &Vec<Tally>, k: usize| v.get(k).copied().unwrap_or_default();
     let len = |v: &[Vec<Tally>; 3]| v.iter().map(Vec::len).max().unwrap_or(0);
+    let three = |v: &[Vec<Tally>; 3], k: usize| [get(&v[0], k), get(&v[1], k), get(&v[2], k)];
+    let ranges = |v: &[Vec<Tally>; 3], sampled: Option<&[Vec<Tally>; 3]>, k: usize| match sampled {
+        Some(s) => AgeRanges::of(model, three(v, k), three(s, k)),
+        None => AgeRanges::default(),
+    };
+    if let Some(s) = &acc.samples {
+        let figures =
+            [("died", a.died), ("erased", a.erased), ("alive_at_end", a.alive_at_end), ("untracked", a.untracked), ("unknown", a.unknown)];
+        let samples = [s.totals[0], s.totals[1], s.totals[2], s.untracked, s.unknown];
+        for ((name, t), k) in figures.into_iter().zip(samples) {
+            if let Some(u) = Uncertainty::of_tally(model, k.objects, t.bytes, t.objects) {
+                a.ranges.insert(name, u);
+            }
+        }
+    }
     let (gcs, ms) = (&acc.gcs, &acc.ms);
     for k in 0..len(gcs) {
-        let r = GcsAgeRow { gcs_survived: k as u32, died: get(&gcs[0], k), erased: get(&gcs[1], k), alive_at_end: get(&gcs[2], k) };
+        let r = GcsAgeRow {
+            gcs_survived: k as u32,
+            died: get(&gcs[0], k),
+            erased: get(&gcs[1], k),
+            alive_at_end: get(&gcs[2], k),
+            ranges: ranges(gcs, acc.samples.as_deref().map(|s| &s.gcs), k),
+        };
         if !(r.died.is_empty() && r.erased.is_empty() && r.alive_at_end.is_empty()) {
             a.by_gcs.push(r);
         }
@@ -181,6 +271,7 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
             died: get(&ms[0], k),
             erased: get(&ms[1], k),
             alive_at_end: get(&ms[2], k),
+            ranges: ranges(ms, acc.samples.as_deref().map(|s| &s.ms), k),
         };
         if !(r.died.is_empty() && r.erased.is_empty() && r.alive_at_end.is_empty()) {
             a.by_ms.push(r);

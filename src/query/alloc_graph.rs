@@ -30,6 +30,7 @@
 //! going out to types for a function node, all its bytes for a type node).
 
 use super::alloc_stacks::{function_names, row_bytes, CanonicalPaths, StackWeights};
+use super::types::Uncertainty;
 use super::Filter;
 use crate::format::{FunctionId, TypeId};
 use crate::model::{FrameNode, Model};
@@ -74,6 +75,14 @@ pub struct GraphNode {
     pub exclusive_bytes: u64,
     /// Objects allocated here (like `exclusive_bytes`).
     pub exclusive_count: u64,
+    /// For a sampled trace: the sampled objects and the 95% range of
+    /// `bytes` and `count`.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
+    /// For a sampled trace: the same for `exclusive_bytes` and
+    /// `exclusive_count` (absent when nothing was allocated here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclusive_range: Option<Uncertainty>,
 }
 
 /// An edge caller -> callee (or allocating function -> type).
@@ -87,6 +96,9 @@ pub struct GraphEdge {
     pub bytes: u64,
     /// Objects allocated through this call.
     pub count: u64,
+    /// For a sampled trace: the sampled objects and the 95% range.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
 }
 
 /// The graph. Nodes are sorted by weight (the root first), edges by bytes.
@@ -96,6 +108,10 @@ pub struct AllocationGraph {
     pub total_bytes: u64,
     /// Objects allocated.
     pub total_count: u64,
+    /// For a sampled trace: the sampled objects and the 95% range of the
+    /// totals.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
     /// The nodes.
     pub nodes: Vec<GraphNode>,
     /// The edges.
@@ -215,6 +231,9 @@ struct Flow {
     count_out: u64,
     exclusive_bytes: u64,
     exclusive_count: u64,
+    samples_in: u64,
+    samples_out: u64,
+    exclusive_samples: u64,
 }
 
 /// Builds the allocation graph of the objects the filter keeps.
@@ -223,13 +242,14 @@ pub fn allocation_graph(model: &Model, filter: &Filter) -> AllocationGraph {
     let mut paths = CanonicalPaths::new(model);
     let mut scratch: Vec<FrameNode> = Vec::new();
     // Bytes and objects per (path, type): the per-path work is done once.
-    let mut per_path: BTreeMap<(u32, TypeId), (u64, u64)> = BTreeMap::new();
+    let mut per_path: BTreeMap<(u32, TypeId), (u64, u64, u64)> = BTreeMap::new();
     for (row, count) in weights.iter() {
         let Some((ty, bytes)) = row_bytes(model, row, count) else { continue };
         let p = paths.of_row(model, row, &mut scratch);
-        let e = per_path.entry((p, ty)).or_insert((0, 0));
+        let e = per_path.entry((p, ty)).or_insert((0, 0, 0));
         e.0 = e.0.saturating_add(bytes);
         e.1 += count;
+        e.2 += weights.samples(row);
     }
 
     let mut vertices = Vertices::default();
@@ -237,13 +257,14 @@ pub fn allocation_graph(model: &Model, filter: &Filter) -> AllocationGraph {
     let mut function_vertex: HashMap<i32, u32> = HashMap::new();
     let mut type_vertex: HashMap<TypeId, u32> = HashMap::new();
     let mut path_vertices: HashMap<u32, Vec<u32>> = HashMap::new();
-    let mut edges: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
+    let mut edges: HashMap<(u32, u32), (u64, u64, u64)> = HashMap::new();
     let mut functions: Vec<FunctionId> = Vec::new();
     let mut seen: Vec<u32> = Vec::new();
-    let (mut total_bytes, mut total_count) = (0u64, 0u64);
-    for (&(p, ty), &(bytes, count)) in &per_path {
+    let (mut total_bytes, mut total_count, mut total_samples) = (0u64, 0u64, 0u64);
+    for (&(p, ty), &(bytes, count, samples)) in &per_path {
         total_bytes = total_bytes.saturating_add(bytes);
         total_count += count;
+        total_samples += samples;
         let tv = *type_vertex.entry(ty).or_insert_with(|| vertices.get(VertexKey::Type(model.type_name(ty).into_owned())));
         let vp = path_vertices.entry(p).or_insert_with(|| {
             paths.functions(p, &mut functions);
@@ -261,9 +282,10 @@ pub fn allocation_graph(model: &Model, filter: &Filter) -> AllocationGraph {
         });
         let mut prev = root;
         for &v in vp.iter().chain(std::iter::once(&tv)) {
-            let e = edges.entry((prev, v)).or_insert((0, 0));
+            let e = edges.entry((prev, v)).or_insert((0, 0, 0));
             e.0 = e.0.saturating_add(bytes);
             e.1 += count;
+            e.2 += samples;
             prev = v;
         }
     }
@@ -272,17 +294,20 @@ pub fn allocation_graph(model: &Model, filter: &Filter) -> AllocationGraph {
     let n = vertices.keys.len();
     let mut flow = vec![Flow::default(); n];
     let is_type = |v: u32| matches!(vertices.keys[v as usize], VertexKey::Type(_));
-    for (&(a, b), &(bytes, count)) in &edges {
+    for (&(a, b), &(bytes, count, samples)) in &edges {
         let fa = &mut flow[a as usize];
         fa.bytes_out = fa.bytes_out.saturating_add(bytes);
         fa.count_out += count;
+        fa.samples_out += samples;
         if is_type(b) && a != root {
             fa.exclusive_bytes = fa.exclusive_bytes.saturating_add(bytes);
             fa.exclusive_count += count;
+            fa.exclusive_samples += samples;
         }
         let fb = &mut flow[b as usize];
         fb.bytes_in = fb.bytes_in.saturating_add(bytes);
         fb.count_in += count;
+        fb.samples_in += samples;
     }
     let mut nodes: Vec<GraphNode> = (0..n as u32)
         .filter(|&v| v == root || flow[v as usize].bytes_in > 0 || flow[v as usize].count_in > 0)
@@ -295,25 +320,41 @@ pub fn allocation_graph(model: &Model, filter: &Filter) -> AllocationGraph {
                 }
                 VertexKey::Type(name) => (NodeKind::Type, name.clone(), None, None),
             };
-            let (exclusive_bytes, exclusive_count) =
-                if kind == NodeKind::Type { (f.bytes_in, f.count_in) } else { (f.exclusive_bytes, f.exclusive_count) };
+            let (exclusive_bytes, exclusive_count, exclusive_samples) = if kind == NodeKind::Type {
+                (f.bytes_in, f.count_in, f.samples_in)
+            } else {
+                (f.exclusive_bytes, f.exclusive_count, f.exclusive_samples)
+            };
+            // The larger side's figures and the samples behind them.
+            let (bytes, count) = (f.bytes_in.max(f.bytes_out), f.count_in.max(f.count_out));
+            let samples = if f.bytes_out > f.bytes_in { f.samples_out } else { f.samples_in };
             GraphNode {
                 id: v,
                 kind,
                 name,
                 signature,
                 module,
-                bytes: f.bytes_in.max(f.bytes_out),
-                count: f.count_in.max(f.count_out),
+                bytes,
+                count,
                 bytes_in: f.bytes_in,
                 bytes_out: f.bytes_out,
                 exclusive_bytes,
                 exclusive_count,
+                uncertainty: Uncertainty::of_tally(model, samples, bytes, count),
+                exclusive_range: Uncertainty::of_tally(model, exclusive_samples, exclusive_bytes, exclusive_count),
             }
         })
         .collect();
-    let edges: Vec<GraphEdge> =
-        edges.into_iter().map(|((from, to), (bytes, count))| GraphEdge { from, to, bytes, count }).collect();
+    let edges: Vec<GraphEdge> = edges
+        .into_iter()
+        .map(|((from, to), (bytes, count, samples))| GraphEdge {
+            from,
+            to,
+            bytes,
+            count,
+            uncertainty: Uncertainty::of_tally(model, samples, bytes, count),
+        })
+        .collect();
     nodes.sort_by(|a, b| {
         (a.kind != NodeKind::Root)
             .cmp(&(b.kind != NodeKind::Root))
@@ -323,7 +364,8 @@ pub fn allocation_graph(model: &Model, filter: &Filter) -> AllocationGraph {
             .then_with(|| a.module.cmp(&b.module))
             .then(a.kind.cmp(&b.kind))
     });
-    renumber(AllocationGraph { total_bytes, total_count, nodes, edges })
+    let uncertainty = Uncertainty::of_tally(model, total_samples, total_bytes, total_count);
+    renumber(AllocationGraph { total_bytes, total_count, uncertainty, nodes, edges })
 }
 
 /// Gives nodes the ids of their positions, maps the edges, drops edges whose
@@ -353,7 +395,13 @@ impl AllocationGraph {
         let nodes: Vec<GraphNode> =
             self.nodes.iter().filter(|n| n.kind == NodeKind::Root || n.bytes >= min_bytes).cloned().collect();
         let edges: Vec<GraphEdge> = self.edges.iter().filter(|e| e.bytes >= min_bytes).copied().collect();
-        renumber(AllocationGraph { total_bytes: self.total_bytes, total_count: self.total_count, nodes, edges })
+        renumber(AllocationGraph {
+            total_bytes: self.total_bytes,
+            total_count: self.total_count,
+            uncertainty: self.uncertainty,
+            nodes,
+            edges,
+        })
     }
 }
 

@@ -23,6 +23,9 @@ use std::collections::HashMap;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StackWeights {
     counts: Vec<u64>,
+    /// For a sampled trace: the sampled objects behind each row's count
+    /// (empty for a log of every allocation, whose counts are exact).
+    samples: Vec<u64>,
 }
 
 impl StackWeights {
@@ -30,11 +33,16 @@ impl StackWeights {
     pub fn new(model: &Model, filter: &Filter) -> StackWeights {
         let rows = model.stacks().len();
         let mut counts = vec![0u64; rows];
+        let sampled = model.sampling().is_some();
+        let mut samples = Vec::new();
         if filter.is_all() {
             for (row, c) in model.histograms().allocated.iter() {
                 if let Some(slot) = counts.get_mut(row.index()) {
                     *slot += c;
                 }
+            }
+            if sampled {
+                samples = counts.iter().enumerate().map(|(r, &c)| model.samples_behind(StackRef(r as u32), c)).collect();
             }
         } else {
             for r in filter.objects(model) {
@@ -42,9 +50,18 @@ impl StackWeights {
                     *slot += 1;
                 }
             }
+            if sampled {
+                samples = counts.clone();
+            }
             model.estimate_rows(&mut counts);
         }
-        StackWeights { counts }
+        StackWeights { counts, samples }
+    }
+
+    /// The sampled objects one row's count rests on (for a sampled trace;
+    /// 0 for a log of every allocation, whose counts are exact).
+    pub fn samples(&self, row: StackRef) -> u64 {
+        self.samples.get(row.index()).copied().unwrap_or(0)
     }
 
     /// The objects of one row.

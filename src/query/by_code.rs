@@ -25,6 +25,7 @@
 //! ([`StackWeights`]), then each row's frames are walked once.
 
 use super::alloc_stacks::{allocation_frames, function_names, node_function, row_bytes, StackWeights};
+use super::types::Uncertainty;
 use super::Filter;
 use crate::format::FunctionId;
 use crate::model::{FrameNode, Model, StackRef};
@@ -76,6 +77,14 @@ pub struct FunctionRow {
     /// The figures.
     #[serde(flatten)]
     pub figures: Figures,
+    /// For a sampled trace: the sampled objects and 95% range of the
+    /// inclusive figures (see [`Uncertainty`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inclusive_range: Option<Uncertainty>,
+    /// The same for the exclusive figures (absent when it allocated none
+    /// itself).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclusive_range: Option<Uncertainty>,
 }
 
 /// One module's or class's line.
@@ -86,6 +95,21 @@ pub struct GroupRow {
     /// The figures.
     #[serde(flatten)]
     pub figures: Figures,
+    /// For a sampled trace: the inclusive figures' samples and range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inclusive_range: Option<Uncertainty>,
+    /// For a sampled trace: the exclusive figures' samples and range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclusive_range: Option<Uncertainty>,
+}
+
+/// The 95% ranges of a group's figures from the samples behind them
+/// (inclusive, exclusive); `None` each for a log of every allocation.
+fn ranges_of(model: &Model, f: &Figures, samples: [u64; 2]) -> (Option<Uncertainty>, Option<Uncertainty>) {
+    (
+        Uncertainty::of_tally(model, samples[0], f.inclusive_bytes, f.inclusive_count),
+        Uncertainty::of_tally(model, samples[1], f.exclusive_bytes, f.exclusive_count),
+    )
 }
 
 /// How a list is ordered.
@@ -107,14 +131,17 @@ trait Grouping {
 
 /// The per-row walk shared by every grouping: counts each row's objects
 /// exclusive for the group of its innermost frame and inclusive once per
-/// distinct group on its frames. `keep` selects rows.
+/// distinct group on its frames. `keep` selects rows. Beside each
+/// group's figures: the sampled objects behind them (inclusive,
+/// exclusive; zeros for a log of every allocation).
 fn accumulate<G: Grouping>(
     model: &Model,
     weights: &StackWeights,
     keep: &mut dyn FnMut(StackRef) -> bool,
     grouping: &mut G,
-) -> Vec<Figures> {
+) -> (Vec<Figures>, Vec<[u64; 2]>) {
     let mut figures: Vec<Figures> = Vec::new();
+    let mut samples: Vec<[u64; 2]> = Vec::new();
     let mut stamp: Vec<u32> = Vec::new();
     let mut node_group: Vec<u32> = vec![u32::MAX; model.stacks().node_count()];
     let mut frames: Vec<FrameNode> = Vec::new();
@@ -124,6 +151,7 @@ fn accumulate<G: Grouping>(
             continue;
         }
         let bytes = row_bytes(model, row, count).map_or(0, |(_, b)| b);
+        let sampled = weights.samples(row);
         allocation_frames(model, row, &mut frames);
         row_stamp = row_stamp.wrapping_add(1).max(1);
         let mut group_of = |n: FrameNode, grouping: &mut G| -> u32 {
@@ -141,27 +169,33 @@ fn accumulate<G: Grouping>(
         let leaf = frames.first().map_or(0, |&n| group_of(n, grouping));
         if figures.len() < grouping.groups() {
             figures.resize(grouping.groups(), Figures::default());
+            samples.resize(grouping.groups(), [0; 2]);
             stamp.resize(grouping.groups(), 0);
         }
         figures[leaf as usize].add_exclusive(bytes, count);
+        samples[leaf as usize][1] += sampled;
         if frames.is_empty() {
             figures[0].add_inclusive(bytes, count);
+            samples[0][0] += sampled;
             continue;
         }
         for &n in &frames {
             let g = group_of(n, grouping) as usize;
             if g >= figures.len() {
                 figures.resize(grouping.groups(), Figures::default());
+                samples.resize(grouping.groups(), [0; 2]);
                 stamp.resize(grouping.groups(), 0);
             }
             if stamp[g] != row_stamp {
                 stamp[g] = row_stamp;
                 figures[g].add_inclusive(bytes, count);
+                samples[g][0] += sampled;
             }
         }
     }
     figures.resize(grouping.groups(), Figures::default());
-    figures
+    samples.resize(grouping.groups(), [0; 2]);
+    (figures, samples)
 }
 
 /// Functions grouped by id.
@@ -250,23 +284,29 @@ pub(crate) fn functions_where(
     by: SortBy,
 ) -> Vec<FunctionRow> {
     let mut g = ByFunction { ids: vec![None], index: HashMap::new() };
-    let figures = accumulate(model, weights, keep, &mut g);
+    let (figures, samples) = accumulate(model, weights, keep, &mut g);
     let mut rows: Vec<FunctionRow> = g
         .ids
         .iter()
         .zip(figures)
-        .filter(|(_, f)| f.inclusive_count > 0 || f.exclusive_count > 0)
-        .map(|(id, figures)| match id {
-            None => FunctionRow {
-                function: None,
-                name: NO_STACK.to_string(),
-                signature: String::new(),
-                module: None,
-                figures,
-            },
-            Some(id) => {
-                let (name, signature, module) = function_names(model, *id);
-                FunctionRow { function: Some(id.0), name, signature, module, figures }
+        .zip(samples)
+        .filter(|((_, f), _)| f.inclusive_count > 0 || f.exclusive_count > 0)
+        .map(|((id, figures), samples)| {
+            let (inclusive_range, exclusive_range) = ranges_of(model, &figures, samples);
+            match id {
+                None => FunctionRow {
+                    function: None,
+                    name: NO_STACK.to_string(),
+                    signature: String::new(),
+                    module: None,
+                    figures,
+                    inclusive_range,
+                    exclusive_range,
+                },
+                Some(id) => {
+                    let (name, signature, module) = function_names(model, *id);
+                    FunctionRow { function: Some(id.0), name, signature, module, figures, inclusive_range, exclusive_range }
+                }
             }
         })
         .collect();
@@ -285,13 +325,17 @@ pub fn by_function(model: &Model, filter: &Filter, by: SortBy) -> Vec<FunctionRo
 fn groups<F: FnMut(&Model, FunctionId) -> String>(model: &Model, filter: &Filter, by: SortBy, name_of: F) -> Vec<GroupRow> {
     let weights = StackWeights::new(model, filter);
     let mut g = ByName::new(name_of);
-    let figures = accumulate(model, &weights, &mut |_| true, &mut g);
+    let (figures, samples) = accumulate(model, &weights, &mut |_| true, &mut g);
     let mut rows: Vec<GroupRow> = g
         .names
         .into_iter()
         .zip(figures)
-        .filter(|(_, f)| f.inclusive_count > 0 || f.exclusive_count > 0)
-        .map(|(name, figures)| GroupRow { name, figures })
+        .zip(samples)
+        .filter(|((_, f), _)| f.inclusive_count > 0 || f.exclusive_count > 0)
+        .map(|((name, figures), samples)| {
+            let (inclusive_range, exclusive_range) = ranges_of(model, &figures, samples);
+            GroupRow { name, figures, inclusive_range, exclusive_range }
+        })
         .collect();
     rows.sort_by(|a, b| sort_key(&b.figures, by).cmp(&sort_key(&a.figures, by)).then_with(|| a.name.cmp(&b.name)));
     rows

@@ -9,6 +9,7 @@
 //! filter keeps.
 
 use super::alloc_stacks::{function_names, row_bytes, CanonicalPaths, StackWeights};
+use super::types::Uncertainty;
 use super::Filter;
 use crate::format::{FunctionId, TypeId};
 use crate::model::{FrameNode, Model};
@@ -22,6 +23,11 @@ pub struct FoldedStack {
     pub stack: String,
     /// Bytes allocated with it.
     pub bytes: u64,
+    /// Objects allocated with it.
+    pub count: u64,
+    /// For a sampled trace: the sampled objects and the 95% range.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
 }
 
 fn frame_name(name: &str) -> String {
@@ -33,21 +39,23 @@ pub fn folded_stacks(model: &Model, filter: &Filter) -> Vec<FoldedStack> {
     let weights = StackWeights::new(model, filter);
     let mut paths = CanonicalPaths::new(model);
     let mut scratch: Vec<FrameNode> = Vec::new();
-    let mut per_path: HashMap<(u32, TypeId), u64> = HashMap::new();
+    let mut per_path: HashMap<(u32, TypeId), [u64; 3]> = HashMap::new();
     for (row, count) in weights.iter() {
         let Some((ty, bytes)) = row_bytes(model, row, count) else { continue };
         if bytes == 0 {
             continue;
         }
         let p = paths.of_row(model, row, &mut scratch);
-        let e = per_path.entry((p, ty)).or_insert(0);
-        *e = e.saturating_add(bytes);
+        let e = per_path.entry((p, ty)).or_insert([0; 3]);
+        e[0] = e[0].saturating_add(bytes);
+        e[1] += count;
+        e[2] += weights.samples(row);
     }
     let mut names: HashMap<i32, String> = HashMap::new();
     let mut prefixes: HashMap<u32, String> = HashMap::new();
     let mut fs: Vec<FunctionId> = Vec::new();
-    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
-    for ((p, ty), bytes) in per_path {
+    let mut lines: BTreeMap<String, [u64; 3]> = BTreeMap::new();
+    for ((p, ty), figures) in per_path {
         let prefix = prefixes.entry(p).or_insert_with(|| {
             paths.functions(p, &mut fs);
             let mut s = String::new();
@@ -61,10 +69,20 @@ pub fn folded_stacks(model: &Model, filter: &Filter) -> Vec<FoldedStack> {
         let mut line = String::with_capacity(prefix.len() + 32);
         line.push_str(prefix);
         line.push_str(&frame_name(&model.type_name(ty)));
-        let e = lines.entry(line).or_insert(0);
-        *e = e.saturating_add(bytes);
+        let e = lines.entry(line).or_insert([0; 3]);
+        e[0] = e[0].saturating_add(figures[0]);
+        e[1] += figures[1];
+        e[2] += figures[2];
     }
-    lines.into_iter().map(|(stack, bytes)| FoldedStack { stack, bytes }).collect()
+    lines
+        .into_iter()
+        .map(|(stack, [bytes, count, samples])| FoldedStack {
+            stack,
+            bytes,
+            count,
+            uncertainty: Uncertainty::of_tally(model, samples, bytes, count),
+        })
+        .collect()
 }
 
 /// The folded stacks as text, one `stack bytes` line each.

@@ -29,9 +29,11 @@
 //! ```
 
 use super::objects::{apportion, par_fold, RowTypes, Tally};
+use super::types::Uncertainty;
 use super::Filter;
 use crate::model::{Fate, Model, StackRef};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// What became of the objects of one type (or of all, for the total).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -60,7 +62,15 @@ pub struct LifetimeRow {
     /// A trace's sampled objects whose fate the runtime's reports leave
     /// unknown (never counted as reclaimed or alive).
     pub unknown: Tally,
+    /// For a sampled trace: each non-empty column's sampled objects and
+    /// 95% range, by column name (`allocated`, `gen0`, ... `unknown`);
+    /// empty for a log of every allocation.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub ranges: BTreeMap<&'static str, Uncertainty>,
 }
+
+/// The columns' names, in [`Columns`] order.
+pub const COLUMNS: [&str; 9] = ["allocated", "gen0", "gen1", "gen2", "loh", "erased", "alive_at_end", "untracked", "unknown"];
 
 impl LifetimeRow {
     /// Objects reclaimed by GCs (the four generation columns).
@@ -70,6 +80,20 @@ impl LifetimeRow {
             t.merge(g);
         }
         t
+    }
+
+    /// The row's columns in [`COLUMNS`] order.
+    pub fn columns(&self) -> [Tally; 9] {
+        [self.allocated, self.gen0, self.gen1, self.gen2, self.loh, self.erased, self.alive_at_end, self.untracked, self.unknown]
+    }
+
+    /// Sets [`LifetimeRow::ranges`] from the samples behind each column.
+    fn set_ranges(&mut self, model: &Model, samples: &[u64; 9]) {
+        for ((name, t), &k) in COLUMNS.iter().zip(self.columns()).zip(samples) {
+            if let Some(u) = Uncertainty::of_tally(model, k, t.bytes, t.objects) {
+                self.ranges.insert(name, u);
+            }
+        }
     }
 
     fn merge(&mut self, o: &LifetimeRow) {
@@ -148,6 +172,9 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
         },
     );
     let mut counts = vec![Columns::default(); types.len()];
+    // The sampled objects behind each type's columns (a sampled trace).
+    let mut samples = vec![[0u64; 9]; types.len()];
+    let mut total_samples = [0u64; 9];
     for (r, raw) in by_row.iter().enumerate() {
         if raw.iter().all(|&n| n == 0) {
             continue;
@@ -159,6 +186,14 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
             for (k, &n) in est.iter().enumerate() {
                 c[0].add_n(n, size);
                 c[k + 1].add_n(n, size);
+            }
+        }
+        if let Some(s) = samples.get_mut(slot) {
+            for (k, &n) in raw.iter().enumerate().skip(1) {
+                s[0] += n;
+                s[k] += n;
+                total_samples[0] += n;
+                total_samples[k] += n;
             }
         }
     }
@@ -180,10 +215,16 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
             alive_at_end: c[6],
             untracked: c[7],
             unknown: c[8],
+            ranges: BTreeMap::new(),
         };
         total.merge(&r);
+        let mut r = r;
+        if let Some(s) = samples.get(k) {
+            r.set_ranges(model, s);
+        }
         out.push(r);
     }
+    total.set_ranges(model, &total_samples);
     out.sort_by(|a, b| b.allocated.bytes.cmp(&a.allocated.bytes).then_with(|| a.name.cmp(&b.name)));
     Lifetime { rows: out, total }
 }

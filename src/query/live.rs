@@ -14,6 +14,7 @@
 //!   make an entry, so small objects are missed, and large ones are rounded
 //!   to grains.
 
+use super::types::Uncertainty;
 use super::Filter;
 use crate::format::TypeId;
 use crate::model::{Fate, Model, ObjectId, SampleId, TickIndex};
@@ -36,6 +37,13 @@ pub struct LiveType {
     pub estimated_bytes: u64,
     /// The type ids merged under this name, ascending.
     pub type_ids: Vec<i32>,
+    /// For a sampled trace: the live sampled objects behind `bytes` and
+    /// `count`, and their 95% range (see [`Uncertainty`]).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
+    /// The live sampled objects counted (summed into `uncertainty`).
+    #[serde(skip)]
+    pub samples: u64,
 }
 
 /// Bytes and objects alive at `tick` per type name, of the objects the
@@ -103,6 +111,7 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
     // The estimate reads other tables: both at once.
     let (mut per_stack, estimate) = rayon::join(count_objects, || estimated_live_at(model, tick));
     // A sampled trace: each live sample as the objects it stands for.
+    let samples = if model.sampling().is_some() { per_stack.clone() } else { Vec::new() };
     model.estimate_rows(&mut per_stack);
     let mut by_name: BTreeMap<String, LiveType> = BTreeMap::new();
     for (i, &count) in per_stack.iter().enumerate() {
@@ -113,6 +122,7 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
         let e = by_name_entry(&mut by_name, model, t);
         e.count += count;
         e.bytes = e.bytes.saturating_add((size.max(0) as u64).saturating_mul(count));
+        e.samples += samples.get(i).copied().unwrap_or(0);
     }
     for (t, bytes) in estimate {
         let e = by_name_entry(&mut by_name, model, t);
@@ -122,6 +132,7 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
         .into_values()
         .map(|mut r| {
             r.type_ids.sort_unstable();
+            r.uncertainty = Uncertainty::of_tally(model, r.samples, r.bytes, r.count);
             r
         })
         .collect();
@@ -131,7 +142,15 @@ pub fn live_at(model: &Model, tick: TickIndex, filter: &Filter) -> Vec<LiveType>
 
 fn by_name_entry<'a>(by_name: &'a mut BTreeMap<String, LiveType>, model: &Model, t: TypeId) -> &'a mut LiveType {
     let name = model.type_name(t).into_owned();
-    let e = by_name.entry(name.clone()).or_insert_with(|| LiveType { name, bytes: 0, count: 0, estimated_bytes: 0, type_ids: Vec::new() });
+    let e = by_name.entry(name.clone()).or_insert_with(|| LiveType {
+        name,
+        bytes: 0,
+        count: 0,
+        estimated_bytes: 0,
+        type_ids: Vec::new(),
+        uncertainty: None,
+        samples: 0,
+    });
     if !e.type_ids.contains(&t.0) {
         e.type_ids.push(t.0);
     }

@@ -67,7 +67,7 @@ pub mod types;
 pub mod who;
 
 pub use age_histogram::{age_histogram_at, AgeBars, AgeHistogram};
-pub use ages::{ages, Ages};
+pub use ages::{ages, AgeRanges, Ages};
 pub use allocations_known::allocations_unknown;
 pub use alloc_graph::{allocation_graph, AllocationGraph, GraphEdge, GraphNode, NodeKind};
 pub use by_code::{by_class, by_function, by_module, Figures, FunctionRow, GroupRow, SortBy};
@@ -78,7 +78,7 @@ pub use filter::{Filter, FilterError, TimeWindow};
 pub use flame::{folded_stacks, folded_text, FoldedStack};
 pub use handles::{handles_by_stack, HandleGroup, HandleReport, TypeTally};
 pub use incomplete::{incomplete, Incomplete};
-pub use lifetime::{lifetime, Lifetime, LifetimeRow};
+pub use lifetime::{lifetime, Lifetime, LifetimeRow, COLUMNS as LIFETIME_COLUMNS};
 pub use live::{estimated_live_at, live_at, LiveType};
 pub use objects::Tally;
 pub use size_buckets::{size_buckets, BucketScale, SizeBucket};

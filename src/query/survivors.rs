@@ -53,6 +53,10 @@ pub struct SurvivorStack {
     pub frames: Vec<String>,
     /// Objects alive at the given time.
     pub surviving: Tally,
+    /// For a sampled trace: the surviving samples and the 95% range of
+    /// the surviving figures.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
 }
 
 /// The answer.
@@ -70,6 +74,10 @@ pub struct Survivors {
     pub allocated: Tally,
     /// Of those, alive at the given time.
     pub surviving: Tally,
+    /// For a sampled trace: the surviving samples and the 95% range of
+    /// the surviving total.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub surviving_range: Option<Uncertainty>,
     /// Of those, neither known alive nor known dead then (a trace's
     /// sampled objects in memory a GC condemned without reporting its
     /// survivors).
@@ -168,7 +176,9 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
     let mut samples = vec![0u64; types.len()];
     let mut by_stack = vec![Tally::default(); acc.by_row.len()];
     let (mut allocated, mut surviving, mut unknown) = (Tally::default(), Tally::default(), Tally::default());
+    let mut surviving_samples = 0u64;
     for (r, &[a, s, u]) in acc.by_row.iter().enumerate() {
+        surviving_samples += s;
         let row = StackRef(r as u32);
         let (slot, size) = types.get(row);
         let (a, s_est, u_est) = (model.estimate_count(row, a), model.estimate_count(row, s), model.estimate_count(row, u));
@@ -210,6 +220,7 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
                 type_name: types.names[types.slot(row)].clone(),
                 frames: st.frames(row).map(|f| function_name(model, f)).collect(),
                 surviving: t,
+                uncertainty: Uncertainty::of_tally(model, acc.by_row.get(r).map_or(0, |c| c[1]), t.bytes, t.objects),
             }
         })
         .collect();
@@ -221,6 +232,7 @@ pub fn survivors(model: &Model, filter: &Filter, alive_at: Option<TickIndex>, st
         alive_at_ms: clock.seconds(alive_tick) * 1000.0,
         allocated,
         surviving,
+        surviving_range: Uncertainty::of_tally(model, surviving_samples, surviving.bytes, surviving.objects),
         unknown,
         by_type: types_out,
         by_stack,

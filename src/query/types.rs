@@ -123,7 +123,7 @@ pub struct TypeCount {
 }
 
 /// The uncertainty of a row of estimated objects and bytes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Uncertainty {
     /// Sampled objects the row's figures rest on.
     pub samples: u64,
@@ -143,6 +143,11 @@ impl Uncertainty {
         let [bl, bh] = r.apply(bytes as f64);
         let [cl, ch] = r.apply(count as f64);
         Some(Uncertainty { samples, bytes_range: [bl as i64, bh as i64], count_range: [cl as u64, ch as u64] })
+    }
+
+    /// [`Uncertainty::of`] for figures kept as unsigned bytes.
+    pub fn of_tally(model: &Model, samples: u64, bytes: u64, count: u64) -> Option<Uncertainty> {
+        Uncertainty::of(model, samples, bytes.min(i64::MAX as u64) as i64, count)
     }
 
     /// The relative range as a table cell ("±6.4%").

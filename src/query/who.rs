@@ -9,6 +9,7 @@
 
 use super::alloc_stacks::{row_bytes, CanonicalPaths, StackWeights};
 use super::by_code::{functions_where, FunctionRow, SortBy, NO_STACK};
+use super::types::Uncertainty;
 use super::Filter;
 use crate::format::{FunctionId, TypeId};
 use crate::model::{FrameNode, Model, StackRef};
@@ -43,6 +44,9 @@ pub struct MatchedType {
     pub bytes: u64,
     /// Objects allocated.
     pub count: u64,
+    /// For a sampled trace: the sampled objects and the 95% range.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
 }
 
 /// One allocation stack of a matching type.
@@ -56,6 +60,9 @@ pub struct AllocatingStack {
     pub bytes: u64,
     /// Objects allocated.
     pub count: u64,
+    /// For a sampled trace: the sampled objects and the 95% range.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
 }
 
 /// The answer.
@@ -65,6 +72,10 @@ pub struct WhoAllocated {
     pub bytes: u64,
     /// Matching objects.
     pub count: u64,
+    /// For a sampled trace: the sampled objects and the 95% range of the
+    /// totals.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
     /// The matching types, by bytes.
     pub types: Vec<MatchedType>,
     /// Functions, by inclusive bytes (over matching objects only).
@@ -81,49 +92,67 @@ pub fn who_allocated(model: &Model, filter: &Filter, pattern: &TypeMatch, by: So
         let Some((ty, _)) = model.stacks().type_and_size(row) else { return false };
         *matched.entry(ty).or_insert_with(|| pattern.matches(&model.type_name(ty)))
     };
-    let mut types: BTreeMap<String, MatchedType> = BTreeMap::new();
-    let mut by_path: HashMap<(u32, TypeId), (u64, u64)> = HashMap::new();
+    let mut types: BTreeMap<String, (MatchedType, u64)> = BTreeMap::new();
+    let mut by_path: HashMap<(u32, TypeId), (u64, u64, u64)> = HashMap::new();
     let mut paths = CanonicalPaths::new(model);
     let mut scratch: Vec<FrameNode> = Vec::new();
-    let (mut bytes, mut count) = (0u64, 0u64);
+    let (mut bytes, mut count, mut samples) = (0u64, 0u64, 0u64);
     for (row, c) in weights.iter() {
         if !keep(row) {
             continue;
         }
         let Some((ty, b)) = row_bytes(model, row, c) else { continue };
+        let k = weights.samples(row);
         bytes = bytes.saturating_add(b);
         count += c;
+        samples += k;
         let name = model.type_name(ty).into_owned();
-        let t = types.entry(name.clone()).or_insert(MatchedType { name, bytes: 0, count: 0 });
-        t.bytes = t.bytes.saturating_add(b);
-        t.count += c;
+        let t = types.entry(name.clone()).or_insert((MatchedType { name, bytes: 0, count: 0, uncertainty: None }, 0));
+        t.0.bytes = t.0.bytes.saturating_add(b);
+        t.0.count += c;
+        t.1 += k;
         let p = paths.of_row(model, row, &mut scratch);
-        let e = by_path.entry((p, ty)).or_insert((0, 0));
+        let e = by_path.entry((p, ty)).or_insert((0, 0, 0));
         e.0 = e.0.saturating_add(b);
         e.1 += c;
+        e.2 += k;
     }
     let functions = functions_where(model, &weights, &mut keep, by);
     let mut names: HashMap<i32, String> = HashMap::new();
     let mut fs: Vec<FunctionId> = Vec::new();
-    let mut merged: BTreeMap<(Vec<String>, String), (u64, u64)> = BTreeMap::new();
-    for ((p, ty), (b, c)) in by_path {
+    let mut merged: BTreeMap<(Vec<String>, String), (u64, u64, u64)> = BTreeMap::new();
+    for ((p, ty), (b, c, k)) in by_path {
         paths.functions(p, &mut fs);
         let frames: Vec<String> = fs
             .iter()
             .map(|f| names.entry(f.0).or_insert_with(|| super::alloc_stacks::function_names(model, *f).0).clone())
             .collect();
-        let e = merged.entry((frames, model.type_name(ty).into_owned())).or_insert((0, 0));
+        let e = merged.entry((frames, model.type_name(ty).into_owned())).or_insert((0, 0, 0));
         e.0 = e.0.saturating_add(b);
         e.1 += c;
+        e.2 += k;
     }
     let mut stacks: Vec<AllocatingStack> = merged
         .into_iter()
-        .map(|((frames, type_name), (bytes, count))| AllocatingStack { type_name, frames, bytes, count })
+        .map(|((frames, type_name), (bytes, count, k))| AllocatingStack {
+            type_name,
+            frames,
+            bytes,
+            count,
+            uncertainty: Uncertainty::of_tally(model, k, bytes, count),
+        })
         .collect();
     stacks.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(b.count.cmp(&a.count)));
-    let mut types: Vec<MatchedType> = types.into_values().collect();
+    let mut types: Vec<MatchedType> = types
+        .into_values()
+        .map(|(mut t, k)| {
+            t.uncertainty = Uncertainty::of_tally(model, k, t.bytes, t.count);
+            t
+        })
+        .collect();
     types.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
-    WhoAllocated { bytes, count, types, functions, stacks }
+    let uncertainty = Uncertainty::of_tally(model, samples, bytes, count);
+    WhoAllocated { bytes, count, uncertainty, types, functions, stacks }
 }
 
 /// A stack's frames as one line: `outer > ... > inner` ([`NO_STACK`] when

@@ -1,10 +1,10 @@
 //! `clrprof ages`: age histograms (GCs survived, milliseconds), or
 //! CLRProfiler's Histogram by Age of the live objects at a time.
 
-use crate::common::{cut_json, ms_text as ms, print_estimated_table, print_json, thousands, tick_for, QueryArgs};
+use crate::common::{cut_json, ms_text as ms, print_estimated_table, print_json, thousands, tick_for, QueryArgs, RANGE_HEADER};
 use anyhow::Result;
 use clrprof::query::age_histogram::{AgeBars, AgeHistogram};
-use clrprof::query::{age_histogram_at, ages, Ages};
+use clrprof::query::{age_histogram_at, ages, AgeRanges, Ages};
 
 /// Which histogram.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,13 +81,17 @@ pub fn run(args: Args) -> Result<()> {
 fn print_ages(a: &Ages, by: Option<By>) {
     let erased = !a.erased.is_empty();
     let mean = |total: u64, n: u64| if n == 0 { "-".to_string() } else { format!("{:.1}", total as f64 / n as f64) };
+    // A sampled trace: " (est. ±6.4%)" after an estimated figure.
+    let range = |name: &str| a.ranges.get(name).map(|u| format!(" (est. {})", u.cell())).unwrap_or_default();
     println!(
-        "Reclaimed by GCs: {} objects, {} bytes, mean age {} ms; alive at the end: {} objects, {} bytes, mean age {} ms",
+        "Reclaimed by GCs: {} objects, {} bytes{}, mean age {} ms; alive at the end: {} objects, {} bytes{}, mean age {} ms",
         thousands(a.died.objects),
         thousands(a.died.bytes),
+        range("died"),
         mean(a.died_total_age_ms, a.died.objects),
         thousands(a.alive_at_end.objects),
         thousands(a.alive_at_end.bytes),
+        range("alive_at_end"),
         mean(a.alive_total_age_ms, a.alive_at_end.objects),
     );
     if erased {
@@ -95,27 +99,45 @@ fn print_ages(a: &Ages, by: Option<By>) {
     }
     if !a.unknown.is_empty() {
         println!(
-            "Unknown (the runtime reported nothing for the memory they lay in; in no histogram): {} objects, {} bytes",
+            "Unknown (the runtime reported nothing for the memory they lay in; in no histogram): {} objects, {} bytes{}",
             thousands(a.unknown.objects),
-            thousands(a.unknown.bytes)
+            thousands(a.unknown.bytes),
+            range("unknown")
         );
     }
+    let headers = [format!("died {RANGE_HEADER}"), format!("alive {RANGE_HEADER}"), format!("erased {RANGE_HEADER}")];
     let mut header = vec!["", "died objects", "died bytes", "alive objects", "alive bytes"];
     if erased {
         header.extend(["erased objects", "erased bytes"]);
     }
     let estimates: Vec<usize> = (1..header.len()).collect();
-    let cells = |first: String, d: clrprof::query::Tally, al: clrprof::query::Tally, e: clrprof::query::Tally| {
+    // A sampled trace: each figure's 95% range.
+    let ranged = !a.ranges.is_empty();
+    if ranged {
+        header.extend([headers[0].as_str(), headers[1].as_str()]);
+        if erased {
+            header.push(headers[2].as_str());
+        }
+    }
+    let cells = |first: String, d: clrprof::query::Tally, al: clrprof::query::Tally, e: clrprof::query::Tally, r: &AgeRanges| {
         let mut v = vec![first, thousands(d.objects), thousands(d.bytes), thousands(al.objects), thousands(al.bytes)];
         if erased {
             v.extend([thousands(e.objects), thousands(e.bytes)]);
+        }
+        if ranged {
+            let cell = |u: &Option<clrprof::query::Uncertainty>| u.as_ref().map(|u| u.cell()).unwrap_or_default();
+            v.extend([cell(&r.died), cell(&r.alive_at_end)]);
+            if erased {
+                v.push(cell(&r.erased));
+            }
         }
         v
     };
     if by != Some(By::Ms) {
         println!();
         header[0] = "GCs survived";
-        let rows: Vec<Vec<String>> = a.by_gcs.iter().map(|r| cells(r.gcs_survived.to_string(), r.died, r.alive_at_end, r.erased)).collect();
+        let rows: Vec<Vec<String>> =
+            a.by_gcs.iter().map(|r| cells(r.gcs_survived.to_string(), r.died, r.alive_at_end, r.erased, &r.ranges)).collect();
         print_estimated_table(&header, &estimates, &rows);
     }
     if by != Some(By::Gcs) {
@@ -130,7 +152,7 @@ fn print_ages(a: &Ages, by: Option<By>) {
                 } else {
                     format!("{}-{}", r.age_ms_min, r.age_ms_max_exclusive - 1)
                 };
-                cells(label, r.died, r.alive_at_end, r.erased)
+                cells(label, r.died, r.alive_at_end, r.erased, &r.ranges)
             })
             .collect();
         print_estimated_table(&header, &estimates, &rows);
@@ -143,11 +165,12 @@ fn print_at(h: &AgeHistogram) {
         None => "bars between comments".to_string(),
     };
     println!(
-        "Live objects at {} ms (tick {}): {} objects, {} bytes; {scale}, {} bars ({} with objects)",
+        "Live objects at {} ms (tick {}): {} objects, {} bytes{}; {scale}, {} bars ({} with objects)",
         ms(h.time_ms),
         h.tick,
         thousands(h.live.objects),
         thousands(h.live.bytes),
+        h.live_range.as_ref().map(|u| format!(" (est. {})", u.cell())).unwrap_or_default(),
         h.bucket_count,
         h.bars.iter().filter(|b| b.objects > 0).count()
     );
@@ -161,15 +184,22 @@ fn print_at(h: &AgeHistogram) {
                 (None, None) => format!("{:.3}-{:.3} s", b.min_age_s, b.max_age_s),
             };
             let top = b.types.iter().take(3).map(|t| format!("{} {}", t.name, thousands(t.bytes))).collect::<Vec<_>>().join(", ");
-            vec![age, thousands(b.objects), thousands(b.bytes), top]
+            let range = b.uncertainty.as_ref().map(|u| u.cell()).unwrap_or_default();
+            vec![age, thousands(b.objects), thousands(b.bytes), range, top]
         })
         .collect();
-    // The last column is text: left-aligned, unlike `print_table`'s.
+    // The last column is text: left-aligned, unlike `print_table`'s. A
+    // sampled trace's bars have their 95% range.
     let (objects, bytes) = if crate::common::estimated() { ("objects est.", "bytes est.") } else { ("objects", "bytes") };
-    let header = ["age", objects, bytes, "largest types (bytes)"];
+    let ranged = h.live_range.is_some();
+    let header = ["age", objects, bytes, if ranged { RANGE_HEADER } else { "" }, "largest types (bytes)"];
     let width = |k: usize| rows.iter().map(|r| r[k].chars().count()).chain([header[k].len()]).max().unwrap_or(0);
-    let (w0, w1, w2) = (width(0), width(1), width(2));
+    let (w0, w1, w2, w3) = (width(0), width(1), width(2), width(3));
     for r in std::iter::once(header.map(String::from).to_vec()).chain(rows) {
-        println!("{:<w0$}  {:>w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]);
+        if ranged {
+            println!("{:<w0$}  {:>w1$}  {:>w2$}  {:>w3$}  {}", r[0], r[1], r[2], r[3], r[4]);
+        } else {
+            println!("{:<w0$}  {:>w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[4]);
+        }
     }
 }

@@ -45,6 +45,11 @@ pub fn run(args: Args) -> Result<()> {
         let text = folded_text(&stacks);
         let mut options = inferno::flamegraph::Options::default();
         options.title = args.title.clone();
+        if crate::common::estimated() {
+            // A sampled trace: the widths are estimates (each stack's
+            // samples and 95% range are in `--json`).
+            options.title.push_str(crate::common::EST);
+        }
         options.count_name = "bytes".to_string();
         options.name_type = "Frame:".to_string();
         if stacks.is_empty() {

@@ -1,9 +1,9 @@
 //! `clrprof functions`: allocation per function, inclusive and exclusive
 //! (Visual Studio's allocation view).
 
-use crate::common::{function_labels, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
+use crate::common::{function_labels, keep, more_note, print_estimated_table, print_json, thousands, QueryArgs, RANGE_HEADER};
 use anyhow::Result;
-use clrprof::query::{by_function, Figures, FunctionRow, SortBy};
+use clrprof::query::{by_function, Figures, FunctionRow, SortBy, Uncertainty};
 
 /// Which figure orders a list.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
@@ -50,7 +50,8 @@ pub fn run(args: Args) -> Result<()> {
         let names = labels(&rows);
         let table: Vec<Vec<String>> =
             shown.iter().zip(&names).map(|(r, name)| figure_cells(name, &r.figures, &total)).collect();
-        print_estimated_table(&FIGURE_HEADER, &FIGURE_ESTIMATES, &table);
+        let ranges: Vec<[Option<Uncertainty>; 2]> = shown.iter().map(|r| [r.inclusive_range, r.exclusive_range]).collect();
+        print_figures("name", table, &ranges);
         if let Some(note) = more_note(left_out, "function", "functions") {
             println!("{note}");
         }
@@ -72,6 +73,23 @@ pub const FIGURE_HEADER: [&str; 7] =
 
 /// The columns of [`FIGURE_HEADER`] that a sampled trace estimates.
 pub const FIGURE_ESTIMATES: [usize; 4] = [1, 3, 4, 6];
+
+/// Prints a figures table (rows of [`figure_cells`], `first` the first
+/// column's header). With `ranges` (a sampled trace; inclusive and
+/// exclusive per row), two columns give each figure group's 95% range.
+pub fn print_figures(first: &str, mut table: Vec<Vec<String>>, ranges: &[[Option<Uncertainty>; 2]]) {
+    let mut header: Vec<String> = FIGURE_HEADER.iter().map(|h| h.to_string()).collect();
+    header[0] = first.to_string();
+    if ranges.iter().flatten().any(Option::is_some) {
+        header.push(format!("incl {RANGE_HEADER}"));
+        header.push(format!("excl {RANGE_HEADER}"));
+        for (row, r) in table.iter_mut().zip(ranges) {
+            row.extend(r.iter().map(|u| u.as_ref().map(|u| u.cell()).unwrap_or_default()));
+        }
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    print_estimated_table(&header, &FIGURE_ESTIMATES, &table);
+}
 
 /// Totals: the exclusive figures add up to everything allocated.
 pub fn total_of<'a>(rows: impl Iterator<Item = &'a Figures>) -> Figures {

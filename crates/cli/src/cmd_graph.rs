@@ -2,7 +2,7 @@
 //! by bytes) as a table, JSON or Graphviz DOT.
 
 use crate::cmd_functions::percent;
-use crate::common::{function_labels, more_note, print_json, print_estimated_table, thousands, QueryArgs};
+use crate::common::{function_labels, more_note, print_estimated_table, print_json, thousands, QueryArgs, RANGE_HEADER};
 use anyhow::Result;
 use clrprof::query::{allocation_graph, AllocationGraph, NodeKind};
 use std::fmt::Write as _;
@@ -98,23 +98,33 @@ fn print_tables(args: &Args, g: &AllocationGraph, min: u64) {
         NodeKind::Type => "type",
     };
     let names = node_names(g);
+    // A sampled trace: each node's and edge's 95% range.
+    let ranged = g.uncertainty.is_some();
     let rows: Vec<Vec<String>> = g
         .nodes
         .iter()
         .zip(&names)
         .take(limit)
         .map(|(n, name)| {
-            vec![
+            let mut row = vec![
                 name.clone(),
                 kind(n.kind).to_string(),
                 thousands(n.bytes),
                 percent(n.bytes, g.total_bytes),
                 thousands(n.count),
                 thousands(n.exclusive_bytes),
-            ]
+            ];
+            if ranged {
+                row.push(n.uncertainty.map(|u| u.cell()).unwrap_or_default());
+            }
+            row
         })
         .collect();
-    print_estimated_table(&["node", "kind", "bytes", "%", "objects", "allocated here"], &[2, 4, 5], &rows);
+    let mut header = vec!["node", "kind", "bytes", "%", "objects", "allocated here"];
+    if ranged {
+        header.push(RANGE_HEADER);
+    }
+    print_estimated_table(&header, &[2, 4, 5], &rows);
     if let Some(note) = more_note(g.nodes.len() - rows.len(), "node", "nodes") {
         println!("{note}");
     }
@@ -125,15 +135,23 @@ fn print_tables(args: &Args, g: &AllocationGraph, min: u64) {
         .iter()
         .take(limit)
         .map(|e| {
-            vec![
+            let mut row = vec![
                 format!("{} -> {}", name(e.from), name(e.to)),
                 thousands(e.bytes),
                 percent(e.bytes, g.total_bytes),
                 thousands(e.count),
-            ]
+            ];
+            if ranged {
+                row.push(e.uncertainty.map(|u| u.cell()).unwrap_or_default());
+            }
+            row
         })
         .collect();
-    print_estimated_table(&["edge", "bytes", "%", "objects"], &[1, 3], &rows);
+    let mut header = vec!["edge", "bytes", "%", "objects"];
+    if ranged {
+        header.push(RANGE_HEADER);
+    }
+    print_estimated_table(&header, &[1, 3], &rows);
     if let Some(note) = more_note(g.edges.len() - rows.len(), "edge", "edges") {
         println!("{note}");
     }

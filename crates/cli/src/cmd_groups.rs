@@ -2,7 +2,7 @@
 //! class, inclusive and exclusive.
 
 use crate::cmd_functions::{figure_cells, print_heading, total_of, Sort, FIGURE_HEADER};
-use crate::common::{keep, more_note, print_json, print_estimated_table, QueryArgs};
+use crate::common::{keep, more_note, print_json, QueryArgs};
 use anyhow::Result;
 use clrprof::query::{by_class, by_module, GroupRow};
 
@@ -45,7 +45,8 @@ pub fn run(args: Args, grouping: Grouping) -> Result<()> {
         let total = total_of(rows.iter().map(|r| &r.figures));
         print_heading(&args.query.load.shown().display().to_string(), &total, rows.len(), what);
         let table: Vec<Vec<String>> = shown.iter().map(|r| figure_cells(&r.name, &r.figures, &total)).collect();
-        print_estimated_table(&FIGURE_HEADER, &crate::cmd_functions::FIGURE_ESTIMATES, &table);
+        let ranges: Vec<[Option<clrprof::query::Uncertainty>; 2]> = shown.iter().map(|r| [r.inclusive_range, r.exclusive_range]).collect();
+        crate::cmd_functions::print_figures(FIGURE_HEADER[0], table, &ranges);
         let singular = match grouping {
             Grouping::Module => "module",
             Grouping::Class => "class",

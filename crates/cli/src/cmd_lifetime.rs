@@ -1,7 +1,7 @@
 //! `clrprof lifetime`: per type, objects reclaimed in each generation and
 //! alive at the end (Visual Studio's Object Lifetime view).
 
-use crate::common::{cut_json, keep, more_note, print_estimated_table, print_json, thousands, QueryArgs};
+use crate::common::{cut_json, keep, more_note, print_estimated_table, print_json, thousands, QueryArgs, RANGE_HEADER};
 use anyhow::Result;
 use clrprof::query::{lifetime, LifetimeRow, Tally};
 
@@ -31,6 +31,9 @@ pub fn run(args: Args) -> Result<()> {
     let show_erased = !l.total.erased.is_empty();
     let show_untracked = !l.total.untracked.is_empty();
     let show_unknown = !l.total.unknown.is_empty();
+    // A sampled trace: the allocated figure's 95% range (every column's is
+    // in the JSON).
+    let show_ranges = !l.total.ranges.is_empty();
     let cell = |t: Tally| if args.objects { thousands(t.objects) } else { thousands(t.bytes) };
     let line = |r: &LifetimeRow| {
         let mut v = vec![r.name.clone(), cell(r.allocated), cell(r.gen0), cell(r.gen1), cell(r.gen2), cell(r.loh)];
@@ -43,6 +46,9 @@ pub fn run(args: Args) -> Result<()> {
         }
         if show_unknown {
             v.push(cell(r.unknown));
+        }
+        if show_ranges {
+            v.push(r.ranges.get("allocated").map(|u| u.cell()).unwrap_or_default());
         }
         v
     };
@@ -66,6 +72,10 @@ pub fn run(args: Args) -> Result<()> {
         if filter.is_all() { "every object".to_string() } else { "objects allocated in the window".to_string() }
     );
     let estimates: Vec<usize> = (1..header.len()).collect();
+    let range_header = format!("allocated {RANGE_HEADER}");
+    if show_ranges {
+        header.push(&range_header);
+    }
     print_estimated_table(&header, &estimates, &rows);
     if let Some(note) = more_note(left_out, "type", "types") {
         println!("{note}");

@@ -56,6 +56,9 @@ pub fn run(args: Args) -> Result<()> {
         thousands(s.surviving.bytes),
         pct(s.surviving.bytes, s.allocated.bytes),
     );
+    if let Some(u) = &s.surviving_range {
+        println!("  (estimates: the survivors rest on {} samples, 95% range {})", thousands(u.samples), u.cell());
+    }
     let any_unknown = !s.unknown.is_empty();
     if any_unknown {
         println!(
@@ -102,9 +105,12 @@ pub fn run(args: Args) -> Result<()> {
     println!();
     println!("By allocating stack ({} of {} stacks with survivors; innermost frame first):", s.by_stack.len(), s.stacks_with_survivors);
     let shown = if args.frames == 0 { usize::MAX } else { args.frames };
+    // A sampled trace: each stack's figures are estimates, with their range.
+    let est = if crate::common::estimated() { crate::common::EST } else { "" };
     for st in &s.by_stack {
+        let range = st.uncertainty.as_ref().map(|u| format!(" {}", u.cell())).unwrap_or_default();
         println!(
-            "  {} bytes, {}: {} (stack {})",
+            "  {} bytes, {}{est}{range}: {} (stack {})",
             thousands(st.surviving.bytes),
             crate::common::count(st.surviving.objects, "object", "objects"),
             st.type_name,

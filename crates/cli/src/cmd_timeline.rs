@@ -193,18 +193,35 @@ pub fn run(args: Args) -> Result<()> {
     println!();
     println!("Live at {:.0} ms (tick {}):", tick_ms(model, at), at.0);
     let total: u64 = live.iter().map(|r| r.bytes).sum();
+    // A sampled trace: each type's 95% range (from its live samples).
+    let ranged = live.iter().any(|r| r.uncertainty.is_some());
     let mut rows: Vec<Vec<String>> = live
         .iter()
         .take(limit)
-        .map(|r| vec![r.name.clone(), thousands(r.bytes), thousands(r.count), thousands(r.estimated_bytes)])
+        .map(|r| {
+            let mut row = vec![r.name.clone(), thousands(r.bytes), thousands(r.count), thousands(r.estimated_bytes)];
+            if ranged {
+                row.push(r.uncertainty.map(|u| u.cell()).unwrap_or_default());
+            }
+            row
+        })
         .collect();
-    rows.push(vec![
+    let mut last = vec![
         "total".into(),
         thousands(total),
         thousands(live.iter().map(|r| r.count).sum()),
         thousands(live.iter().map(|r| r.estimated_bytes).sum()),
-    ]);
-    print_estimated_table(&["type", "bytes", "objects", "estimated (1 KB grains)"], &[1, 2], &rows);
+    ];
+    if ranged {
+        let samples: u64 = live.iter().map(|r| r.samples).sum();
+        last.push(clrprof::query::estimates::Range95::of(samples).map(|r| r.cell()).unwrap_or_default());
+    }
+    rows.push(last);
+    let mut header = vec!["type", "bytes", "objects", "estimated (1 KB grains)"];
+    if ranged {
+        header.push(crate::common::RANGE_HEADER);
+    }
+    print_estimated_table(&header, &[1, 2], &rows);
     if let Some(note) = more_note(live.len().saturating_sub(limit), "type", "types") {
         println!("{note}");
     }

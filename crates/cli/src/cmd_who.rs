@@ -1,7 +1,7 @@
 //! `clrprof who`: the functions and stacks that allocated a type.
 
-use crate::cmd_functions::{figure_cells, labels, percent, Sort, FIGURE_ESTIMATES, FIGURE_HEADER};
-use crate::common::{cut_json, keep, more_note, print_json, print_estimated_table, thousands, QueryArgs};
+use crate::cmd_functions::{figure_cells, labels, percent, print_figures, Sort};
+use crate::common::{cut_json, keep, more_note, print_estimated_table, print_json, thousands, QueryArgs, RANGE_HEADER};
 use anyhow::{bail, Result};
 use clrprof::model::Model;
 use clrprof::query::who::stack_line;
@@ -95,9 +95,19 @@ pub fn run(mut args: Args) -> Result<()> {
     let rows: Vec<Vec<String>> = w
         .types
         .iter()
-        .map(|t| vec![t.name.clone(), thousands(t.bytes), percent(t.bytes, w.bytes), thousands(t.count)])
+        .map(|t| {
+            let mut row = vec![t.name.clone(), thousands(t.bytes), percent(t.bytes, w.bytes), thousands(t.count)];
+            if let Some(u) = &t.uncertainty {
+                row.push(u.cell());
+            }
+            row
+        })
         .collect();
-    print_estimated_table(&["type", "bytes", "%", "objects"], &[1, 3], &rows);
+    let mut header = vec!["type", "bytes", "%", "objects"];
+    if w.types.iter().any(|t| t.uncertainty.is_some()) {
+        header.push(RANGE_HEADER);
+    }
+    print_estimated_table(&header, &[1, 3], &rows);
     if let Some(note) = more_note(types_left_out, "type", "types") {
         println!("{note}");
     }
@@ -105,17 +115,19 @@ pub fn run(mut args: Args) -> Result<()> {
     let total = Figures { exclusive_bytes: w.bytes, exclusive_count: w.count, ..Figures::default() };
     let rows: Vec<Vec<String>> =
         w.functions.iter().zip(&names).map(|(f, name)| figure_cells(name, &f.figures, &total)).collect();
-    let mut header = FIGURE_HEADER;
-    header[0] = "function";
-    print_estimated_table(&header, &FIGURE_ESTIMATES, &rows);
+    let ranges: Vec<[Option<clrprof::query::Uncertainty>; 2]> =
+        w.functions.iter().map(|f| [f.inclusive_range, f.exclusive_range]).collect();
+    print_figures("function", rows, &ranges);
     if let Some(note) = more_note(functions_left_out, "function", "functions") {
         println!("{note}");
     }
     println!();
     println!("stacks (outermost first):");
+    let est = if crate::common::estimated() { crate::common::EST } else { "" };
     for s in &w.stacks {
+        let range = s.uncertainty.as_ref().map(|u| format!(" {}", u.cell())).unwrap_or_default();
         println!(
-            "  {:>14} bytes {:>10} objects  {} -> {}",
+            "  {:>14} bytes{est} {:>10} objects{est}{range}  {} -> {}",
             thousands(s.bytes),
             thousands(s.count),
             stack_line(&s.frames),

@@ -218,3 +218,176 @@ fn survivors_and_types_give_the_same_totals() {
         }
     }
 }
+
+/// Two totals of one estimate made by rounding in different places: equal
+/// within 0.1%.
+fn near(a: u64, b: u64) -> bool {
+    (a as f64 - b as f64).abs() <= 0.001 * b.max(1) as f64
+}
+
+/// Checks one estimated figure of a JSON row: `samples` above 0 and a
+/// range `[low, high]` around the estimate. `what` names the row.
+fn ranged(what: &str, u: &Value, bytes: &Value, count: &Value) {
+    let samples = u["samples"].as_u64().unwrap_or_else(|| panic!("{what}: an estimate without its samples: {u}"));
+    assert!(samples > 0, "{what}: {u}");
+    for (x, range) in [(bytes, "bytes_range"), (count, "count_range")] {
+        let x = x.as_f64().unwrap_or_else(|| panic!("{what}: no figure"));
+        let (lo, hi) = (u[range][0].as_f64(), u[range][1].as_f64());
+        let (Some(lo), Some(hi)) = (lo, hi) else { panic!("{what}: no {range}: {u}") };
+        assert!(lo <= x && x <= hi && lo < hi, "{what}: {x} outside its {range} [{lo}, {hi}]: {u}");
+    }
+}
+
+/// Every view that shows an estimated figure of a sampled trace carries
+/// each figure's samples and 95% range (functions, modules, who, the
+/// Allocation Graph, flame stacks, lifetime, ages, the timeline's live
+/// types), and their sums agree with `types`.
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn every_view_gives_its_estimates_samples_and_ranges() {
+    let Some(dn) = dotnet_env() else { return };
+    let (trace, _) = traced(dn, Runtime::Net8, "threads", &["250000", "1000000", "exit"], "Microsoft-Windows-DotNETRuntime:0x400001:5");
+    let t = trace.to_str().expect("UTF-8");
+    let sum = |rows: &[Value], k: &str| rows.iter().map(|r| r[k].as_u64().unwrap_or(0)).sum::<u64>();
+    let types = ok_json(&["types", t]);
+    let types = types["types"].as_array().expect("types");
+    let allocated = (sum(types, "count"), sum(types, "bytes"));
+    let finals = ok_json(&["types", t, "--kind", "final"]);
+    let alive = (sum(finals["types"].as_array().expect("types"), "count"), sum(finals["types"].as_array().expect("types"), "bytes"));
+    eprintln!("types: allocated {allocated:?}, final {alive:?}");
+
+    // functions and modules: inclusive and exclusive, each with its range.
+    for cmd in ["functions", "modules"] {
+        let v = ok_json(&[cmd, t]);
+        let key = if cmd == "functions" { "functions" } else { "modules" };
+        let rows = v[key].as_array().unwrap_or_else(|| panic!("{cmd}: {v}"));
+        assert!(!rows.is_empty(), "{cmd}: {v}");
+        for r in rows {
+            ranged(&format!("{cmd} inclusive"), &r["inclusive_range"], &r["inclusive_bytes"], &r["inclusive_count"]);
+            if r["exclusive_count"].as_u64() > Some(0) {
+                ranged(&format!("{cmd} exclusive"), &r["exclusive_range"], &r["exclusive_bytes"], &r["exclusive_count"]);
+            }
+        }
+        assert_eq!((sum(rows, "exclusive_count"), sum(rows, "exclusive_bytes")), allocated, "{cmd}' exclusive total against types'");
+    }
+
+    // who: the total, each type, function and stack.
+    let w = ok_json(&["who", t, "Quokka", "--exact"]);
+    ranged("who total", &w, &w["bytes"], &w["count"]);
+    let quokka = types.iter().find(|r| r["type"] == "Quokka").expect("Quokka in types");
+    assert_eq!((&w["count"], &w["bytes"]), (&quokka["count"], &quokka["bytes"]), "who's Quokkas against types': {w}");
+    for r in w["types"].as_array().expect("types").iter().chain(w["stacks"].as_array().expect("stacks")) {
+        ranged("who row", r, &r["bytes"], &r["count"]);
+    }
+    for r in w["functions"].as_array().expect("functions") {
+        ranged("who function", &r["inclusive_range"], &r["inclusive_bytes"], &r["inclusive_count"]);
+    }
+    let stacks = w["stacks"].as_array().expect("stacks");
+    assert_eq!(sum(stacks, "count"), w["count"].as_u64().expect("count"), "who's stacks add up");
+
+    // The Allocation Graph: its total, every node but the root, every edge.
+    let g = ok_json(&["graph", t, "--min-bytes", "0"]);
+    ranged("graph total", &g, &g["total_bytes"], &g["total_count"]);
+    assert_eq!((g["total_count"].as_u64(), g["total_bytes"].as_u64()), (Some(allocated.0), Some(allocated.1)), "graph against types");
+    for n in g["nodes"].as_array().expect("nodes") {
+        ranged("graph node", n, &n["bytes"], &n["count"]);
+        if n["exclusive_count"].as_u64() > Some(0) {
+            ranged("graph node here", &n["exclusive_range"], &n["exclusive_bytes"], &n["exclusive_count"]);
+        }
+    }
+    for e in g["edges"].as_array().expect("edges") {
+        ranged("graph edge", e, &e["bytes"], &e["count"]);
+    }
+
+    // Flame stacks.
+    let f = ok_json(&["flame", t]);
+    let stacks = f["stacks"].as_array().expect("stacks");
+    for s in stacks {
+        ranged("flame stack", s, &s["bytes"], &s["count"]);
+    }
+    assert_eq!((sum(stacks, "count"), sum(stacks, "bytes")), allocated, "flame against types");
+
+    // lifetime: every non-empty column of every row.
+    let lt = ok_json(&["lifetime", t]);
+    let rows = lt["rows"].as_array().expect("rows");
+    for r in rows.iter().chain([&lt["total"]]) {
+        for c in ["allocated", "gen0", "gen1", "gen2", "loh", "erased", "alive_at_end", "untracked", "unknown"] {
+            if r[c]["objects"].as_u64() > Some(0) {
+                ranged(&format!("lifetime {} {c}", r["name"]), &r["ranges"][c], &r[c]["bytes"], &r[c]["objects"]);
+            }
+        }
+    }
+    // lifetime splits each row's estimate among its columns (largest
+    // remainder), the final heap rounds each row's survivors: within a
+    // few objects.
+    let lt_alive = lt["total"]["alive_at_end"]["objects"].as_u64().expect("alive");
+    eprintln!("lifetime alive at end {lt_alive} against types --kind final {}", alive.0);
+    assert!(near(lt_alive, alive.0), "lifetime's alive at end {lt_alive} against types --kind final {}", alive.0);
+
+    // ages: the totals and every bin's figures.
+    let tl = ok_json(&["timeline", t]);
+    let a = ok_json(&["ages", t]);
+    let mut total = 0u64;
+    for c in ["died", "erased", "alive_at_end", "untracked", "unknown"] {
+        if a[c]["objects"].as_u64() > Some(0) {
+            ranged(&format!("ages {c}"), &a["ranges"][c], &a[c]["bytes"], &a[c]["objects"]);
+        }
+        total += a[c]["objects"].as_u64().unwrap_or(0);
+    }
+    for r in a["by_gcs"].as_array().expect("by gcs").iter().chain(a["by_ms"].as_array().expect("by ms")) {
+        for c in ["died", "erased", "alive_at_end"] {
+            if r[c]["objects"].as_u64() > Some(0) {
+                ranged(&format!("ages bin {c}"), &r["ranges"][c], &r[c]["bytes"], &r[c]["objects"]);
+            }
+        }
+    }
+    // ages --at: the live objects by age, each bar with its range.
+    let end = tl["at_ms"].as_f64().unwrap_or(0.0).to_string();
+    let h = ok_json(&["ages", t, "--at", &end]);
+    ranged("ages --at live", &h["live_range"], &h["live"]["bytes"], &h["live"]["objects"]);
+    for b in h["bars"].as_array().expect("bars").iter().filter(|b| b["objects"].as_u64() > Some(0)) {
+        ranged("ages --at bar", b, &b["bytes"], &b["objects"]);
+    }
+    // ages weighs each sampled object by its row's weight (not rounded
+    // per row as the other views): equal within 0.1%.
+    eprintln!("ages: {total} objects against types' {}", allocated.0);
+    assert!(near(total, allocated.0), "ages' {total} objects against types' {}", allocated.0);
+
+    // survivors: the total and every allocating stack.
+    let sv = ok_json(&["survivors", t]);
+    ranged("survivors total", &sv["surviving_range"], &sv["surviving"]["bytes"], &sv["surviving"]["objects"]);
+    let stacks = sv["by_stack"].as_array().expect("by stack");
+    assert!(!stacks.is_empty(), "{sv}");
+    for st in stacks {
+        ranged("survivors stack", st, &st["surviving"]["bytes"], &st["surviving"]["objects"]);
+    }
+
+    // The timeline's live types at the end.
+    let live = tl["live"].as_array().expect("live");
+    for r in live.iter().filter(|r| r["count"].as_u64() > Some(0)) {
+        ranged("timeline live", r, &r["bytes"], &r["count"]);
+    }
+    let live_total = (sum(live, "count"), sum(live, "bytes"));
+    eprintln!("timeline live at the end {live_total:?} against types --kind final {alive:?}");
+    assert!(
+        near(live_total.0, alive.0) && near(live_total.1, alive.1),
+        "the timeline's live at the end {live_total:?} against types --kind final {alive:?}"
+    );
+
+    // The tables: a range column, " est." kept under -q.
+    for (args, range) in [
+        (&["functions", t, "-q"][..], "incl 95% range"),
+        (&["who", t, "Quokka", "--exact", "-q"][..], "95% range"),
+        (&["graph", t, "-q"][..], "95% range"),
+        (&["lifetime", t, "-q"][..], "allocated 95% range"),
+        (&["ages", t, "-q"][..], "died 95% range"),
+        (&["survivors", t, "-q"][..], "95% range"),
+        (&["timeline", t, "-q"][..], "95% range"),
+    ] {
+        let out = clrprof(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(" est.") && text.contains(range), "{args:?}: no \" est.\" or {range:?}:\n{text}");
+        assert!(text.contains('±'), "{args:?}: no range in a cell:\n{text}");
+    }
+}

@@ -193,7 +193,7 @@ CP.views.timeline = async function (root, params, current) {
     const r = await CP.api(CP.logPath('types'), { kind: 'final', at });
     const total = r.types.reduce((a, t) => a + t.bytes, 0);
     live.replaceChildren(CP.el('h3', { 'data-at': at }, `Live at ${CP.ms(at)}: ${CP.num(total)} bytes`),
-      CP.table('live', [{ key: 'type', label: 'Type' }, { key: 'bytes', label: 'Bytes', num: true }, { key: 'count', label: 'Objects', num: true }], r.types.slice(0, 15), (t) => t.type));
+      CP.table('live', CP.typeColumns(r.types), r.types.slice(0, 15), (t) => t.type));
   }
 
   if (params.from !== undefined) {
@@ -208,9 +208,9 @@ CP.views.timeline = async function (root, params, current) {
     const total = types.types.reduce((a, t) => a + t.bytes, 0);
     who.replaceChildren(CP.el('h3', { 'data-who-window': `${w.from},${w.to}` }, `Who allocated in ${CP.ms(+w.from)} – ${CP.ms(+w.to)}: ${CP.num(total)} bytes`),
       CP.el('p', { class: 'note' }, 'By type'),
-      CP.table('who-types', [{ key: 'type', label: 'Type' }, { key: 'bytes', label: 'Bytes', num: true }, { key: 'count', label: 'Objects', num: true }], types.types.slice(0, 15), (t) => t.type),
+      CP.table('who-types', CP.typeColumns(types.types), types.types.slice(0, 15), (t) => t.type),
       CP.el('p', { class: 'note' }, 'By function (exclusive)'),
-      CP.table('who-functions', CP.FIGURES(total).filter((c) => !c.key.startsWith('inclusive')), functions, (r) => r.name),
+      CP.table('who-functions', CP.FIGURES(total, functions).filter((c) => !c.key.startsWith('inclusive')), functions, (r) => r.name),
       CP.el('p', { class: 'note' }, 'What of it survived (to the end)'));
     CP.survivorTables(who, surv);
   } else if (!logOrder) {

@@ -60,22 +60,30 @@ CP.error = function (e) { return CP.el('p', { class: 'error' }, String(e.message
 // when lopsided; the bytes' range and the samples in its title.
 // `bytesOf` gives the estimated bytes the range is of (a row's `bytes` by
 // default).
-CP.rangeColumn = function (bytesOf) {
+// `uncertaintyOf` gives the object that carries `samples` and
+// `bytes_range` (the row itself by default; for instance a row's
+// `inclusive_range`), `key` and `label` the column's (for a view with
+// several ranges).
+CP.rangeColumn = function (bytesOf, uncertaintyOf, key, label) {
   const of = bytesOf || ((r) => r.bytes);
+  const u = uncertaintyOf || ((r) => r);
   const parts = (r) => {
-    const b = of(r);
-    if (!r.bytes_range || !b) return null;
-    const down = (1 - r.bytes_range[0] / b) * 100, up = (r.bytes_range[1] / b - 1) * 100;
+    const b = of(r), x = u(r);
+    if (!x || !x.bytes_range || !b) return null;
+    const down = (1 - x.bytes_range[0] / b) * 100, up = (x.bytes_range[1] / b - 1) * 100;
     const d = (v) => (v < 10 ? v.toFixed(1) : v.toFixed(0));
     return Math.abs(up - down) <= 0.1 * Math.max(up, down) ? `±${d(Math.max(up, down))}%` : `-${d(down)}% +${d(up)}%`;
   };
   return {
-    key: 'range', label: '95% range', num: true,
-    value: (r) => (r.samples ? 1 / Math.sqrt(r.samples) : 0),
-    show: (r) => CP.el('span', {
-      class: 'range', 'data-samples': r.samples,
-      title: r.bytes_range ? `${CP.num(r.bytes_range[0])} to ${CP.num(r.bytes_range[1])} bytes, from ${CP.num(r.samples)} samples` : '',
-    }, parts(r) || ''),
+    key: key || 'range', label: label || '95% range', num: true,
+    value: (r) => (u(r) && u(r).samples ? 1 / Math.sqrt(u(r).samples) : 0),
+    show: (r) => {
+      const x = u(r) || {};
+      return CP.el('span', {
+        class: 'range', 'data-samples': x.samples,
+        title: x.bytes_range ? `${CP.num(x.bytes_range[0])} to ${CP.num(x.bytes_range[1])} bytes, from ${CP.num(x.samples)} samples` : '',
+      }, parts(r) || '');
+    },
   };
 };
 

@@ -83,6 +83,15 @@ CP.views.types = async function (root, params) {
   root.append(cols);
 };
 
+// Type, bytes and objects columns of `types` rows; a sampled trace's rows
+// (they carry `samples`) get " est." and their 95% range.
+CP.typeColumns = function (types) {
+  const ranged = types.some((t) => t.samples !== undefined);
+  const est = ranged ? ' est.' : '';
+  return [{ key: 'type', label: 'Type' }, { key: 'bytes', label: 'Bytes' + est, num: true }, { key: 'count', label: 'Objects' + est, num: true },
+    ...(ranged ? [CP.rangeColumn()] : [])];
+};
+
 function hashName(s) {
   let h = 0;
   for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
@@ -91,15 +100,22 @@ function hashName(s) {
 CP.hashName = hashName;
 
 // ---- Allocation by code: functions, modules, classes; who allocated a type.
-CP.FIGURES = function (total) {
+// A sampled trace's rows carry `inclusive_range` and `exclusive_range`
+// (samples and 95% ranges): the figures are marked " est." and each group
+// gets its range column.
+CP.FIGURES = function (total, rows) {
+  const ranged = (rows || []).some((r) => r.inclusive_range !== undefined);
+  const est = ranged ? ' est.' : '';
   return [
     { key: 'name', label: 'Name' },
-    { key: 'inclusive_bytes', label: 'Incl. bytes', num: true, value: (r) => r.inclusive_bytes },
+    { key: 'inclusive_bytes', label: 'Incl. bytes' + est, num: true, value: (r) => r.inclusive_bytes },
     { key: 'inclusive_pct', label: 'Incl. %', num: true, value: (r) => (total ? +(r.inclusive_bytes * 100 / total).toFixed(1) : 0), show: (r) => CP.pct(r.inclusive_bytes, total) },
-    { key: 'inclusive_count', label: 'Incl. objects', num: true, value: (r) => r.inclusive_count },
-    { key: 'exclusive_bytes', label: 'Excl. bytes', num: true, value: (r) => r.exclusive_bytes },
+    { key: 'inclusive_count', label: 'Incl. objects' + est, num: true, value: (r) => r.inclusive_count },
+    ...(ranged ? [CP.rangeColumn((r) => r.inclusive_bytes, (r) => r.inclusive_range, 'inclusive_range', 'Incl. 95% range')] : []),
+    { key: 'exclusive_bytes', label: 'Excl. bytes' + est, num: true, value: (r) => r.exclusive_bytes },
     { key: 'exclusive_pct', label: 'Excl. %', num: true, value: (r) => (total ? +(r.exclusive_bytes * 100 / total).toFixed(1) : 0), show: (r) => CP.pct(r.exclusive_bytes, total) },
-    { key: 'exclusive_count', label: 'Excl. objects', num: true, value: (r) => r.exclusive_count },
+    { key: 'exclusive_count', label: 'Excl. objects' + est, num: true, value: (r) => r.exclusive_count },
+    ...(ranged ? [CP.rangeColumn((r) => r.exclusive_bytes, (r) => r.exclusive_range, 'exclusive_range', 'Excl. 95% range')] : []),
   ];
 };
 
@@ -127,18 +143,23 @@ CP.views.code = async function (root, params) {
   const rows = all.slice(0, +top);
   const total = all.reduce((a, r) => a + r.exclusive_bytes, 0);
   root.append(CP.el('p', { class: 'note', 'data-total': total }, `${CP.num(total)} bytes allocated; ${CP.num(all.length)} ${by}, the first ${rows.length} by ${sort} bytes shown. Click a column to sort.`));
-  root.append(CP.table(by, CP.FIGURES(total), rows, (r) => r.name));
+  root.append(CP.table(by, CP.FIGURES(total, rows), rows, (r) => r.name));
 };
 
 CP.whoTables = function (root, w) {
   root.append(CP.el('p', { class: 'note', 'data-total': w.bytes }, `${CP.num(w.bytes)} bytes in ${CP.num(w.count)} objects`));
   const cols = CP.el('div', { class: 'cols' });
+  // A sampled trace: samples and 95% ranges on every row.
+  const ranged = w.samples !== undefined;
+  const est = ranged ? ' est.' : '';
   cols.append(CP.el('div', {}, CP.el('h3', {}, 'Types'), CP.table('who-types', [
-    { key: 'name', label: 'Type' }, { key: 'bytes', label: 'Bytes', num: true }, { key: 'count', label: 'Objects', num: true },
+    { key: 'name', label: 'Type' }, { key: 'bytes', label: 'Bytes' + est, num: true }, { key: 'count', label: 'Objects' + est, num: true },
+    ...(ranged ? [CP.rangeColumn()] : []),
   ], w.types, (t) => t.name)));
-  cols.append(CP.el('div', {}, CP.el('h3', {}, 'Functions'), CP.table('who-functions', CP.FIGURES(w.bytes), w.functions, (r) => r.name)));
+  cols.append(CP.el('div', {}, CP.el('h3', {}, 'Functions'), CP.table('who-functions', CP.FIGURES(w.bytes, w.functions), w.functions, (r) => r.name)));
   root.append(cols, CP.el('h3', {}, 'Stacks (outermost first)'), CP.table('who-stacks', [
-    { key: 'bytes', label: 'Bytes', num: true }, { key: 'count', label: 'Objects', num: true },
+    { key: 'bytes', label: 'Bytes' + est, num: true }, { key: 'count', label: 'Objects' + est, num: true },
+    ...(ranged ? [CP.rangeColumn()] : []),
     { key: 'stack', label: 'Stack', value: (s) => s.frames.join(' → ') + ' → ' + s.type_name },
   ], w.stacks));
 };
@@ -153,10 +174,13 @@ CP.views.graph = async function (root, params) {
   const g = await CP.api(CP.logPath('graph'), Object.assign({ min_percent: minPct }, CP.windowParams()));
   root.append(CP.el('p', { class: 'note', 'data-total': g.total_bytes }, `${CP.num(g.total_bytes)} bytes in ${CP.num(g.total_count)} objects; ${g.nodes.length} nodes, ${g.edges.length} edges`));
   root.append(CP.graphSvg(g));
+  // A sampled trace: samples and 95% ranges on every node.
+  const est = g.samples !== undefined ? ' est.' : '';
   root.append(CP.el('h3', {}, 'Nodes'), CP.table('graph-nodes', [
     { key: 'name', label: 'Node' }, { key: 'kind', label: 'Kind' },
-    { key: 'bytes', label: 'Bytes', num: true }, { key: 'count', label: 'Objects', num: true },
-    { key: 'exclusive_bytes', label: 'Allocated here', num: true },
+    { key: 'bytes', label: 'Bytes' + est, num: true }, { key: 'count', label: 'Objects' + est, num: true },
+    { key: 'exclusive_bytes', label: 'Allocated here' + est, num: true },
+    ...(est ? [CP.rangeColumn()] : []),
   ], g.nodes, (n) => n.name));
 };
 
@@ -243,8 +267,16 @@ CP.views.lifetime = async function (root, params) {
     root.append(CP.el('p', { class: 'note' }, `${w.from !== undefined ? 'Objects allocated in the window' : 'Every object'}, by the generation whose collection reclaimed them.`));
     const f = objects ? 'objects' : 'bytes';
     const cols = ['allocated', 'gen0', 'gen1', 'gen2', 'loh', 'alive_at_end'];
-    const labels = { allocated: 'Allocated', gen0: 'Gen 0', gen1: 'Gen 1', gen2: 'Gen 2', loh: 'LOH', alive_at_end: 'Alive at end' };
-    root.append(CP.table('lifetime', [{ key: 'name', label: 'Type' }, ...cols.map((c) => ({ key: c, label: labels[c], num: true, value: (r) => r[c][f] }))],
+    // A trace's sampled objects of unknown fate: a column of their own
+    // (neither reclaimed nor alive).
+    if (l.total.unknown && l.total.unknown.objects > 0) cols.push('unknown');
+    // A sampled trace: every column's samples and 95% range (the
+    // allocated one's shown).
+    const ranged = l.total.ranges !== undefined;
+    const est = ranged ? ' est.' : '';
+    const labels = { allocated: 'Allocated', gen0: 'Gen 0', gen1: 'Gen 1', gen2: 'Gen 2', loh: 'LOH', alive_at_end: 'Alive at end', unknown: 'Unknown' };
+    root.append(CP.table('lifetime', [{ key: 'name', label: 'Type' }, ...cols.map((c) => ({ key: c, label: labels[c] + est, num: true, value: (r) => r[c][f] })),
+      ...(ranged ? [CP.rangeColumn((r) => r.allocated.bytes, (r) => r.ranges && r.ranges.allocated, 'range', 'Allocated 95% range')] : [])],
       [...l.rows, l.total], (r) => r.name));
   } else if (tab === 'ages') {
     const at = CP.el('input', { type: 'number', step: 'any', value: params.at || '', placeholder: 'time (ms)', size: 9, 'data-input': 'at' });
@@ -264,18 +296,31 @@ CP.views.lifetime = async function (root, params) {
     } else {
       const a = await CP.api(CP.logPath('ages'), w);
       root.append(CP.el('p', { class: 'note' }, `Reclaimed by GCs: ${CP.num(a.died.objects)} objects, ${CP.num(a.died.bytes)} bytes; alive at the end: ${CP.num(a.alive_at_end.objects)} objects, ${CP.num(a.alive_at_end.bytes)} bytes`));
+      // A trace's sampled objects of unknown fate are in no histogram.
+      if (a.unknown && a.unknown.objects > 0) {
+        root.append(CP.el('p', { class: 'unknown', 'data-unknown': a.unknown.objects },
+          `Unknown (the runtime reported nothing for the memory they lay in; in no histogram): ${CP.num(a.unknown.objects)} objects, ${CP.num(a.unknown.bytes)} bytes`));
+      }
+      // A sampled trace: each bin's figures with their samples and range.
+      const ranged = a.ranges !== undefined;
+      const est = ranged ? ' est.' : '';
+      const range = (k, label) => (ranged ? [CP.rangeColumn((r) => r[k].bytes, (r) => r.ranges && r.ranges[k], k + '_range', label)] : []);
       root.append(CP.el('h3', {}, 'By GCs survived'), CP.table('ages-gcs', [
         { key: 'gcs_survived', label: 'GCs survived', num: true },
-        { key: 'died_objects', label: 'Died objects', num: true, value: (r) => r.died.objects },
-        { key: 'died_bytes', label: 'Died bytes', num: true, value: (r) => r.died.bytes },
-        { key: 'alive_objects', label: 'Alive objects', num: true, value: (r) => r.alive_at_end.objects },
-        { key: 'alive_bytes', label: 'Alive bytes', num: true, value: (r) => r.alive_at_end.bytes },
+        { key: 'died_objects', label: 'Died objects' + est, num: true, value: (r) => r.died.objects },
+        { key: 'died_bytes', label: 'Died bytes' + est, num: true, value: (r) => r.died.bytes },
+        ...range('died', 'Died 95% range'),
+        { key: 'alive_objects', label: 'Alive objects' + est, num: true, value: (r) => r.alive_at_end.objects },
+        { key: 'alive_bytes', label: 'Alive bytes' + est, num: true, value: (r) => r.alive_at_end.bytes },
+        ...range('alive_at_end', 'Alive 95% range'),
       ], a.by_gcs, (r) => String(r.gcs_survived)));
       root.append(CP.el('h3', {}, 'By age (ms)'), CP.table('ages-ms', [
         { key: 'age_ms_min', label: 'Age from (ms)', num: true },
         { key: 'age_ms_max_exclusive', label: 'below (ms)', num: true },
-        { key: 'died_bytes', label: 'Died bytes', num: true, value: (r) => r.died.bytes },
-        { key: 'alive_bytes', label: 'Alive bytes', num: true, value: (r) => r.alive_at_end.bytes },
+        { key: 'died_bytes', label: 'Died bytes' + est, num: true, value: (r) => r.died.bytes },
+        ...range('died', 'Died 95% range'),
+        { key: 'alive_bytes', label: 'Alive bytes' + est, num: true, value: (r) => r.alive_at_end.bytes },
+        ...range('alive_at_end', 'Alive 95% range'),
       ], a.by_ms, (r) => String(r.age_ms_min)));
     }
   } else {
@@ -298,6 +343,8 @@ CP.survivorTables = function (root, s) {
     { key: 'surviving_bytes', label: 'Surviving bytes' + est, num: true, value: (t) => t.surviving.bytes },
     { key: 'surviving_objects', label: 'Surviving objects' + est, num: true, value: (t) => t.surviving.objects },
     { key: 'allocated_objects', label: 'Allocated objects' + est, num: true, value: (t) => t.allocated.objects },
+    // A trace's sampled objects of unknown fate: neither dead nor alive.
+    ...(s.unknown && s.unknown.objects > 0 ? [{ key: 'unknown_objects', label: 'Unknown objects' + est, num: true, value: (t) => (t.unknown ? t.unknown.objects : 0) }] : []),
     ...(ranged ? [CP.rangeColumn((t) => t.surviving.bytes)] : []),
   ], s.by_type, (t) => t.name));
 };

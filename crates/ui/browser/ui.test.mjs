@@ -505,6 +505,26 @@ test('a sampled trace: every view says its figures are estimates, and shows the 
   same(samples, want.types.slice(0, 500).map((t) => t.samples), 'the samples of each row');
   const cells = await page.$$eval(`${route} table[data-table="types"] .range`, (s) => s.map((e) => e.textContent));
   assert.ok(cells.every((c) => /^(±[0-9.]+%|-[0-9.]+% \+[0-9.]+%)$/.test(c)), cells.join(', '));
+  // The other views of estimates: each range column gives the samples the
+  // CLI gives, and the figures' headers say " est.".
+  const ranges = async (view, table, col, want, what) => {
+    const r = `[data-route="#${view}"]`;
+    assert.ok(await page.$(`${r} table[data-table="${table}"] th[data-col="${col}"]`), `${what}: the range column`);
+    const got = await page.$$eval(`${r} table[data-table="${table}"] td[data-col="${col}"] .range`, (s) => s.map((e) => Number(e.dataset.samples) || 0));
+    same(got, want, `${what}: the samples of each row`);
+    const heads = await page.$$eval(`${r} table[data-table="${table}"] th`, (s) => s.map((e) => e.textContent));
+    assert.ok(heads.some((h) => / est\.$/.test(h)), `${what}: " est." in ${heads.join(', ')}`);
+  };
+  await open(`code?log=${TRACE}&by=functions&sort=inclusive`, 'trace-functions');
+  const fns = cli(TRACE, ['functions', '--top', '200']);
+  await ranges(`code?log=${TRACE}&by=functions&sort=inclusive`, 'functions', 'inclusive_range', fns.map((f) => f.inclusive_range.samples), 'functions');
+  await open(`lifetime?log=${TRACE}`, 'trace-lifetime');
+  const lt = cli(TRACE, ['lifetime', '--top', '200']);
+  await ranges(`lifetime?log=${TRACE}`, 'lifetime', 'range', [...lt.rows, lt.total].map((r) => r.ranges.allocated.samples), 'lifetime');
+  await unknownColumns(TRACE, 'trace');
+  await open(`lifetime?log=${TRACE}&tab=ages`);
+  const ag = cli(TRACE, ['ages']);
+  await ranges(`lifetime?log=${TRACE}&tab=ages`, 'ages-gcs', 'died_range', ag.by_gcs.map((r) => (r.ranges && r.ranges.died ? r.ranges.died.samples : 0)), 'ages');
   // A log of every allocation says nothing of estimates.
   await open('summary?log=0');
   assert.equal(await page.$('[data-route="#summary?log=0"] .estimates'), null);
@@ -551,6 +571,42 @@ test('a log with periodic dumps: the Leaks view gives clrprof leaks\' verdict, r
   // A log with fewer dumps has no Leaks tab.
   await open('summary?log=0');
   assert.equal(await page.isVisible('#tabs a[data-view="leaks"]'), cli(0, ['dumps', '--top', '0']).length >= 3);
+});
+
+// Objects of unknown fate (a trace's samples that a GC condemned without
+// reporting survivors) have columns of their own in lifetime and
+// survivors, and a line in ages, with the CLI's figures; none where the
+// CLI has none.
+async function unknownColumns(id, tag) {
+  await open(`lifetime?log=${id}`, `${tag}-lifetime`);
+  const lt = cli(id, ['lifetime', '--top', '200']);
+  const ltShown = !!(await page.$(`[data-route="#lifetime?log=${id}"] table[data-table="lifetime"] th[data-col="unknown"]`));
+  assert.equal(ltShown, lt.total.unknown.objects > 0, `lifetime's unknown column (the CLI's total: ${lt.total.unknown.objects})`);
+  if (ltShown) {
+    same((await rows('lifetime')).map((r) => [r.name, r.unknown]), [...lt.rows, lt.total].map((r) => [r.name, r.unknown.bytes]), 'lifetime unknown');
+  }
+  await open(`lifetime?log=${id}&tab=ages`, `${tag}-ages`);
+  const ag = cli(id, ['ages']);
+  const agUnknown = await page.$(`[data-route="#lifetime?log=${id}&tab=ages"] [data-unknown]`);
+  assert.equal(agUnknown ? Number(await agUnknown.getAttribute('data-unknown')) : 0, ag.unknown.objects, 'ages\' unknown objects');
+  const sv = cli(id, ['survivors', '--top', '50']);
+  await open(`lifetime?log=${id}&tab=survivors`, `${tag}-survivors`);
+  const svShown = !!(await page.$(`[data-route="#lifetime?log=${id}&tab=survivors"] table[data-table="survivors"] th[data-col="unknown_objects"]`));
+  assert.equal(svShown, sv.unknown.objects > 0, `survivors' unknown column (the CLI's: ${sv.unknown.objects})`);
+  if (svShown) {
+    same((await rows('survivors')).map((r) => [r.name, r.unknown_objects]), sv.by_type.map((t) => [t.name, t.unknown.objects]), 'survivors unknown');
+  }
+  return lt.total.unknown.objects;
+}
+
+test('objects of unknown fate: lifetime, ages and survivors show them apart, as the CLI counts them', async (t) => {
+  if (LOSSY === null) return t.skip('no lossy trace served');
+  // The trace that lost events lost survival reports: some samples'
+  // fates are unknown.
+  const unknown = await unknownColumns(LOSSY, 'lossy');
+  assert.ok(unknown > 0, 'the lossy trace has objects of unknown fate');
+  // A log of every allocation has no unknown column.
+  assert.equal(await unknownColumns(0, 'log0'), 0);
 });
 
 test('a trace that lost events: every view says it is incomplete, with the CLI\'s count', async (t) => {

@@ -22,6 +22,7 @@
 
 use crate::agent::{lock, Agent, Out};
 use crate::sink::Sink;
+use crate::tables::StackKey;
 use crate::thread::FxMap;
 use clrprof::format::records::{AssemblyLoad, Comment, GcBoundary, GcCounts, HeapObject, Root, Tick};
 use clrprof::format::{Address, List, Record, ThreadId, TypeId};
@@ -68,12 +69,26 @@ pub(crate) struct Dump {
     statics_written: bool,
     /// ClassID -> type id, so that the walk asks the tables once per class.
     classes: FxMap<usize, i32>,
+    /// The (type id, size) pairs whose allocation-only stack this dump made
+    /// sure of (see [`Agent::type_size_stack`]).
+    sized: FxMap<(i32, i32), ()>,
     refs: Vec<Address>,
 }
 
 impl Dump {
     fn new(target: Target) -> Dump {
-        Dump { target, claimed: None, finished: false, statics_written: false, objects: 0, roots: 0, bytes: 0, classes: FxMap::default(), refs: Vec::new() }
+        Dump {
+            target,
+            claimed: None,
+            finished: false,
+            statics_written: false,
+            objects: 0,
+            roots: 0,
+            bytes: 0,
+            classes: FxMap::default(),
+            sized: FxMap::default(),
+            refs: Vec::new(),
+        }
     }
 }
 
@@ -153,6 +168,27 @@ impl Agent {
         }
     }
 
+    /// Defines the allocation-only stack (`n ID 1 TYPE SIZE`, no frames) of
+    /// an object's type and size, unless the log has it.
+    ///
+    /// A reader that meets an `o` line for an object it does not hold live
+    /// with that type (objects allocated while allocation logging was off,
+    /// or before an attach, or .NET 8's frozen objects, which lie outside
+    /// every generation range the `b` lines give and so die in the reader
+    /// at the next GC) takes the allocation-only stack of the object's type
+    /// and size, and when the log has none, makes one. Making one starts
+    /// CLRProfiler's renumbering of stack ids: every stack defined later is
+    /// stored under another index, and `!` and `n` ids are mapped to it, but
+    /// the ids of `h` and `j` lines are not (CLRProfiler's reader, which
+    /// ours reproduces). A handle made after such a dump was then counted
+    /// under whatever stack had its id's index. With the stack defined here
+    /// first, the reader finds it and never renumbers.
+    fn type_size_stack(&self, ty: i32, size: i32) {
+        let mut tables = lock(&self.tables);
+        let mut defs = lock(&self.defs);
+        tables.stack(&mut defs, self.style, StackKey { frames: Box::new([]), alloc: Some((ty, size)) }, None);
+    }
+
     /// `RootReferences2`: `e` lines (stack roots name their function).
     pub fn root_references(&self, refs: &[usize], kinds: &[u32], flags: &[u32], ids: &[usize]) {
         if !self.dumping.load(Ordering::Acquire) {
@@ -222,11 +258,18 @@ impl Agent {
                 t
             }
         };
+        let size32 = size.min(u32::MAX as u64) as u32;
+        if let Ok(size) = i32::try_from(size32) {
+            let fresh = out.dump.as_mut().is_some_and(|d| matches!(d.target, Target::Log) && d.sized.insert((ty, size), ()).is_none());
+            if fresh {
+                self.type_size_stack(ty, size);
+                self.define_for_dump(&mut out, &[], &[]);
+            }
+        }
         let Out { writer, dump, .. } = &mut *out;
         let Some(d) = dump.as_mut().filter(|d| d.claimed.is_some() && !d.finished) else { return false };
         d.refs.clear();
         d.refs.extend(refs.iter().map(|&r| Address(r as u64)));
-        let size32 = size.min(u32::MAX as u64) as u32;
         let refs = std::mem::take(&mut d.refs);
         let o = HeapObject { address: Address(object as u64), type_id: TypeId(ty), size: size32, refs: List::Items(&refs) };
         emit(writer, &mut d.target, &Record::HeapObject(o));

@@ -613,6 +613,12 @@ fn check(i: usize) {
             .cloned()
             .unwrap_or_else(|| panic!("{what}: no handles made in P::MakeHandles: {handles}"));
         assert_eq!((u(&group["created"]), u(&group["destroyed"])), (made, freed), "{what}: handles of P::MakeHandles");
+        // The whole call site, not only a frame of it: the program's own
+        // frames of the creating stack are exactly P::MakeHandles in
+        // P::Main (a stale or renumbered stack id shows another path).
+        let program: Vec<&str> =
+            group["frames"].as_array().map(|f| f.iter().filter_map(Value::as_str).filter(|f| f.starts_with("P::")).collect()).unwrap_or_default();
+        assert_eq!(program, ["P::MakeHandles", "P::Main"], "{what}: the creating stack of P::MakeHandles' handles: {group}");
     }
 
     // Dumps: as many as asked; the ones inside a pause hold exactly what

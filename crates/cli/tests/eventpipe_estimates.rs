@@ -43,7 +43,11 @@ fn ok_json(args: &[&str]) -> Value {
 /// Runs `app` on `rt` with the runtime writing a trace of `config`;
 /// returns the trace and the program's truth.
 fn traced(dn: &Dotnet, rt: Runtime, app: &str, args: &[&str], config: &str) -> (PathBuf, Value) {
-    let dir = dn.app_dir(app, rt, &dn.work.join(format!("{app}-{}", rt.tag())));
+    // A folder per run: tests run in parallel, and two of them trace the
+    // same program (one would truncate the trace the other reads).
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = dn.app_dir(app, rt, &dn.work.join(format!("{app}-{}-{run}", rt.tag())));
     let trace = dir.join(format!("{app}.nettrace"));
     let _ = std::fs::remove_file(&trace);
     let mut cmd = Command::new(dn.host(rt));

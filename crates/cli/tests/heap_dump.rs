@@ -241,8 +241,10 @@ fn check_graph(rt: Runtime, dir: &Path, log: &Path, index: usize) {
     assert_eq!(listed[index]["objects"].as_u64(), Some(d.objects.len() as u64), "{what}: objects in `dumps`");
 
     // Every marker's shortest path from a root runs through the cache and
-    // starts at a handle, or at the array of statics a handle holds (a
-    // thread may hold it too, and its root can be the one found first).
+    // starts at the static field that holds it, named by the agent
+    // (`P.Cache`), or at a handle, or at the array of statics a handle
+    // holds (a thread may hold it too, and its root can be the one found
+    // first).
     let held_by_handle: HashSet<u64> = d.roots.iter().filter(|r| r.1 == 3).map(|r| r.0).collect();
     let idx = index.to_string();
     let max = (N * K).to_string();
@@ -255,7 +257,7 @@ fn check_graph(rt: Runtime, dir: &Path, log: &Path, index: usize) {
         assert_eq!(steps.last(), Some(&"Marker"), "{what}: {steps:?}");
         let start = p["steps"][0]["address"].as_u64().unwrap_or(0);
         assert!(
-            p["root"]["kind"] == "handle" || held_by_handle.contains(&start),
+            p["root"]["static_field"] == "P.Cache" || p["root"]["kind"] == "handle" || held_by_handle.contains(&start),
             "{what}: the cache's root: {} (path {steps:?})",
             p["root"]
         );

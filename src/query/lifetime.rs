@@ -69,7 +69,7 @@ pub struct LifetimeRow {
     pub ranges: BTreeMap<&'static str, Uncertainty>,
 }
 
-/// The columns' names, in [`Columns`] order.
+/// The columns' names, in the order of each row's figures.
 pub const COLUMNS: [&str; 9] = ["allocated", "gen0", "gen1", "gen2", "loh", "erased", "alive_at_end", "untracked", "unknown"];
 
 impl LifetimeRow {

@@ -481,9 +481,9 @@ fn holder_node(a: &Analysed<'_>, depth: &[u32], name: &str) -> Option<(u32, u64)
     let n = a.graph.objects();
     let mut count = vec![0u64; n + 1];
     let mut total = 0u64;
-    for v in 0..n {
+    for (v, c) in count.iter_mut().enumerate().take(n) {
         if a.tree.is_reachable(v as u32) && a.names[v] == name {
-            count[v] = 1;
+            *c = 1;
             total += 1;
         }
     }

@@ -189,11 +189,14 @@ fn serve(listener: &UnixListener, me: u32, held: &Held, runtimes: &Mutex<Vec<Run
     let mut pruned = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
-            Ok((s, _)) => match admit(s, me) {
+            Ok((mut s, _)) => match admit(&mut s, me) {
                 None => {
+                    // Counted before the connection is closed, so that a
+                    // peer that sees it closed sees it counted.
                     refused.fetch_add(1, Ordering::SeqCst);
+                    drop(s);
                 }
-                Some((s, r)) => {
+                Some(r) => {
                     if resumed.insert(r.cookie) {
                         runtimes.lock().unwrap_or_else(|e| e.into_inner()).push(r.clone());
                         // Its first connection: it waits to be resumed.
@@ -217,8 +220,8 @@ fn serve(listener: &UnixListener, me: u32, held: &Held, runtimes: &Mutex<Vec<Run
 
 /// Checks a connection: the peer is this user, and its greeting names the
 /// peer (by its id in its own namespace) when the peer has an id here.
-fn admit(mut s: UnixStream, me: u32) -> Option<(UnixStream, Runtime)> {
-    let peer = clrprof_control::trust::peer_cred(&s).ok()?;
+fn admit(s: &mut UnixStream, me: u32) -> Option<Runtime> {
+    let peer = clrprof_control::trust::peer_cred(s).ok()?;
     if peer.uid != me {
         // Not a byte read or written.
         return None;
@@ -236,7 +239,7 @@ fn admit(mut s: UnixStream, me: u32) -> Option<(UnixStream, Runtime)> {
         }
     }
     let _ = s.set_read_timeout(None);
-    Some((s, Runtime { named_pid: said.pid, host_pid, uid: peer.uid, cookie: said.cookie }))
+    Some(Runtime { named_pid: said.pid, host_pid, uid: peer.uid, cookie: said.cookie })
 }
 
 #[cfg(test)]

@@ -52,38 +52,6 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("clrprof {args:?}: {e}"))
 }
 
-/// Runs the program on `rt` with the runtime writing the trace; returns
-/// the trace and the program's truth.
-fn traced(dn: &Dotnet, rt: Runtime) -> (PathBuf, Value) {
-    let dir = dn.app_dir("survival", rt, &dn.work.join(format!("survival-{}", rt.tag())));
-    let trace = dir.join("survival.nettrace");
-    let _ = std::fs::remove_file(&trace);
-    let mut cmd = Command::new(dn.host(rt));
-    cmd.current_dir(&dir).args(["survival.dll", PER_THREAD, "exit"]).env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
-    match rt {
-        Runtime::Net8 => {
-            cmd.env("DOTNET_EnableEventPipe", "1").env("DOTNET_EventPipeOutputPath", &trace).env("DOTNET_EventPipeConfig", CONFIG);
-        }
-        // CoreCLR 3.1 crashes with an output path set (see
-        // eventpipe_runtime.rs): it writes `<program>.<pid>.nettrace`.
-        Runtime::Core31 => {
-            cmd.env("COMPlus_EnableEventPipe", "1").env("COMPlus_EventPipeConfig", CONFIG);
-        }
-    }
-    let out = cmd.output().expect("run dotnet");
-    assert!(out.status.success(), "survival on {rt:?}: {:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    let truth = dotnet::json_line(&out.stdout).expect("the program prints its truth");
-    if rt == Runtime::Core31 {
-        let written = std::fs::read_dir(&dir)
-            .expect("list the run directory")
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|e| e == "nettrace") && p != &trace)
-            .expect("CoreCLR 3.1 wrote a trace into the working directory");
-        std::fs::rename(written, &trace).expect("rename the trace");
-    }
-    (trace, truth)
-}
 
 /// `GC/AllocationTick` events per type name, read from the trace itself.
 fn samples_per_type(trace: &Path) -> HashMap<String, u64> {
@@ -120,7 +88,7 @@ fn objects(v: &Value) -> f64 {
 
 fn check(rt: Runtime) {
     let Some(dn) = dotnet_env() else { return };
-    let (trace, truth) = traced(dn, rt);
+    let (trace, truth) = dotnet::traced(dn, rt, "survival", &[PER_THREAD, "exit"], CONFIG);
     let t = trace.to_str().expect("a UTF-8 path");
     let samples = samples_per_type(&trace);
     let sv = json(&["survivors", t, "--top", "0"]);

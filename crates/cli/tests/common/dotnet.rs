@@ -166,3 +166,42 @@ pub fn json_line(stdout: &[u8]) -> Option<serde_json::Value> {
     let line = text.lines().find(|l| l.starts_with('{'))?;
     serde_json::from_str(line).ok()
 }
+
+/// Runs `app` (compiled into the work folder) on `rt` with `args`, the
+/// runtime writing a trace of `config` itself (`DOTNET_EnableEventPipe`);
+/// returns the trace and the program's truth (its JSON line). A folder per
+/// call: tests run in parallel, and two of them may trace the same program
+/// (one would truncate the trace the other reads).
+pub fn traced(dn: &Dotnet, rt: Runtime, app: &str, args: &[&str], config: &str) -> (PathBuf, serde_json::Value) {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = dn.app_dir(app, rt, &dn.work.join(format!("{app}-{}-{run}", rt.tag())));
+    let trace = dir.join(format!("{app}.nettrace"));
+    let _ = std::fs::remove_file(&trace);
+    let mut cmd = Command::new(dn.host(rt));
+    cmd.current_dir(&dir).arg(format!("{app}.dll")).args(args).env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
+    match rt {
+        Runtime::Net8 => {
+            cmd.env("DOTNET_EnableEventPipe", "1").env("DOTNET_EventPipeOutputPath", &trace).env("DOTNET_EventPipeConfig", config);
+        }
+        // CoreCLR 3.1 crashes when COMPlus_EventPipeOutputPath is set (see
+        // eventpipe_runtime.rs); it writes `<program>.<pid>.nettrace` into
+        // the working directory.
+        Runtime::Core31 => {
+            cmd.env("COMPlus_EnableEventPipe", "1").env("COMPlus_EventPipeConfig", config);
+        }
+    }
+    let out = cmd.output().expect("run dotnet");
+    assert!(out.status.success(), "{app} on {rt:?}: {:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let truth = json_line(&out.stdout).expect("the program prints its truth");
+    if rt == Runtime::Core31 {
+        let written = std::fs::read_dir(&dir)
+            .expect("list the run directory")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "nettrace") && p != &trace)
+            .expect("CoreCLR 3.1 wrote a trace into the working directory");
+        std::fs::rename(written, &trace).expect("rename the trace");
+    }
+    (trace, truth)
+}

@@ -148,7 +148,10 @@ fn survivors_and_types_give_the_same_totals() {
     let of = |k: &str| (s[k]["objects"].as_u64().expect("objects"), s[k]["bytes"].as_u64().expect("bytes"));
     eprintln!("types: allocated {allocated:?}, final {alive:?}; survivors: {:?}, {:?}; truth {truth}", of("allocated"), of("surviving"));
     assert!(alive.0 > 0 && alive.0 < allocated.0, "{alive:?} of {allocated:?}");
-    assert_eq!(of("allocated"), allocated, "survivors' allocated against types'");
+    // Each command rounds its stack rows' estimates on its own: one object
+    // apart was seen once in seven runs (2,772,520 against 2,772,521).
+    let (sa, ta) = (of("allocated"), allocated);
+    assert!(sa.0.abs_diff(ta.0) <= 1 && near(sa.1, ta.1), "survivors' allocated {sa:?} against types' {ta:?}");
     assert_eq!(of("surviving"), alive, "survivors' surviving against types --kind final");
     // threads and lifetime split each stack row's estimate among threads
     // and fates: their totals are the same.

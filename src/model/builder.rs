@@ -813,7 +813,7 @@ impl<'a> Builder<'a> {
             file_bytes: end,
             sampling: None,
             imported: None,
-            row_weights: Vec::new(),
+            row_weights: Default::default(),
         })
     }
 

@@ -73,6 +73,7 @@ mod names;
 mod open;
 mod ops;
 mod sampled;
+mod row_weights;
 mod samples;
 mod stacks;
 #[cfg(test)]
@@ -159,9 +160,9 @@ pub struct Model {
     pub(crate) sampling: Option<crate::import::Sampling>,
     /// What an imported file (a trace) said about itself.
     pub(crate) imported: Option<crate::import::TraceFacts>,
-    /// For sampled allocations: per stack row, the objects each sample of
-    /// the row stands for on average (empty for a log).
-    pub(crate) row_weights: Vec<f32>,
+    /// For sampled allocations: per stack row, what its samples stand for
+    /// (empty for a log).
+    pub(crate) row_weights: row_weights::RowWeights,
 }
 
 impl Model {
@@ -314,6 +315,7 @@ impl Model {
             ("finalizers", self.finalizers.heap_bytes()),
             ("heap_dumps", self.dumps.heap_bytes()),
             ("comments", self.comments.heap_bytes()),
+            ("row_weights", self.row_weights.heap_bytes()),
         ]);
         v
     }

@@ -157,36 +157,19 @@ fn follow(model: &mut Model, fates: &[crate::import::SampledFate], facts: &mut c
 /// survived or was finalized stands for that many objects that did.
 fn weigh(model: &mut Model, s: &Sampling) {
     let rows = model.stacks.len();
-    let mut sums = vec![0f64; rows];
-    let mut samples = vec![0u64; rows];
     let n = model.allocations.len();
-    for (k, &w) in s.weights.iter().enumerate().take(n) {
-        let row = model.allocations.stack(ObjectId(k as u32)).index();
-        if let (Some(sum), Some(count)) = (sums.get_mut(row), samples.get_mut(row)) {
-            *sum += f64::from(w);
-            *count += 1;
-        }
-    }
-    let estimate = |v: f64| if v > 0.0 { v.round().max(1.0) as u64 } else { 0 };
-    let scaled = |h: &StackCounts| {
-        let v = (0..rows)
-            .map(|r| {
-                let c = h.get(super::StackRef(r as u32));
-                match samples[r] {
-                    0 => c,
-                    k => estimate(c as f64 * sums[r] / k as f64),
-                }
-            })
-            .collect();
-        StackCounts::from_vec(v)
-    };
+    let weights = super::row_weights::RowWeights::new(
+        rows,
+        s.weights.iter().enumerate().take(n).map(|(k, &w)| (model.allocations.stack(ObjectId(k as u32)).index(), f64::from(w))),
+    );
+    let scaled = |h: &StackCounts| StackCounts::from_vec((0..rows).map(|r| weights.estimate(r, h.get(super::StackRef(r as u32)))).collect());
+    let allocated = StackCounts::from_vec((0..rows).map(|r| weights.whole(r)).collect());
     let h = &model.histograms;
     let relocated = scaled(&h.relocated);
     let final_heap = scaled(&h.final_heap);
     let finalized = scaled(&h.finalized);
     let critical = scaled(&h.critical_finalized);
-    let allocated = StackCounts::from_vec(sums.iter().map(|&v| estimate(v)).collect());
-    model.row_weights = (0..rows).map(|r| if samples[r] == 0 { 1.0 } else { (sums[r] / samples[r] as f64) as f32 }).collect();
+    model.row_weights = weights;
     let h = &mut model.histograms;
     h.allocated = allocated;
     h.relocated = relocated;
@@ -208,33 +191,32 @@ impl Model {
     /// least 1, so the rounding is undone exactly); the count itself for a
     /// log of every allocation.
     pub fn samples_behind(&self, row: super::StackRef, estimated: u64) -> u64 {
-        match self.row_weights.get(row.index()) {
-            Some(&w) if estimated > 0 && w > 0.0 => ((estimated as f64) / f64::from(w)).round().max(1.0) as u64,
-            _ => estimated,
-        }
+        self.row_weights.samples_behind(row.index(), estimated)
     }
 
     /// [`Model::estimate_rows`] for one row's count.
     pub fn estimate_count(&self, row: super::StackRef, count: u64) -> u64 {
-        match self.row_weights.get(row.index()) {
-            Some(&w) if count > 0 => ((count as f64) * f64::from(w)).round().max(1.0) as u64,
-            _ => count,
-        }
+        self.row_weights.estimate(row.index(), count)
+    }
+
+    /// The objects one sample of a stack row stands for on average (1 in
+    /// a log of every allocation).
+    pub fn row_weight(&self, row: super::StackRef) -> f64 {
+        self.row_weights.per_sample(row.index())
     }
 
     /// Counts of sampled objects per stack row (a filtered view's) turned
-    /// into the objects they stand for: each row's count times the row's
-    /// average weight, rounded (at least 1 where there was a sample). For
-    /// a log of every allocation, the counts as they are.
+    /// into the objects they stand for: each row's count as its share of
+    /// what the row's samples stand for, rounded (at least 1 where there
+    /// was a sample); all of a row's samples give the row's allocated
+    /// objects exactly as `types` counts them. For a log of every
+    /// allocation, the counts as they are.
     pub fn estimate_rows(&self, counts: &mut [u64]) {
         if self.row_weights.is_empty() {
             return;
         }
         for (r, c) in counts.iter_mut().enumerate() {
-            if *c > 0 {
-                let w = f64::from(self.row_weights.get(r).copied().unwrap_or(1.0));
-                *c = ((*c as f64) * w).round().max(1.0) as u64;
-            }
+            *c = self.row_weights.estimate(r, *c);
         }
     }
 }

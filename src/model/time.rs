@@ -120,9 +120,14 @@ impl TimeTable {
     }
 
     /// The last slot whose time is at most `seconds` (slot 0 for earlier
-    /// times).
+    /// times), compared in whole milliseconds as times are shown
+    /// ([`TimeTable::millis`]): a time read back from the tool's output
+    /// finds the slot it was shown for (`566 * 0.001` and `566.0 / 1000.0`
+    /// differ in the last bit, and the slot after a tick can be a
+    /// fraction of a millisecond later).
     pub fn tick_at(&self, seconds: f64) -> TickIndex {
-        let k = self.seconds.partition_point(|&s| s <= seconds);
+        let ms = (seconds * 1000.0).round();
+        let k = self.seconds.partition_point(|&s| (s * 1000.0).round() <= ms);
         TickIndex(k.saturating_sub(1) as u32)
     }
 
@@ -140,6 +145,24 @@ impl TimeTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_as_shown_finds_its_slot() {
+        // 9 * 0.001 is a bit more than 9.0 / 1000.0: compared as read,
+        // the tick at 9 ms was not "at or before" 9 ms.
+        let mut t = TimeTable::new();
+        t.on_tick(5, 10);
+        t.on_tick(9, 20);
+        t.on_comment(30);
+        assert_eq!(t.tick_at(9.0 / 1000.0), TickIndex(3), "the comment's slot at 9 ms, the last at 9 ms");
+        assert_eq!(t.tick_at(8.0 / 1000.0), TickIndex(1));
+        assert_eq!(t.tick_at(-1.0), TickIndex(0));
+        for ms in 1..2000u32 {
+            let mut t = TimeTable::new();
+            t.on_tick(ms as i32, 0);
+            assert_eq!(t.tick_at(f64::from(ms) / 1000.0), TickIndex(1), "{ms} ms");
+        }
+    }
 
     #[test]
     fn wraparound_example() {

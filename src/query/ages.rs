@@ -22,7 +22,7 @@
 //! CLRProfiler's "Histogram by Age" of the live objects at a given time is
 //! [`age_histogram_at`](super::age_histogram_at) (in `age_histogram.rs`).
 
-use super::objects::{add_at, log2_bin, log2_bounds, merge_tallies, millis_between, par_fold, Clock, RowTypes, Tally};
+use super::objects::{add_at, apportion, log2_bin, log2_bounds, merge_tallies, millis_between, par_fold, Clock, RowTypes, Tally};
 use super::types::Uncertainty;
 use super::Filter;
 use crate::model::{Fate, Model};
@@ -132,6 +132,11 @@ struct Acc {
     /// For a sampled trace: the same counts of samples (each sampled
     /// object once), for the figures' ranges.
     samples: Option<Box<Acc>>,
+    /// For a sampled trace: per stack row, its samples that died, were
+    /// erased, are alive at the end, untracked, unknown; the totals are
+    /// each row's estimate split among them ([`apportion`]), so that they
+    /// add up to the row's allocated objects as `types` gives them.
+    by_row: Vec<[u64; 5]>,
 }
 
 /// Where [`Acc::add`] counts an object.
@@ -150,7 +155,7 @@ impl Acc {
 
     /// Counts `n` objects of `size` bytes each (one sample standing for
     /// `n`).
-    fn add(&mut self, slot: Slot, n: u64, size: u64) {
+    fn add(&mut self, row: usize, slot: Slot, n: u64, size: u64) {
         match slot {
             Slot::Aged(kind, survived, bin, age) => {
                 self.totals[kind].add_n(n, size);
@@ -162,12 +167,34 @@ impl Acc {
             Slot::Unknown => self.unknown.add_n(n, size),
         }
         if let Some(s) = &mut self.samples {
-            s.add(slot, 1, size);
+            s.add_sample(slot, size);
+            let k = match slot {
+                Slot::Aged(kind, ..) => kind,
+                Slot::Untracked => 3,
+                Slot::Unknown => 4,
+            };
+            if self.by_row.len() <= row {
+                self.by_row.resize(row + 1, [0; 5]);
+            }
+            self.by_row[row][k] += 1;
         }
     }
 
+    /// Counts one sampled object (the figures' ranges).
+    fn add_sample(&mut self, slot: Slot, size: u64) {
+        self.add(0, slot, 1, size);
+    }
+
     fn merge(mut self, o: Acc) -> Acc {
-        let Acc { gcs, ms, totals, age_ms, untracked, unknown, samples } = o;
+        let Acc { gcs, ms, totals, age_ms, untracked, unknown, samples, by_row } = o;
+        if self.by_row.len() < by_row.len() {
+            self.by_row.resize(by_row.len(), [0; 5]);
+        }
+        for (x, y) in self.by_row.iter_mut().zip(by_row) {
+            for (p, q) in x.iter_mut().zip(y) {
+                *p += q;
+            }
+        }
         self.samples = match (self.samples.take(), samples) {
             (Some(a), Some(b)) => Some(Box::new(a.merge(*b))),
             (a, b) => a.or(b),
@@ -214,15 +241,30 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
                     Fate::DiedAtGc { gc, .. } => (0, clock.death_tick(fate).unwrap_or(end), gc.0.saturating_sub(b)),
                     Fate::Erased { tick, gcs_before, .. } => (1, tick, gcs_before.saturating_sub(b)),
                     Fate::Alive => (2, end, gcs_ended.saturating_sub(b)),
-                    Fate::Untracked => return acc.add(Slot::Untracked, n, size),
-                    Fate::Unknown { .. } => return acc.add(Slot::Unknown, n, size),
+                    Fate::Untracked => return acc.add(row.stack.index(), Slot::Untracked, n, size),
+                    Fate::Unknown { .. } => return acc.add(row.stack.index(), Slot::Unknown, n, size),
                 };
                 let age = millis_between(&ms, row.tick, until);
-                acc.add(Slot::Aged(kind, survived as usize, log2_bin(age), age), n, size);
+                acc.add(row.stack.index(), Slot::Aged(kind, survived as usize, log2_bin(age), age), n, size);
             });
         },
         Acc::merge,
     );
+    // A sampled trace: the totals from each row's estimate, split.
+    let mut acc = acc;
+    if acc.samples.is_some() {
+        let mut totals = [Tally::default(); 5];
+        for (r, raw) in acc.by_row.iter().enumerate() {
+            let row = crate::model::StackRef(r as u32);
+            let size = types.size(row);
+            for (t, n) in totals.iter_mut().zip(apportion(model, row, raw)) {
+                t.add_n(n, size);
+            }
+        }
+        acc.totals = [totals[0], totals[1], totals[2]];
+        acc.untracked = totals[3];
+        acc.unknown = totals[4];
+    }
     let mut a = Ages {
         died: acc.totals[0],
         died_total_age_ms: acc.age_ms[0],

@@ -84,11 +84,18 @@ fn check(rt: Runtime, off: bool) {
     for g in &groups {
         let types = g["object_types"].as_array().cloned().unwrap_or_default();
         let held = types.iter().filter(|t| t["type"] == "Held").map(|t| t["count"].as_u64().unwrap_or(0)).sum::<u64>();
-        if held == 0 {
+        if held == 0 && !program_frames(g).iter().any(|f| f == "P::MakeHandles" || f == "P::ThreadHandles") {
             continue;
         }
         let (created, destroyed) = (g["created"].as_u64().unwrap_or(0), g["destroyed"].as_u64().unwrap_or(0));
-        assert_eq!(held, created, "{what}: a group of Held handles with others: {g}");
+        // Every object the readers know in the group is a Held. A handle
+        // made in the same millisecond as its object can come before the
+        // object's `!` line (the agent merges its shared event list, where
+        // `h`/`j` lines go to keep their order across threads, and the
+        // threads' own records by tick, the event list first): the readers
+        // then know no object for it (seen on CoreCLR 3.1, 1 to 20 of 20).
+        let others: Vec<&Value> = types.iter().filter(|t| t["type"] != "Held").collect();
+        assert!(others.is_empty() && held <= created, "{what}: a group of Held handles with others: {g}");
         match program_frames(g).iter().map(String::as_str).collect::<Vec<_>>()[..] {
             ["P::MakeHandles", "P::Main"] => main = (main.0 + created, main.1 + destroyed),
             ["P::ThreadHandles", "P::Worker"] => threads += created,

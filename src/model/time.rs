@@ -120,14 +120,12 @@ impl TimeTable {
     }
 
     /// The last slot whose time is at most `seconds` (slot 0 for earlier
-    /// times), compared in whole milliseconds as times are shown
-    /// ([`TimeTable::millis`]): a time read back from the tool's output
-    /// finds the slot it was shown for (`566 * 0.001` and `566.0 / 1000.0`
-    /// differ in the last bit, and the slot after a tick can be a
-    /// fraction of a millisecond later).
+    /// times), compared in milliseconds with a millionth of one to spare:
+    /// a time read back from the tool's output finds the slot it was shown
+    /// for (`9 * 0.001`, a slot's time, is a bit more than `9.0 / 1000.0`).
     pub fn tick_at(&self, seconds: f64) -> TickIndex {
-        let ms = (seconds * 1000.0).round();
-        let k = self.seconds.partition_point(|&s| (s * 1000.0).round() <= ms);
+        let ms = seconds * 1000.0 + 1e-6;
+        let k = self.seconds.partition_point(|&s| s * 1000.0 <= ms);
         TickIndex(k.saturating_sub(1) as u32)
     }
 

@@ -47,7 +47,13 @@ impl OtherUser {
     /// Runs `script` with `sh -c` as this user (no supplementary groups),
     /// `args` as `$1`, `$2`, ...; panics if it fails.
     pub fn sh(&self, script: &str, args: &[&std::ffi::OsStr]) {
-        let out = self.command("sh").args(["-c", script, "sh"]).args(args).current_dir("/").output().expect("run setpriv");
+        let out = self
+            .command("sh")
+            .args(["-c", script, "sh"])
+            .args(args)
+            .current_dir("/")
+            .output()
+            .expect("run setpriv");
         assert!(out.status.success(), "as {NAME}: {script}: {}", String::from_utf8_lossy(&out.stderr));
     }
 }

@@ -100,7 +100,9 @@ pub fn agent_beside(exe: &Path) -> Option<PathBuf> {
 pub fn dotnet(work: &Path) -> Option<&'static Dotnet> {
     static ENV: OnceLock<Option<Dotnet>> = OnceLock::new();
     ENV.get_or_init(|| {
-        let venv = std::env::var_os("CLRPROF_DOTNET_VENV").map(PathBuf::from).unwrap_or_else(|| repo().join("target/dotnet-venv"));
+        let venv = std::env::var_os("CLRPROF_DOTNET_VENV")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo().join("target/dotnet-venv"));
         let Some(site) = site_packages(&venv) else {
             return skip(&format!("no virtual environment at {}", venv.display()));
         };
@@ -148,7 +150,10 @@ impl Dotnet {
         std::fs::copy(self.work.join(format!("{app}.dll")), dir.join(format!("{app}.dll"))).expect("copy the program");
         std::fs::write(
             dir.join(format!("{app}.runtimeconfig.json")),
-            format!(r#"{{"runtimeOptions":{{"framework":{{"name":"Microsoft.NETCore.App","version":"{}"}}}}}}"#, rt.framework_version()),
+            format!(
+                r#"{{"runtimeOptions":{{"framework":{{"name":"Microsoft.NETCore.App","version":"{}"}}}}}}"#,
+                rt.framework_version()
+            ),
         )
         .expect("write the runtime configuration");
         dir.to_path_buf()

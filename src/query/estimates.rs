@@ -103,6 +103,13 @@ impl Range95 {
         Some(Range95 { low: poisson_lower(samples) / k, high: poisson_upper(samples) / k })
     }
 
+    /// The most samples (95% upper bound) a figure that got none could
+    /// have had: a type or function a trace shows nothing of may still
+    /// have allocated up to about this many samples' worth.
+    pub fn unseen_samples() -> f64 {
+        poisson_upper(0)
+    }
+
     /// `value`'s range, rounded to whole units.
     pub fn apply(&self, value: f64) -> [f64; 2] {
         [(value * self.low).floor(), (value * self.high).ceil()]

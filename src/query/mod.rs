@@ -68,11 +68,11 @@ pub mod who;
 
 pub use age_histogram::{age_histogram_at, AgeBars, AgeHistogram};
 pub use ages::{ages, AgeRanges, Ages};
-pub use allocations_known::allocations_unknown;
 pub use alloc_graph::{allocation_graph, AllocationGraph, GraphEdge, GraphNode, NodeKind};
+pub use allocations_known::allocations_unknown;
 pub use by_code::{by_class, by_function, by_module, Figures, FunctionRow, GroupRow, SortBy};
 pub use calls::{call_tree, calls, CallTree, CallTreeOptions, Calls, NoCalls};
-pub use diff::{diff, DiffRow, LogDiff};
+pub use diff::{diff, DiffRanges, DiffRow, DiffSide, LogDiff};
 pub use estimates::{estimates, Estimates, Range95};
 pub use filter::{Filter, FilterError, TimeWindow};
 pub use flame::{folded_stacks, folded_text, FoldedStack};

@@ -90,10 +90,13 @@ pub fn run(args: Args) -> Result<()> {
             println!("  no difference");
             continue;
         }
+        // Estimates (a trace's samples): the change's 95% range, and
+        // whether the sampling explains the change.
+        let estimated = rows.iter().any(|r| r.ranges.is_some());
         let table: Vec<Vec<String>> = rows
             .iter()
             .map(|r| {
-                vec![
+                let mut row = vec![
                     r.name.clone(),
                     signed(r.diff_bytes),
                     thousands(r.a_bytes),
@@ -101,10 +104,30 @@ pub fn run(args: Args) -> Result<()> {
                     signed(r.diff_count),
                     thousands(r.a_count),
                     thousands(r.b_count),
-                ]
+                ];
+                if estimated {
+                    row.push(r.ranges.as_ref().map_or_else(String::new, |g| {
+                        let [lo, hi] = g.diff_bytes_range;
+                        format!("{} to {}{}", signed(lo), signed(hi), if g.significant { "" } else { " (noise)" })
+                    }));
+                }
+                row
             })
             .collect();
-        print_table(&["name", "bytes B-A", "bytes A", "bytes B", "objects B-A", "objects A", "objects B"], &table);
+        let mut header = vec!["name", "bytes B-A", "bytes A", "bytes B", "objects B-A", "objects A", "objects B"];
+        if estimated {
+            header.push("bytes B-A 95% range");
+        }
+        print_table(&header, &table);
+        if estimated {
+            let noise = rows.iter().filter(|r| r.ranges.as_ref().is_some_and(|g| !g.significant)).count();
+            if noise > 0 {
+                println!(
+                    "  {} whose change lies within the sampling's 95% range (\"noise\": not told apart from no change)",
+                    crate::common::count(noise as u64, "row", "rows")
+                );
+            }
+        }
         if let Some(note) = more_note(left_out, "row", "rows") {
             println!("{note}");
         }

@@ -9,19 +9,22 @@ use clrprof::query::{by_function, by_type, canonical_type_name, summary, survivo
 use std::cell::OnceCell;
 use std::collections::HashMap;
 
-/// Objects and bytes.
+/// Objects and bytes, and for a trace the sampled objects behind them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pair {
     /// Objects.
     pub objects: u64,
     /// Bytes.
     pub bytes: u64,
+    /// The sampled objects the figures rest on (a trace's estimates).
+    pub samples: u64,
 }
 
 impl Pair {
-    fn add(&mut self, objects: u64, bytes: u64) {
+    fn add(&mut self, objects: u64, bytes: u64, samples: u64) {
         self.objects += objects;
         self.bytes = self.bytes.saturating_add(bytes);
+        self.samples += samples;
     }
 }
 
@@ -118,7 +121,7 @@ impl<'m> Figures<'m> {
     fn histogram(&self, kind: HistogramKind) -> HashMap<String, Pair> {
         let mut m: HashMap<String, Pair> = HashMap::new();
         for row in by_type(self.model, kind) {
-            m.entry(canonical_type_name(&row.name).into_owned()).or_default().add(row.count, row.bytes.max(0) as u64);
+            m.entry(canonical_type_name(&row.name).into_owned()).or_default().add(row.count, row.bytes.max(0) as u64, row.samples);
         }
         m
     }
@@ -137,8 +140,9 @@ impl<'m> Figures<'m> {
             for row in by_function(self.model, &Filter::all(), SortBy::Inclusive) {
                 let f = m.entry(row.name).or_default();
                 let g = row.figures;
-                f.allocated.add(g.inclusive_count, g.inclusive_bytes);
-                f.exclusive_allocated.add(g.exclusive_count, g.exclusive_bytes);
+                let samples = |u: &Option<clrprof::query::Uncertainty>| u.as_ref().map_or(0, |u| u.samples);
+                f.allocated.add(g.inclusive_count, g.inclusive_bytes, samples(&row.inclusive_range));
+                f.exclusive_allocated.add(g.exclusive_count, g.exclusive_bytes, samples(&row.exclusive_range));
             }
             // Alive at the end, per allocation stack: inclusive once per
             // stack that names the function, exclusive for its innermost
@@ -146,6 +150,7 @@ impl<'m> Figures<'m> {
             let s = survivors(self.model, &Filter::all(), None, usize::MAX);
             for stack in &s.by_stack {
                 let (objects, bytes) = (stack.surviving.objects, stack.surviving.bytes);
+                let samples = stack.uncertainty.as_ref().map_or(0, |u| u.samples);
                 let mut seen: Vec<&str> = Vec::new();
                 for (k, frame) in stack.frames.iter().enumerate() {
                     if seen.contains(&frame.as_str()) {
@@ -153,9 +158,9 @@ impl<'m> Figures<'m> {
                     }
                     seen.push(frame);
                     let f = m.entry(frame.clone()).or_default();
-                    f.surviving.add(objects, bytes);
+                    f.surviving.add(objects, bytes, samples);
                     if k == 0 {
-                        f.exclusive_surviving.add(objects, bytes);
+                        f.exclusive_surviving.add(objects, bytes, samples);
                     }
                 }
             }
@@ -188,7 +193,7 @@ impl<'m> Figures<'m> {
             let mut m: HashMap<String, DumpType> = HashMap::new();
             for site in &r.sites {
                 let t = m.entry(canonical_type_name(&site.site.name).into_owned()).or_default();
-                t.own.add(site.objects, site.bytes);
+                t.own.add(site.objects, site.bytes, 0);
                 t.retained = t.retained.saturating_add(site.retained);
             }
             m
@@ -307,6 +312,43 @@ impl<'m> Figures<'m> {
                 Ok(clamp(v))
             }
         }
+    }
+
+    /// The 95% range of a figure that is an estimate (a trace's
+    /// allocation and survival figures, from the samples they rest on);
+    /// `None` for an exact figure (a log's, a GC count, a heap dump's).
+    pub fn range(&self, subject: &Subject, metric: &str) -> Option<[i64; 2]> {
+        self.model.sampling()?;
+        let value = self.value(subject, metric).ok()?;
+        let pick = |p: Pair| p.samples;
+        let samples = match subject {
+            Subject::Dump => return None,
+            Subject::Summary => match metric {
+                "allocated_bytes" => self.allocated().values().map(|p| p.samples).sum(),
+                "final_heap_bytes" => self.surviving().values().map(|p| p.samples).sum(),
+                _ => return None,
+            },
+            Subject::Type(name) => {
+                let name = &*canonical_type_name(name);
+                match metric {
+                    "allocated_bytes" | "allocated_objects" => pick(self.allocated().get(name).copied()?),
+                    "surviving_bytes" | "surviving_objects" => pick(self.surviving().get(name).copied().unwrap_or_default()),
+                    _ => return None,
+                }
+            }
+            Subject::Function(name) => {
+                let f = self.functions().get(name).copied()?;
+                match metric {
+                    "allocated_bytes" | "allocated_objects" => f.allocated.samples,
+                    "surviving_bytes" | "surviving_objects" => f.surviving.samples,
+                    "exclusive_allocated_bytes" | "exclusive_allocated_objects" => f.exclusive_allocated.samples,
+                    "exclusive_surviving_bytes" | "exclusive_surviving_objects" => f.exclusive_surviving.samples,
+                    _ => return None,
+                }
+            }
+        };
+        let [lo, hi] = clrprof::query::Range95::of(samples)?.apply(value as f64);
+        Some([lo as i64, hi.min(i64::MAX as f64) as i64])
     }
 
     fn summary_value(&self, metric: &str) -> Result<i64, Missing> {

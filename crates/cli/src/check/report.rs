@@ -64,7 +64,18 @@ pub fn sentence(v: &Verdict) -> String {
     let rule = format!("{} {}", v.rule.subject.text(), v.rule.metric);
     let unit = unit_word(v);
     let unit = if unit.is_empty() { String::new() } else { format!(" {unit}") };
+    // An estimate's range shown beside it.
+    let shown = |x: i64, r: Option<[i64; 2]>| match r {
+        Some([lo, hi]) => format!("{} ({} to {})", figure(x), figure(lo), figure(hi)),
+        None => figure(x),
+    };
     match (v.baseline, v.candidate) {
+        (Some(b), Some(c)) if v.status == Status::Unknown => format!(
+            "{rule}: baseline {} -> candidate {}{unit}; cannot be decided: {}",
+            shown(b, v.baseline_range),
+            shown(c, v.candidate_range),
+            v.reason.as_deref().unwrap_or("a figure is unknown")
+        ),
         (Some(b), Some(c)) => {
             let change = match (v.change, v.change_percent) {
                 (Some(d), Some(p)) => format!("{}, {}", signed(d), percent(p)),
@@ -78,8 +89,8 @@ pub fn sentence(v: &Verdict) -> String {
             };
             format!(
                 "{rule}: baseline {} -> candidate {}{unit} ({change}); {verb} the limit {} (at most {allowed})",
-                figure(b),
-                figure(c),
+                shown(b, v.baseline_range),
+                shown(c, v.candidate_range),
                 v.rule.limit_text
             )
         }
@@ -163,6 +174,10 @@ struct VerdictJson<'a> {
     allowed: Option<i64>,
     status: &'static str,
     reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline_range: Option<[i64; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    candidate_range: Option<[i64; 2]>,
     message: String,
 }
 
@@ -186,6 +201,8 @@ fn verdict_json(v: &Verdict) -> VerdictJson<'_> {
         allowed: v.allowed,
         status: v.status.name(),
         reason: v.reason.as_deref(),
+        baseline_range: v.baseline_range,
+        candidate_range: v.candidate_range,
         message: sentence(v),
     }
 }

@@ -46,6 +46,41 @@ pub struct Verdict {
     pub status: Status,
     /// Why the rule is unknown.
     pub reason: Option<String>,
+    /// The baseline's 95% range when its figure is an estimate (a
+    /// trace's samples).
+    pub baseline_range: Option<[i64; 2]>,
+    /// The candidate's, likewise.
+    pub candidate_range: Option<[i64; 2]>,
+}
+
+/// Pass or fail when a figure is an estimate: decided only when the
+/// candidate's distance to the limit keeps its sign across both figures'
+/// ranges (each side's distance to its range's ends, added in
+/// quadrature: the two files are sampled independently); else unknown,
+/// with why.
+fn judge_ranges(b: i64, c: i64, limit: Limit, br: [i64; 2], cr: [i64; 2]) -> (Status, Option<String>) {
+    let (a, a_lo, a_hi) = (allowed(b, limit) as f64, allowed(br[0], limit) as f64, allowed(br[1], limit) as f64);
+    let c = c as f64;
+    let margin = a - c;
+    let low = margin - (a - a_lo).hypot(cr[1] as f64 - c);
+    let high = margin + (a_hi - a).hypot(c - cr[0] as f64);
+    if low >= 0.0 {
+        (Status::Pass, None)
+    } else if high < 0.0 {
+        (Status::Fail, None)
+    } else {
+        let f = |v: f64| super::report::figure(v.round() as i64);
+        (
+            Status::Unknown,
+            Some(format!(
+                "the sampling cannot tell: the candidate's figure is {} to {} (95% range) against at most {} to {} allowed by the baseline's range",
+                f(cr[0] as f64),
+                f(cr[1] as f64),
+                f(a_lo),
+                f(a_hi)
+            )),
+        )
+    }
 }
 
 /// The largest candidate figure `limit` allows over `baseline`.
@@ -109,6 +144,8 @@ pub fn judge(rule: &Rule, baseline: &Figures, candidate: &Figures) -> Result<Ver
         allowed: None,
         status: Status::Unknown,
         reason: None,
+        baseline_range: baseline.range(&rule.subject, &rule.metric),
+        candidate_range: candidate.range(&rule.subject, &rule.metric),
     };
     match (&b, &c) {
         (Ok(b), Ok(c)) => {
@@ -117,6 +154,13 @@ pub fn judge(rule: &Rule, baseline: &Figures, candidate: &Figures) -> Result<Ver
             v.change_percent = (*b != 0).then(|| (*c as f64 - *b as f64) / *b as f64 * 100.0);
             v.allowed = Some(limit);
             v.status = if *c <= limit { Status::Pass } else { Status::Fail };
+            if v.baseline_range.is_some() || v.candidate_range.is_some() {
+                let exact = |x: i64| [x, x];
+                let (status, reason) =
+                    judge_ranges(*b, *c, rule.limit, v.baseline_range.unwrap_or(exact(*b)), v.candidate_range.unwrap_or(exact(*c)));
+                v.status = status;
+                v.reason = reason;
+            }
         }
         (Err(e), Ok(_)) => v.reason = Some(missing("baseline", e)),
         (Ok(_), Err(e)) => v.reason = Some(missing("candidate", e)),
@@ -142,5 +186,21 @@ mod tests {
         // 0.1 is not exact in binary: 10% of 10 is still 1.
         assert_eq!(allowed(10, Limit::Relative(10.0)), 11);
         assert_eq!(allowed(70, Limit::Relative(10.0)), 77);
+    }
+
+    #[test]
+    fn estimates_decide_only_beyond_their_ranges() {
+        let ten = Limit::Relative(10.0);
+        // 1,000 -> 1,500 against at most 1,100: failed even at the ends.
+        assert_eq!(judge_ranges(1000, 1500, ten, [950, 1050], [1400, 1600]).0, Status::Fail);
+        // 1,000 -> 1,000: passed at the ends.
+        assert_eq!(judge_ranges(1000, 1000, ten, [980, 1020], [980, 1020]).0, Status::Pass);
+        // 1,000 -> 1,150 with ±20%: the sampling cannot tell.
+        let (s, why) = judge_ranges(1000, 1150, ten, [800, 1200], [920, 1380]);
+        assert_eq!(s, Status::Unknown);
+        assert!(why.is_some_and(|w| w.contains("sampling")));
+        // Exact figures on both sides: the point comparison.
+        assert_eq!(judge_ranges(1000, 1101, ten, [1000, 1000], [1101, 1101]).0, Status::Fail);
+        assert_eq!(judge_ranges(1000, 1100, ten, [1000, 1000], [1100, 1100]).0, Status::Pass);
     }
 }

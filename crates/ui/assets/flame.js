@@ -14,8 +14,11 @@ CP.views.flame = async function (root, params) {
   const [v, typeColour] = await Promise.all([CP.api(CP.logPath('flame'), Object.assign({ focus: params.focus, search }, CP.windowParams())), CP.typeColours()]);
   const crumbs = CP.el('div', { class: 'crumbs note' }, CP.el('a', { onclick: () => CP.go('flame', { search }) }, 'all'));
   focus.forEach((f, i) => crumbs.append(' › ', CP.el('a', { onclick: () => CP.go('flame', { focus: focus.slice(0, i + 1).join(';'), search }) }, f)));
-  root.append(crumbs, CP.el('p', { class: 'note', 'data-total': v.total, 'data-focus-bytes': v.tree.bytes, 'data-matched': v.matched === null ? undefined : v.matched }, `${CP.num(v.total)} bytes in ${CP.num(v.stacks)} stacks; this frame: ${CP.num(v.tree.bytes)} bytes (${CP.pct(v.tree.bytes, v.total)})` +
-    (v.matched !== null ? `; frames matching “${search}”: ${CP.num(v.matched)} bytes (${CP.pct(v.matched, v.total)})` : '')));
+  // A trace's bytes are estimates: each frame with its 95% range.
+  const range = (n) => n.bytes_range ? ` (95% range ${CP.num(n.bytes_range[0])} to ${CP.num(n.bytes_range[1])}, ${CP.num(n.samples)} samples)` : '';
+  const est = v.estimated ? ' est.' : '';
+  root.append(crumbs, CP.el('p', { class: 'note', 'data-total': v.total, 'data-focus-bytes': v.tree.bytes, 'data-matched': v.matched === null ? undefined : v.matched, 'data-estimated': v.estimated ? 'yes' : undefined, 'data-focus-range': v.tree.bytes_range ? v.tree.bytes_range.join(',') : undefined }, `${CP.num(v.total)} bytes${est} in ${CP.num(v.stacks)} stacks; this frame: ${CP.num(v.tree.bytes)} bytes${est}${range(v.tree)} (${CP.pct(v.tree.bytes, v.total)})` +
+    (v.matched !== null ? `; frames matching “${search}”: ${CP.num(v.matched)} bytes${est} (${CP.pct(v.matched, v.total)})` : '')));
   const box = CP.el('div', { id: 'flame' });
   root.append(box);
   const width = Math.max(600, box.clientWidth || 1200);
@@ -58,9 +61,10 @@ CP.views.flame = async function (root, params) {
       class: 'fl' + (needle && n.name.toLowerCase().includes(needle) ? ' match' : '') + (needle && !n.name.toLowerCase().includes(needle) ? ' dim' : ''),
       style: `left:${x}px;top:${depth * rowH}px;width:${Math.max(1, w)}px;background:${colour};color:${CP.textOn(colour)}`,
       'data-frame': n.name, 'data-bytes': n.bytes, 'data-depth': depth, 'data-kind': isType ? 'type' : 'function',
+      'data-range': n.bytes_range ? n.bytes_range.join(',') : undefined, 'data-samples': n.bytes_range ? n.samples : undefined,
     }, w > 24 ? n.name : '');
     d.addEventListener('click', () => CP.go('flame', { focus: path.join(';') || undefined, search }));
-    d.addEventListener('mousemove', (e) => CP.tooltip.show(e.clientX, e.clientY, `${n.name}\n${CP.num(n.bytes)} bytes (${CP.pct(n.bytes, v.total)} of all, ${CP.pct(n.bytes, v.tree.bytes)} of this frame)`));
+    d.addEventListener('mousemove', (e) => CP.tooltip.show(e.clientX, e.clientY, `${n.name}\n${CP.num(n.bytes)} bytes${est} (${CP.pct(n.bytes, v.total)} of all, ${CP.pct(n.bytes, v.tree.bytes)} of this frame)` + (n.bytes_range ? `\n95% range ${CP.num(n.bytes_range[0])} to ${CP.num(n.bytes_range[1])} bytes, from ${CP.num(n.samples)} samples` : '')));
     d.addEventListener('mouseleave', () => CP.tooltip.hide());
     box.append(d);
   }

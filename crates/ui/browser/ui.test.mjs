@@ -525,7 +525,23 @@ test('a sampled trace: every view says its figures are estimates, and shows the 
   await open(`lifetime?log=${TRACE}&tab=ages`);
   const ag = cli(TRACE, ['ages']);
   await ranges(`lifetime?log=${TRACE}&tab=ages`, 'ages-gcs', 'died_range', ag.by_gcs.map((r) => (r.ranges && r.ranges.died ? r.ranges.died.samples : 0)), 'ages');
+  // The flame graph: the bytes are estimates, each frame with the samples
+  // under it (as many as clrprof flame's stacks through it) and its range.
+  await open(`flame?log=${TRACE}`, 'trace-flame');
+  assert.equal(await page.getAttribute(`[data-route="#flame?log=${TRACE}"] [data-focus-bytes]`, 'data-estimated'), 'yes', 'the flame graph says estimates');
+  const stacks = cli(TRACE, ['flame', '--top', '0']);
+  const samplesUnder = new Map();
+  for (const s of stacks) { const f = s.stack.split(';')[0]; samplesUnder.set(f, (samplesUnder.get(f) || 0) + s.samples); }
+  const frames = await page.$$eval(`[data-route="#flame?log=${TRACE}"] #flame .fl`, (ds) => ds.filter((d) => d.dataset.depth === '1').map((d) => [d.dataset.frame, Number(d.dataset.bytes), Number(d.dataset.samples), d.dataset.range]));
+  assert.ok(frames.length > 0, 'frames drawn');
+  for (const [f, b, k, range] of frames) {
+    assert.equal(k, samplesUnder.get(f), `samples under ${f}`);
+    const [lo, hi] = (range || '').split(',').map(Number);
+    assert.ok(lo <= b && b <= hi && lo < hi, `${f}: ${b} bytes in its range ${range}`);
+  }
   // A log of every allocation says nothing of estimates.
+  await open('flame?log=0');
+  assert.equal(await page.$('[data-route="#flame?log=0"] #flame .fl[data-range]'), null, 'no range on a log\'s frames');
   await open('summary?log=0');
   assert.equal(await page.$('[data-route="#summary?log=0"] .estimates'), null);
 });

@@ -117,6 +117,8 @@ impl FlameIndex {
 struct Node {
     name: u32,
     bytes: u64,
+    /// For a sampled trace: the sampled objects under it.
+    samples: u64,
     children: Vec<u32>,
 }
 
@@ -125,6 +127,8 @@ pub struct FlameTree {
     names: Arc<Vec<String>>,
     nodes: Vec<Node>,
     stacks: usize,
+    /// The bytes are estimates from samples (a trace).
+    sampled: bool,
 }
 
 /// A node as the page gets it.
@@ -138,6 +142,26 @@ pub struct ShownNode {
     pub children: Vec<ShownNode>,
     /// Bytes of children too small to draw.
     pub hidden: u64,
+    /// For a sampled trace: the sampled objects under it and the 95%
+    /// range of its bytes (see `clrprof::query::Range95`).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub range: Option<NodeRange>,
+}
+
+/// A node's estimate: its samples and its bytes' 95% range.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeRange {
+    /// Sampled objects under the node.
+    pub samples: u64,
+    /// Its bytes, `[low, high]`.
+    pub bytes_range: [u64; 2],
+}
+
+impl NodeRange {
+    fn of(samples: u64, bytes: u64) -> Option<NodeRange> {
+        let [lo, hi] = clrprof::query::Range95::of(samples)?.apply(bytes as f64);
+        Some(NodeRange { samples, bytes_range: [lo.max(0.0) as u64, hi as u64] })
+    }
 }
 
 /// The answer for one focus.
@@ -154,6 +178,9 @@ pub struct FlameView {
     /// With a search: bytes under frames whose names contain the text
     /// (counted once per stack).
     pub matched: Option<u64>,
+    /// The bytes are estimates from a trace's samples: each node gives its
+    /// samples and range.
+    pub estimated: bool,
 }
 
 impl FlameTree {
@@ -163,6 +190,7 @@ impl FlameTree {
     pub fn build(model: &Model, index: &FlameIndex, filter: &Filter) -> FlameTree {
         let n = index.len();
         let mut bytes = vec![0u64; n];
+        let mut samples = vec![0u64; n];
         let weights = StackWeights::new(model, filter);
         for (row, count) in weights.iter() {
             let Some(&leaf) = index.leaf_of_row.get(row.index()) else { continue };
@@ -174,6 +202,7 @@ impl FlameTree {
                 continue;
             }
             bytes[leaf as usize] = bytes[leaf as usize].saturating_add(b);
+            samples[leaf as usize] += weights.samples(row);
         }
         // A folded line per node holding bytes of its own (stacks that end
         // there), then each node's bytes added to its parent's, children
@@ -182,8 +211,10 @@ impl FlameTree {
         for v in (1..n).rev() {
             let p = index.parent[v] as usize;
             bytes[p] = bytes[p].saturating_add(bytes[v]);
+            samples[p] += samples[v];
         }
-        let mut nodes: Vec<Node> = (0..n).map(|v| Node { name: index.name[v], bytes: bytes[v], children: Vec::new() }).collect();
+        let mut nodes: Vec<Node> =
+            (0..n).map(|v| Node { name: index.name[v], bytes: bytes[v], samples: samples[v], children: Vec::new() }).collect();
         for v in 1..n {
             if bytes[v] > 0 {
                 nodes[index.parent[v] as usize].children.push(v as u32);
@@ -195,7 +226,7 @@ impl FlameTree {
                 bytes[*b as usize].cmp(&bytes[*a as usize]).then_with(|| names[index.name[*a as usize] as usize].cmp(&names[index.name[*b as usize] as usize]))
             });
         }
-        FlameTree { names: Arc::clone(&index.names), nodes, stacks }
+        FlameTree { names: Arc::clone(&index.names), nodes, stacks, sampled: model.sampling().is_some() }
     }
 
     /// Bytes of the whole tree.
@@ -220,13 +251,14 @@ impl FlameTree {
         let mut left = budget;
         let tree = self.shown(at, min.max(1), &mut left, 0);
         let matched = search.filter(|s| !s.is_empty()).map(|s| self.matched(0, s));
-        Some(FlameView { total: self.total(), stacks: self.stacks, focus: focus.to_vec(), tree, matched })
+        Some(FlameView { total: self.total(), stacks: self.stacks, focus: focus.to_vec(), tree, matched, estimated: self.sampled })
     }
 
     fn shown(&self, v: u32, min: u64, left: &mut usize, depth: usize) -> ShownNode {
         let n = &self.nodes[v as usize];
         *left = left.saturating_sub(1);
-        let mut out = ShownNode { name: self.names[n.name as usize].clone(), bytes: n.bytes, children: Vec::new(), hidden: 0 };
+        let range = if self.sampled { NodeRange::of(n.samples, n.bytes) } else { None };
+        let mut out = ShownNode { name: self.names[n.name as usize].clone(), bytes: n.bytes, children: Vec::new(), hidden: 0, range };
         for &c in &n.children {
             let cb = self.nodes[c as usize].bytes;
             if cb >= min && *left > 0 && depth < MAX_DEPTH {

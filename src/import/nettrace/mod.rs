@@ -334,6 +334,12 @@ fn describe(w: &Warning) -> String {
     w.to_string()
 }
 
+/// An event's payload as the importer reads it.
+enum Decoded<'a> {
+    Fields(Fields<'a>),
+    Bulk(crate::eventpipe::Bulk<'a>),
+}
+
 impl Writer<'_, '_> {
     fn event(&mut self, e: &Event<'_>, ms: f64) {
         let name = e.name();
@@ -359,9 +365,18 @@ impl Writer<'_, '_> {
         if !wanted {
             return;
         }
-        let Some(f) = Fields::of(e) else {
+        // The heap walk's bulk events (millions of elements) are read in
+        // place; the others are decoded into named fields.
+        let bulk = matches!(name, "GC/BulkNode" | "GC/BulkEdge" | "GC/BulkRootEdge");
+        let decoded = if bulk { e.bulk().ok().flatten().map(Decoded::Bulk) } else { Fields::of(e).map(Decoded::Fields) };
+        let Some(decoded) = decoded else {
             *self.undecodable.entry(name.to_string()).or_default() += 1;
             return;
+        };
+        let empty = Fields::empty();
+        let f = match &decoded {
+            Decoded::Fields(f) => f,
+            Decoded::Bulk(_) => &empty,
         };
         if name == "GC/Start" && self.gc.in_gc() {
             // The previous GC's end is missing: closed here, as reported,
@@ -408,9 +423,15 @@ impl Writer<'_, '_> {
                 self.release_held();
             }
             "Type/BulkType" => self.snapshot.types(&f),
-            "GC/BulkNode" => self.snapshot.nodes(&f),
-            "GC/BulkEdge" => self.snapshot.edges(&f),
-            "GC/BulkRootEdge" => self.snapshot.root_edges(&f),
+            "GC/BulkNode" | "GC/BulkEdge" | "GC/BulkRootEdge" => {
+                if let Decoded::Bulk(b) = &decoded {
+                    match name {
+                        "GC/BulkNode" => self.snapshot.nodes(b),
+                        "GC/BulkEdge" => self.snapshot.edges(b),
+                        _ => self.snapshot.root_edges(b),
+                    }
+                }
+            }
             "GC/BulkRootStaticVar" => self.snapshot.static_roots(&f),
             "GC/BulkRootConditionalWeakTableElementEdge" => self.snapshot.dependent_handles(&f),
             _ => {}

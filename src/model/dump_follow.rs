@@ -55,6 +55,10 @@ pub(crate) struct DumpFollower {
     /// the followed set once the dump is over.
     next: Vec<(u64, i32, u32, Lineage)>,
     dump_open: bool,
+    /// A dump closed and its objects in `next` are not the followed
+    /// columns yet: they become them when first needed (a dump that no GC
+    /// or later dump follows, as in a single snapshot, costs no sort).
+    pending: bool,
 }
 
 impl DumpFollower {
@@ -62,6 +66,7 @@ impl DumpFollower {
     /// ranges `(start, length, generation)`.
     pub(crate) fn gc_started(&mut self, condemned: i32, ranges: impl Iterator<Item = (u64, u64, i32)>) {
         self.close_dump();
+        self.materialize();
         self.settle(false);
         self.in_gc = true;
         self.condemned = condemned;
@@ -73,6 +78,7 @@ impl DumpFollower {
     /// A `u` (`old != new`) or `v` (`old == new`) record.
     pub(crate) fn moved(&mut self, old: u64, new: u64, length: u32) {
         self.close_dump();
+        self.materialize();
         if self.addresses.is_empty() {
             return;
         }
@@ -89,12 +95,14 @@ impl DumpFollower {
     /// A GC ends (`b 0`, or a `g` line).
     pub(crate) fn gc_ended(&mut self) {
         self.close_dump();
+        self.materialize();
         self.settle(true);
     }
 
     /// A dump starts: the current GC's moves and deaths are applied.
     pub(crate) fn dump_started(&mut self) {
         self.close_dump();
+        self.materialize();
         self.settle(true);
         self.dump_open = true;
     }
@@ -103,6 +111,7 @@ impl DumpFollower {
     /// `address`: that of the followed object there with the same type and
     /// size, else `fresh`.
     pub(crate) fn object(&mut self, address: u64, type_id: i32, size: u32, fresh: Lineage) -> Lineage {
+        self.materialize();
         let k = self.addresses.partition_point(|&a| a < address);
         let lineage = match self.addresses.get(k) {
             Some(&a) if a == address && self.shapes[k] == (type_id, size) => self.lineages[k],
@@ -142,9 +151,8 @@ impl DumpFollower {
             self.in_gc = false;
         }
         if self.dirty {
-            let mut rows: Vec<(u64, (i32, u32), Lineage, bool)> = (0..self.moved_to.len())
-                .map(|i| (self.moved_to[i], self.shapes[i], self.lineages[i], self.survived[i]))
-                .collect();
+            let mut rows: Vec<(u64, (i32, u32), Lineage, bool)> =
+                (0..self.moved_to.len()).map(|i| (self.moved_to[i], self.shapes[i], self.lineages[i], self.survived[i])).collect();
             rows.sort_unstable_by_key(|r| r.0);
             self.addresses = rows.iter().map(|r| r.0).collect();
             self.moved_to = self.addresses.clone();
@@ -175,12 +183,21 @@ impl DumpFollower {
     }
 
     /// The dump is over: its objects without a simulated match are the
-    /// ones followed from now on.
+    /// ones followed from now on (see [`Self::materialize`]).
     fn close_dump(&mut self) {
-        if !self.dump_open {
+        if self.dump_open {
+            self.dump_open = false;
+            self.pending = true;
+        }
+    }
+
+    /// The closed dump's objects become the followed columns, sorted by
+    /// address.
+    fn materialize(&mut self) {
+        if !self.pending {
             return;
         }
-        self.dump_open = false;
+        self.pending = false;
         let mut next = std::mem::take(&mut self.next);
         next.sort_unstable_by_key(|r| r.0);
         next.dedup_by_key(|r| r.0);
@@ -225,8 +242,7 @@ i 5\nb 0 1 2 0x1030 0x18 0x10000 0 0x8000 0x60 0x10000 2\n";
     fn objects_without_allocations_are_followed_through_moves_and_deaths() {
         let model = load(LOG.as_bytes(), &Default::default()).expect("load");
         let t = model.heap_dumps();
-        let lineages: Vec<Vec<u32>> =
-            t.dumps().iter().map(|d| t.objects(d).map(|o| o.lineage.expect("a lineage")).collect()).collect();
+        let lineages: Vec<Vec<u32>> = t.dumps().iter().map(|d| t.objects(d).map(|o| o.lineage.expect("a lineage")).collect()).collect();
         // Dump 0's objects are positions 0..5; the order at 0x1030 in dump
         // 1 is the one that was at 0x1048 (position 4), not the dead one.
         assert_eq!(lineages, [vec![0, 1, 2, 3, 4], vec![0, 1, 2, 4]]);

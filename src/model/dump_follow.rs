@@ -29,6 +29,8 @@
 //! the current GC; a `u` finds its objects by binary search, so a GC costs
 //! `O(u log n)` plus one sort when something moved.
 
+use super::heap_dump::HeapDumpTable;
+
 /// An `o` object's lineage: the position (in the dump table) of its first
 /// appearance as an object without a simulated match.
 pub(crate) type Lineage = u32;
@@ -52,8 +54,9 @@ pub(crate) struct DumpFollower {
     /// Something moved in the current GC.
     dirty: bool,
     /// The current dump's objects without a simulated match, which replace
-    /// the followed set once the dump is over.
-    next: Vec<(u64, i32, u32, Lineage)>,
+    /// the followed set once the dump is over: their positions in the dump
+    /// table (4 bytes an object, read back from the table when needed).
+    next: Vec<u32>,
     dump_open: bool,
     /// A dump closed and its objects in `next` are not the followed
     /// columns yet: they become them when first needed (a dump that no GC
@@ -64,9 +67,9 @@ pub(crate) struct DumpFollower {
 impl DumpFollower {
     /// A GC starts, with its condemned generation and its start line's
     /// ranges `(start, length, generation)`.
-    pub(crate) fn gc_started(&mut self, condemned: i32, ranges: impl Iterator<Item = (u64, u64, i32)>) {
+    pub(crate) fn gc_started(&mut self, table: &HeapDumpTable, condemned: i32, ranges: impl Iterator<Item = (u64, u64, i32)>) {
         self.close_dump();
-        self.materialize();
+        self.materialize(table);
         self.settle(false);
         self.in_gc = true;
         self.condemned = condemned;
@@ -76,9 +79,9 @@ impl DumpFollower {
     }
 
     /// A `u` (`old != new`) or `v` (`old == new`) record.
-    pub(crate) fn moved(&mut self, old: u64, new: u64, length: u32) {
+    pub(crate) fn moved(&mut self, table: &HeapDumpTable, old: u64, new: u64, length: u32) {
         self.close_dump();
-        self.materialize();
+        self.materialize(table);
         if self.addresses.is_empty() {
             return;
         }
@@ -93,16 +96,16 @@ impl DumpFollower {
     }
 
     /// A GC ends (`b 0`, or a `g` line).
-    pub(crate) fn gc_ended(&mut self) {
+    pub(crate) fn gc_ended(&mut self, table: &HeapDumpTable) {
         self.close_dump();
-        self.materialize();
+        self.materialize(table);
         self.settle(true);
     }
 
     /// A dump starts: the current GC's moves and deaths are applied.
-    pub(crate) fn dump_started(&mut self) {
+    pub(crate) fn dump_started(&mut self, table: &HeapDumpTable) {
         self.close_dump();
-        self.materialize();
+        self.materialize(table);
         self.settle(true);
         self.dump_open = true;
     }
@@ -110,15 +113,16 @@ impl DumpFollower {
     /// The lineage of a dump object without a simulated match at
     /// `address`: that of the followed object there with the same type and
     /// size, else `fresh`.
-    pub(crate) fn object(&mut self, address: u64, type_id: i32, size: u32, fresh: Lineage) -> Lineage {
-        self.materialize();
+    pub(crate) fn object(&mut self, table: &HeapDumpTable, address: u64, type_id: i32, size: u32, fresh: Lineage) -> Lineage {
+        self.materialize(table);
         let k = self.addresses.partition_point(|&a| a < address);
         let lineage = match self.addresses.get(k) {
             Some(&a) if a == address && self.shapes[k] == (type_id, size) => self.lineages[k],
             _ => fresh,
         };
         if self.dump_open {
-            self.next.push((address, type_id, size, lineage));
+            // The object is added to the table at `fresh` right after.
+            self.next.push(fresh);
         }
         lineage
     }
@@ -193,12 +197,13 @@ impl DumpFollower {
 
     /// The closed dump's objects become the followed columns, sorted by
     /// address.
-    fn materialize(&mut self) {
+    fn materialize(&mut self, table: &HeapDumpTable) {
         if !self.pending {
             return;
         }
         self.pending = false;
-        let mut next = std::mem::take(&mut self.next);
+        let mut positions = std::mem::take(&mut self.next);
+        let mut next: Vec<(u64, i32, u32, Lineage)> = positions.iter().filter_map(|&k| table.followed(k)).collect();
         next.sort_unstable_by_key(|r| r.0);
         next.dedup_by_key(|r| r.0);
         self.addresses = next.iter().map(|r| r.0).collect();
@@ -207,8 +212,9 @@ impl DumpFollower {
         self.shapes = next.iter().map(|r| (r.1, r.2)).collect();
         self.lineages = next.iter().map(|r| r.3).collect();
         self.dirty = false;
-        next.clear();
-        self.next = next;
+        drop(next);
+        positions.clear();
+        self.next = positions;
     }
 }
 

@@ -60,21 +60,25 @@ impl Csr {
     /// The same graph with every edge reversed.
     pub fn reversed(&self) -> Csr {
         let n = self.nodes();
-        let mut start = vec![0u32; n + 1];
+        // Counts at `b + 2`, summed: `start[b + 1]` is then where `b`'s
+        // predecessors begin, and serves as its fill cursor, which leaves
+        // it where they end (no second array of cursors).
+        let mut start = vec![0u32; n + 2];
         for &b in &self.targets {
-            start[b as usize + 1] += 1;
+            start[b as usize + 2] += 1;
         }
-        for k in 0..n {
-            start[k + 1] += start[k];
+        for k in 2..n + 2 {
+            start[k] += start[k - 1];
         }
-        let mut fill = start.clone();
         let mut targets = vec![0u32; self.targets.len()];
         for a in 0..n {
             for &b in self.successors(a as u32) {
-                targets[fill[b as usize] as usize] = a as u32;
-                fill[b as usize] += 1;
+                let slot = &mut start[b as usize + 1];
+                targets[*slot as usize] = a as u32;
+                *slot += 1;
             }
         }
+        start.truncate(n + 1);
         Csr { start, targets }
     }
 }

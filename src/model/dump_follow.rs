@@ -98,6 +98,12 @@ impl DumpFollower {
     /// A GC ends (`b 0`, or a `g` line).
     pub(crate) fn gc_ended(&mut self, table: &HeapDumpTable) {
         self.close_dump();
+        if self.pending && !self.in_gc {
+            // A dump closed inside this GC, whose deaths were applied at
+            // the dump's start: nothing is left to apply, and the dump's
+            // objects wait until a later GC or dump needs them.
+            return;
+        }
         self.materialize(table);
         self.settle(true);
     }

@@ -397,8 +397,8 @@ impl Writer<'_, '_> {
             self.log.tick(ms);
         }
         match name {
-            "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, &f),
-            "AllocationSampled" if self.use_sampled => self.allocation_sampled(e, &f),
+            "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, f),
+            "AllocationSampled" if self.use_sampled => self.allocation_sampled(e, f),
             "GC/Start" => {
                 self.background_gc = f.u64("Type") == Some(1);
                 self.gc.start(&mut self.log, f.u64("Depth").unwrap_or(0), f.u64("Reason").unwrap_or(0), f.u64("Type").unwrap_or(0));
@@ -410,11 +410,11 @@ impl Writer<'_, '_> {
                 reserved: f.u64("RangeReservedLength").unwrap_or(0),
             }),
             "GC/BulkMovedObjectRanges" => {
-                self.gc.survivors(&mut self.log, &ranges(&f, "OldRangeBase", "NewRangeBase"));
+                self.gc.survivors(&mut self.log, &ranges(f, "OldRangeBase", "NewRangeBase"));
             }
             // A survivor is a range moved onto itself.
             "GC/BulkSurvivingObjectRanges" => {
-                self.gc.survivors(&mut self.log, &ranges(&f, "RangeBase", "RangeBase"));
+                self.gc.survivors(&mut self.log, &ranges(f, "RangeBase", "RangeBase"));
             }
             "GC/Stop" => {
                 let dump = self.snapshot.take(&mut self.log, &self.allocation_type_names);
@@ -422,7 +422,7 @@ impl Writer<'_, '_> {
                 self.gc.stop(&mut self.log, dump);
                 self.release_held();
             }
-            "Type/BulkType" => self.snapshot.types(&f),
+            "Type/BulkType" => self.snapshot.types(f),
             "GC/BulkNode" | "GC/BulkEdge" | "GC/BulkRootEdge" => {
                 if let Decoded::Bulk(b) = &decoded {
                     match name {
@@ -432,8 +432,8 @@ impl Writer<'_, '_> {
                     }
                 }
             }
-            "GC/BulkRootStaticVar" => self.snapshot.static_roots(&f),
-            "GC/BulkRootConditionalWeakTableElementEdge" => self.snapshot.dependent_handles(&f),
+            "GC/BulkRootStaticVar" => self.snapshot.static_roots(f),
+            "GC/BulkRootConditionalWeakTableElementEdge" => self.snapshot.dependent_handles(f),
             _ => {}
         }
     }

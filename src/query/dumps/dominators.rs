@@ -180,7 +180,8 @@ mod tests {
                 todo.extend(g.successors(v));
             }
         }
-        let mut dom: Vec<Vec<bool>> = (0..n).map(|v| if v == root as usize { (0..n).map(|u| u == v).collect() } else { vec![true; n] }).collect();
+        let mut dom: Vec<Vec<bool>> =
+            (0..n).map(|v| if v == root as usize { (0..n).map(|u| u == v).collect() } else { vec![true; n] }).collect();
         let mut changed = true;
         while changed {
             changed = false;

@@ -115,6 +115,7 @@
 //! [`ErrorKind::Unsupported`]; a higher minor version is read.
 
 mod block;
+mod bulk;
 mod census;
 mod cursor;
 mod error;
@@ -134,6 +135,7 @@ mod stacks;
 mod threads;
 
 pub use block::{read_block, read_block_v6, Block, BlockKind};
+pub use bulk::{Bulk, Member};
 pub use census::{Census, KindCount, Question};
 pub use error::{Error, ErrorKind, Warning};
 pub use event_header::{EventBlobs, EventHeader};

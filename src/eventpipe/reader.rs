@@ -4,6 +4,7 @@
 //! order.
 
 use super::block::{read_block, read_block_v6, Block, BlockKind};
+use super::bulk::Bulk;
 use super::cursor::Cursor;
 use super::error::{Error, ErrorKind, Warning};
 use super::event_header::{EventBlobs, EventHeader};
@@ -123,6 +124,19 @@ impl<'a> Event<'a> {
         }
         match &kind.metadata.fields {
             Some(f) => decode_metadata_fields(f, &mut c, self.pointer_size, 0).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The payload of a runtime bulk event (fixed fields, then one array
+    /// of fixed-size structures) read in place, without a value per
+    /// element. `Ok(None)` when the kind has no such runtime schema (its
+    /// [`Self::fields`] may still decode it); an error when the payload is
+    /// shorter than its count says.
+    pub fn bulk(&self) -> Result<Option<Bulk<'a>>, Error> {
+        let Some(kind) = self.kind else { return Ok(None) };
+        match self.schema(kind) {
+            Some(s) => Bulk::read(s.fields, self.payload, self.payload_offset, self.pointer_size),
             None => Ok(None),
         }
     }

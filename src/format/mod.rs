@@ -20,6 +20,7 @@
 //! Callers that want an error instead use [`Error::from_warning`] on the
 //! first warning (the CLI's `--strict`).
 
+pub(crate) mod address_index;
 mod classify;
 mod decompress;
 mod diagnostics;

@@ -295,7 +295,7 @@ impl<'a> Builder<'a> {
     /// A `u` (or, with `old == new`, a `v`) record.
     #[inline]
     fn moved(&mut self, old: u64, new: u64, length: u32) -> Result<(), Problem> {
-        self.follow.moved(old, new, length);
+        self.follow.moved(&self.dumps, old, new, length);
         let (heap, mut fx) = self.effects();
         heap.move_range(&mut fx, old, new, length)
     }
@@ -406,7 +406,7 @@ impl<'a> Builder<'a> {
             Record::Call(c) => self.call(c.thread, c.stack)?,
             Record::GcBoundary(b) => self.gc_boundary(&b, p.at_end_of_file)?,
             Record::GcCounts(g) => {
-                self.follow.gc_ended();
+                self.follow.gc_ended(&self.dumps);
                 if self.gc_book.counts()[0] == 0 {
                     let (heap, mut fx) = self.effects();
                     let (generation, source) = if p.at_end_of_file || g.gen0 < 0 {
@@ -466,7 +466,7 @@ impl<'a> Builder<'a> {
                 self.dump_lines_seen = true;
                 if !prev_was_root {
                     self.dumps.start(self.time.current());
-                    self.follow.dump_started();
+                    self.follow.dump_started(&self.dumps);
                 }
                 // Weak roots are kept in the table but, as in CLRProfiler,
                 // create no root type (see `HeapDumpTable::add_root`).
@@ -479,7 +479,7 @@ impl<'a> Builder<'a> {
                 if !self.extended_roots_seen {
                     if !prev_was_root {
                         self.dumps.start(self.time.current());
-                        self.follow.dump_started();
+                        self.follow.dump_started(&self.dumps);
                     }
                     if !p.at_end_of_file {
                         for a in r.addresses.iter().filter(|a| a.0 != 0) {
@@ -565,9 +565,9 @@ impl<'a> Builder<'a> {
             self.heap.gc_started();
             self.gc_start = Some((tick, b.induced));
             self.gc_start_generation = b.condemned;
-            self.follow.gc_started(b.condemned, b.ranges.iter().map(|r| (r.start.0, r.length, r.generation)));
+            self.follow.gc_started(&self.dumps, b.condemned, b.ranges.iter().map(|r| (r.start.0, r.length, r.generation)));
         } else {
-            self.follow.gc_ended();
+            self.follow.gc_ended(&self.dumps);
         }
         let accepted = self.gc_book.begin_line(b.is_start, b.induced, b.condemned, tick.0)?;
         self.gc_ranges.clear();
@@ -631,7 +631,7 @@ impl<'a> Builder<'a> {
         // the previous dump's object followed to its address, if any.
         let lineage = match object {
             Some(_) => None,
-            None => Some(self.follow.object(o.address.0, t, o.size, self.dumps.next_position())),
+            None => Some(self.follow.object(&self.dumps, o.address.0, t, o.size, self.dumps.next_position())),
         };
         self.dumps.add_object(
             DumpObject { address: o.address, type_id: o.type_id, size: o.size, stack, object, lineage },

@@ -29,6 +29,8 @@
 //! the current GC; a `u` finds its objects by binary search, so a GC costs
 //! `O(u log n)` plus one sort when something moved.
 
+use super::heap_dump::HeapDumpTable;
+
 /// An `o` object's lineage: the position (in the dump table) of its first
 /// appearance as an object without a simulated match.
 pub(crate) type Lineage = u32;
@@ -52,16 +54,22 @@ pub(crate) struct DumpFollower {
     /// Something moved in the current GC.
     dirty: bool,
     /// The current dump's objects without a simulated match, which replace
-    /// the followed set once the dump is over.
-    next: Vec<(u64, i32, u32, Lineage)>,
+    /// the followed set once the dump is over: their positions in the dump
+    /// table (4 bytes an object, read back from the table when needed).
+    next: Vec<u32>,
     dump_open: bool,
+    /// A dump closed and its objects in `next` are not the followed
+    /// columns yet: they become them when first needed (a dump that no GC
+    /// or later dump follows, as in a single snapshot, costs no sort).
+    pending: bool,
 }
 
 impl DumpFollower {
     /// A GC starts, with its condemned generation and its start line's
     /// ranges `(start, length, generation)`.
-    pub(crate) fn gc_started(&mut self, condemned: i32, ranges: impl Iterator<Item = (u64, u64, i32)>) {
+    pub(crate) fn gc_started(&mut self, table: &HeapDumpTable, condemned: i32, ranges: impl Iterator<Item = (u64, u64, i32)>) {
         self.close_dump();
+        self.materialize(table);
         self.settle(false);
         self.in_gc = true;
         self.condemned = condemned;
@@ -71,8 +79,9 @@ impl DumpFollower {
     }
 
     /// A `u` (`old != new`) or `v` (`old == new`) record.
-    pub(crate) fn moved(&mut self, old: u64, new: u64, length: u32) {
+    pub(crate) fn moved(&mut self, table: &HeapDumpTable, old: u64, new: u64, length: u32) {
         self.close_dump();
+        self.materialize(table);
         if self.addresses.is_empty() {
             return;
         }
@@ -87,14 +96,22 @@ impl DumpFollower {
     }
 
     /// A GC ends (`b 0`, or a `g` line).
-    pub(crate) fn gc_ended(&mut self) {
+    pub(crate) fn gc_ended(&mut self, table: &HeapDumpTable) {
         self.close_dump();
+        if self.pending && !self.in_gc {
+            // A dump closed inside this GC, whose deaths were applied at
+            // the dump's start: nothing is left to apply, and the dump's
+            // objects wait until a later GC or dump needs them.
+            return;
+        }
+        self.materialize(table);
         self.settle(true);
     }
 
     /// A dump starts: the current GC's moves and deaths are applied.
-    pub(crate) fn dump_started(&mut self) {
+    pub(crate) fn dump_started(&mut self, table: &HeapDumpTable) {
         self.close_dump();
+        self.materialize(table);
         self.settle(true);
         self.dump_open = true;
     }
@@ -102,14 +119,16 @@ impl DumpFollower {
     /// The lineage of a dump object without a simulated match at
     /// `address`: that of the followed object there with the same type and
     /// size, else `fresh`.
-    pub(crate) fn object(&mut self, address: u64, type_id: i32, size: u32, fresh: Lineage) -> Lineage {
+    pub(crate) fn object(&mut self, table: &HeapDumpTable, address: u64, type_id: i32, size: u32, fresh: Lineage) -> Lineage {
+        self.materialize(table);
         let k = self.addresses.partition_point(|&a| a < address);
         let lineage = match self.addresses.get(k) {
             Some(&a) if a == address && self.shapes[k] == (type_id, size) => self.lineages[k],
             _ => fresh,
         };
         if self.dump_open {
-            self.next.push((address, type_id, size, lineage));
+            // The object is added to the table at `fresh` right after.
+            self.next.push(fresh);
         }
         lineage
     }
@@ -142,9 +161,8 @@ impl DumpFollower {
             self.in_gc = false;
         }
         if self.dirty {
-            let mut rows: Vec<(u64, (i32, u32), Lineage, bool)> = (0..self.moved_to.len())
-                .map(|i| (self.moved_to[i], self.shapes[i], self.lineages[i], self.survived[i]))
-                .collect();
+            let mut rows: Vec<(u64, (i32, u32), Lineage, bool)> =
+                (0..self.moved_to.len()).map(|i| (self.moved_to[i], self.shapes[i], self.lineages[i], self.survived[i])).collect();
             rows.sort_unstable_by_key(|r| r.0);
             self.addresses = rows.iter().map(|r| r.0).collect();
             self.moved_to = self.addresses.clone();
@@ -175,13 +193,23 @@ impl DumpFollower {
     }
 
     /// The dump is over: its objects without a simulated match are the
-    /// ones followed from now on.
+    /// ones followed from now on (see [`Self::materialize`]).
     fn close_dump(&mut self) {
-        if !self.dump_open {
+        if self.dump_open {
+            self.dump_open = false;
+            self.pending = true;
+        }
+    }
+
+    /// The closed dump's objects become the followed columns, sorted by
+    /// address.
+    fn materialize(&mut self, table: &HeapDumpTable) {
+        if !self.pending {
             return;
         }
-        self.dump_open = false;
-        let mut next = std::mem::take(&mut self.next);
+        self.pending = false;
+        let mut positions = std::mem::take(&mut self.next);
+        let mut next: Vec<(u64, i32, u32, Lineage)> = positions.iter().filter_map(|&k| table.followed(k)).collect();
         next.sort_unstable_by_key(|r| r.0);
         next.dedup_by_key(|r| r.0);
         self.addresses = next.iter().map(|r| r.0).collect();
@@ -190,8 +218,9 @@ impl DumpFollower {
         self.shapes = next.iter().map(|r| (r.1, r.2)).collect();
         self.lineages = next.iter().map(|r| r.3).collect();
         self.dirty = false;
-        next.clear();
-        self.next = next;
+        drop(next);
+        positions.clear();
+        self.next = positions;
     }
 }
 
@@ -225,8 +254,7 @@ i 5\nb 0 1 2 0x1030 0x18 0x10000 0 0x8000 0x60 0x10000 2\n";
     fn objects_without_allocations_are_followed_through_moves_and_deaths() {
         let model = load(LOG.as_bytes(), &Default::default()).expect("load");
         let t = model.heap_dumps();
-        let lineages: Vec<Vec<u32>> =
-            t.dumps().iter().map(|d| t.objects(d).map(|o| o.lineage.expect("a lineage")).collect()).collect();
+        let lineages: Vec<Vec<u32>> = t.dumps().iter().map(|d| t.objects(d).map(|o| o.lineage.expect("a lineage")).collect()).collect();
         // Dump 0's objects are positions 0..5; the order at 0x1030 in dump
         // 1 is the one that was at 0x1048 (position 4), not the dead one.
         assert_eq!(lineages, [vec![0, 1, 2, 3, 4], vec![0, 1, 2, 4]]);

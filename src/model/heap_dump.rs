@@ -196,6 +196,15 @@ impl HeapDumpTable {
         self.current().objects.1 = n;
     }
 
+    /// What the dump follower keeps of the object at `position`: (address,
+    /// type id, size, lineage), `None` out of range or for an object with
+    /// a simulated match (no lineage).
+    pub(crate) fn followed(&self, position: u32) -> Option<(u64, i32, u32, u32)> {
+        let k = position as usize;
+        let lineage = *self.lineages.get(k)?;
+        (lineage != NO_OBJECT).then(|| (self.addresses[k], self.types[k], self.sizes[k], lineage))
+    }
+
     /// The position the next object added will have (a fresh lineage).
     pub(crate) fn next_position(&self) -> u32 {
         self.addresses.len() as u32

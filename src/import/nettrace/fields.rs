@@ -18,6 +18,11 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// No fields (what a payload read otherwise answers to a name).
+    pub fn empty() -> Fields<'a> {
+        Fields { fields: Vec::new() }
+    }
+
     /// A field's value.
     pub fn get(&self, name: &str) -> Option<&Value<'a>> {
         self.fields.iter().find(|f| f.name == name).map(|f| &f.value)

@@ -334,6 +334,12 @@ fn describe(w: &Warning) -> String {
     w.to_string()
 }
 
+/// An event's payload as the importer reads it.
+enum Decoded<'a> {
+    Fields(Fields<'a>),
+    Bulk(crate::eventpipe::Bulk<'a>),
+}
+
 impl Writer<'_, '_> {
     fn event(&mut self, e: &Event<'_>, ms: f64) {
         let name = e.name();
@@ -359,9 +365,18 @@ impl Writer<'_, '_> {
         if !wanted {
             return;
         }
-        let Some(f) = Fields::of(e) else {
+        // The heap walk's bulk events (millions of elements) are read in
+        // place; the others are decoded into named fields.
+        let bulk = matches!(name, "GC/BulkNode" | "GC/BulkEdge" | "GC/BulkRootEdge");
+        let decoded = if bulk { e.bulk().ok().flatten().map(Decoded::Bulk) } else { Fields::of(e).map(Decoded::Fields) };
+        let Some(decoded) = decoded else {
             *self.undecodable.entry(name.to_string()).or_default() += 1;
             return;
+        };
+        let empty = Fields::empty();
+        let f = match &decoded {
+            Decoded::Fields(f) => f,
+            Decoded::Bulk(_) => &empty,
         };
         if name == "GC/Start" && self.gc.in_gc() {
             // The previous GC's end is missing: closed here, as reported,
@@ -382,8 +397,8 @@ impl Writer<'_, '_> {
             self.log.tick(ms);
         }
         match name {
-            "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, &f),
-            "AllocationSampled" if self.use_sampled => self.allocation_sampled(e, &f),
+            "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, f),
+            "AllocationSampled" if self.use_sampled => self.allocation_sampled(e, f),
             "GC/Start" => {
                 self.background_gc = f.u64("Type") == Some(1);
                 self.gc.start(&mut self.log, f.u64("Depth").unwrap_or(0), f.u64("Reason").unwrap_or(0), f.u64("Type").unwrap_or(0));
@@ -395,11 +410,11 @@ impl Writer<'_, '_> {
                 reserved: f.u64("RangeReservedLength").unwrap_or(0),
             }),
             "GC/BulkMovedObjectRanges" => {
-                self.gc.survivors(&mut self.log, &ranges(&f, "OldRangeBase", "NewRangeBase"));
+                self.gc.survivors(&mut self.log, &ranges(f, "OldRangeBase", "NewRangeBase"));
             }
             // A survivor is a range moved onto itself.
             "GC/BulkSurvivingObjectRanges" => {
-                self.gc.survivors(&mut self.log, &ranges(&f, "RangeBase", "RangeBase"));
+                self.gc.survivors(&mut self.log, &ranges(f, "RangeBase", "RangeBase"));
             }
             "GC/Stop" => {
                 let dump = self.snapshot.take(&mut self.log, &self.allocation_type_names);
@@ -407,12 +422,18 @@ impl Writer<'_, '_> {
                 self.gc.stop(&mut self.log, dump);
                 self.release_held();
             }
-            "Type/BulkType" => self.snapshot.types(&f),
-            "GC/BulkNode" => self.snapshot.nodes(&f),
-            "GC/BulkEdge" => self.snapshot.edges(&f),
-            "GC/BulkRootEdge" => self.snapshot.root_edges(&f),
-            "GC/BulkRootStaticVar" => self.snapshot.static_roots(&f),
-            "GC/BulkRootConditionalWeakTableElementEdge" => self.snapshot.dependent_handles(&f),
+            "Type/BulkType" => self.snapshot.types(f),
+            "GC/BulkNode" | "GC/BulkEdge" | "GC/BulkRootEdge" => {
+                if let Decoded::Bulk(b) = &decoded {
+                    match name {
+                        "GC/BulkNode" => self.snapshot.nodes(b),
+                        "GC/BulkEdge" => self.snapshot.edges(b),
+                        _ => self.snapshot.root_edges(b),
+                    }
+                }
+            }
+            "GC/BulkRootStaticVar" => self.snapshot.static_roots(f),
+            "GC/BulkRootConditionalWeakTableElementEdge" => self.snapshot.dependent_handles(f),
             _ => {}
         }
     }

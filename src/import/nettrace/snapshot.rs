@@ -18,6 +18,8 @@
 use super::fields::{member_string, member_u64, Fields};
 use super::log_text::LogText;
 use super::walk::{Joined, Walk, WalkGaps, WalkNode};
+use crate::eventpipe::Bulk;
+use crate::format::address_index::AddressIndex;
 use crate::format::records::{HeapObject, Root, ROOT_UNNAMED, ROOT_WEAK};
 use crate::format::{Address, List, Record, TypeId};
 use crate::gcdump::orphans::unnamed_roots;
@@ -76,25 +78,17 @@ impl Snapshot {
         out
     }
 
-    /// The batch number of a bulk event.
-    fn index(f: &Fields<'_>) -> u32 {
-        f.u64("Index").unwrap_or(0).min(u64::from(u32::MAX)) as u32
-    }
-
-    /// `GC/BulkRootEdge`.
-    pub fn root_edges(&mut self, f: &Fields<'_>) {
-        let roots = f
-            .structs("Values")
-            .iter()
-            .map(|v| {
-                let address = member_u64(v, "RootedNodeAddress").unwrap_or(0);
-                let kind = root_kind(member_u64(v, "GCRootKind").unwrap_or(99));
-                let flags = member_u64(v, "GCRootFlag").unwrap_or(0) & 0xF;
-                let id = member_u64(v, "GCRootID").unwrap_or(0);
-                (address, kind, flags, id)
+    /// `GC/BulkRootEdge`, read in place.
+    pub fn root_edges(&mut self, b: &Bulk<'_>) {
+        let (address, kind, flag, id) =
+            (b.member("RootedNodeAddress"), b.member("GCRootKind"), b.member("GCRootFlag"), b.member("GCRootID"));
+        let roots = (0..b.len())
+            .map(|i| {
+                let kind = root_kind(kind.map_or(99, |m| b.get(i, m)));
+                (b.get_or_zero(i, address), kind, b.get_or_zero(i, flag) & 0xF, b.get_or_zero(i, id))
             })
             .collect();
-        self.walk.add_roots(Self::index(f), roots);
+        self.walk.add_roots(Self::bulk_index(b), roots);
     }
 
     /// `GC/BulkRootConditionalWeakTableElementEdge`: a dependent handle
@@ -124,26 +118,28 @@ impl Snapshot {
         self.walk.add_other_roots(roots);
     }
 
-    /// `GC/BulkNode`.
-    pub fn nodes(&mut self, f: &Fields<'_>) {
+    /// `GC/BulkNode`, read in place.
+    pub fn nodes(&mut self, b: &Bulk<'_>) {
         let align = self.alignment.max(1);
-        let nodes = f
-            .structs("Values")
-            .iter()
-            .map(|v| WalkNode {
-                address: member_u64(v, "Address").unwrap_or(0),
-                size: member_u64(v, "Size").unwrap_or(0).div_ceil(align).saturating_mul(align),
-                type_handle: member_u64(v, "TypeID").unwrap_or(0),
-                edge_count: member_u64(v, "EdgeCount").unwrap_or(0),
-            })
-            .collect();
-        self.walk.add_nodes(Self::index(f), nodes);
+        let (address, size, type_id, edges) = (b.member("Address"), b.member("Size"), b.member("TypeID"), b.member("EdgeCount"));
+        let nodes = (0..b.len()).map(|i| WalkNode {
+            address: b.get_or_zero(i, address),
+            size: b.get_or_zero(i, size).div_ceil(align).saturating_mul(align).min(i32::MAX as u64) as u32,
+            type_handle: b.get_or_zero(i, type_id),
+            edge_count: b.get_or_zero(i, edges).min(u64::from(u32::MAX)) as u32,
+        });
+        self.walk.add_nodes(Self::bulk_index(b), nodes);
     }
 
-    /// `GC/BulkEdge`.
-    pub fn edges(&mut self, f: &Fields<'_>) {
-        let edges = f.structs("Values").iter().map(|v| member_u64(v, "Value").unwrap_or(0)).collect();
-        self.walk.add_edges(Self::index(f), edges);
+    /// `GC/BulkEdge`, read in place.
+    pub fn edges(&mut self, b: &Bulk<'_>) {
+        let value = b.member("Value");
+        self.walk.add_edges(Self::bulk_index(b), (0..b.len()).map(|i| b.get_or_zero(i, value)));
+    }
+
+    /// The batch number of a bulk event read in place.
+    fn bulk_index(b: &Bulk<'_>) -> u32 {
+        b.head("Index").unwrap_or(0).min(u64::from(u32::MAX)) as u32
     }
 
     /// The dump (roots, then objects), with the type records it needs
@@ -159,9 +155,8 @@ impl Snapshot {
         }
         let mut joined = std::mem::take(&mut self.walk).join();
         let unnamed = unnamed_of(&joined);
-        joined
-            .roots
-            .extend(unnamed.into_iter().filter_map(|i| joined.nodes.get(i as usize)).map(|n| (n.address, 0, ROOT_UNNAMED as u64, 0)));
+        let unnamed_roots = unnamed.into_iter().filter_map(|i| joined.addresses.get(i as usize)).map(|&a| (a, 0, ROOT_UNNAMED as u64, 0));
+        joined.roots.extend(unnamed_roots.collect::<Vec<_>>());
         let g = joined.gaps;
         self.gaps.missing_nodes += g.missing_nodes;
         self.gaps.missing_edges += g.missing_edges;
@@ -169,31 +164,48 @@ impl Snapshot {
         self.gaps.missing_roots += g.missing_roots;
         self.gaps.duplicate_batches += g.duplicate_batches;
 
-        // Type ids, in first-use order.
+        // Type ids, in first-use order; each node's type handle is
+        // replaced by its log type id (a handful of types for millions of
+        // nodes: the latest few are remembered, before the map is asked).
         let mut ids: HashMap<u64, i32> = HashMap::new();
-        for n in &joined.nodes {
-            if !ids.contains_key(&n.type_handle) {
-                let h = n.type_handle;
-                let name = self.type_names.get(&h).or_else(|| type_name_of_allocation.get(&h)).cloned().unwrap_or_default();
-                ids.insert(h, log.type_id(h, || name));
-            }
+        let mut recent = [(u64::MAX, 0i32); 4];
+        for t in joined.types.iter_mut() {
+            let h = *t;
+            let id = match recent.iter().find(|r| r.0 == h) {
+                Some(r) => r.1,
+                None => {
+                    let id = match ids.get(&h) {
+                        Some(&id) => id,
+                        None => {
+                            let name = self.type_names.get(&h).or_else(|| type_name_of_allocation.get(&h)).cloned().unwrap_or_default();
+                            let id = log.type_id(h, || name);
+                            ids.insert(h, id);
+                            id
+                        }
+                    };
+                    recent.rotate_right(1);
+                    recent[0] = (h, id);
+                    id
+                }
+            };
+            *t = id as u32 as u64;
         }
-        Some(Dump { joined, ids })
+        Some(Dump { joined })
     }
 }
 
 /// A joined heap walk with its types defined, to be given as `e` and `o`
 /// records.
 pub(super) struct Dump {
+    /// The walk, its `types` column holding the log's type ids (as `u32`
+    /// bits).
     joined: Joined,
-    /// Type handle -> the log's type id.
-    ids: HashMap<u64, i32>,
 }
 
 impl Dump {
     /// Gives the dump's records: the roots, then the objects.
     pub fn write(self, log: &mut LogText<'_>) {
-        let Dump { joined, ids } = self;
+        let Dump { joined } = self;
         let mut any_root = false;
         for &(address, kind, flags, id) in joined.roots.iter().filter(|r| r.0 != 0) {
             any_root = true;
@@ -206,48 +218,73 @@ impl Dump {
             log.record(&Record::Root(Root { address: Address(0), kind: 0, flags: 0, id: 0 }));
         }
         let mut refs: Vec<Address> = Vec::new();
-        for (i, n) in joined.nodes.iter().enumerate() {
+        for (i, (&address, (&type_id, &size))) in joined.addresses.iter().zip(joined.types.iter().zip(&joined.sizes)).enumerate() {
             refs.clear();
-            let range = joined.ref_start.get(i).zip(joined.ref_start.get(i + 1)).and_then(|(&a, &b)| joined.refs.get(a..b));
-            refs.extend(range.unwrap_or(&[]).iter().map(|&r| Address(r)));
+            refs.extend(joined.refs_of(i).iter().map(|&r| Address(r)));
             log.record(&Record::HeapObject(HeapObject {
-                address: Address(n.address),
-                type_id: TypeId(ids.get(&n.type_handle).copied().unwrap_or(0)),
-                size: n.size.min(i32::MAX as u64) as u32,
+                address: Address(address),
+                type_id: TypeId(type_id as u32 as i32),
+                size,
                 refs: List::Items(&refs),
             }));
         }
     }
 }
 
+/// No node there.
+const NO_NODE: u32 = u32::MAX;
+
 /// The nodes of a joined walk to root as unnamed: a minimal set from which
 /// every node that the walk's strong roots do not reach is reached.
+///
+/// The references are turned into node positions once, in node order
+/// (4 bytes a reference for the time of the call; see [`AddressIndex`]),
+/// and the searches then follow positions only.
 fn unnamed_of(j: &Joined) -> Vec<u32> {
-    let n = j.nodes.len();
-    // Address -> node, by binary search in a sorted copy (16 bytes a node
-    // for the time of the call), through a first level of every
-    // `BLOCK`th address (1/64 of the copy: it stays in the cache, where a
-    // search of the whole copy missed it at each of its ~24 steps).
-    const BLOCK: usize = 64;
-    let mut by_address: Vec<(u64, u32)> = j.nodes.iter().enumerate().map(|(i, n)| (n.address, i as u32)).collect();
-    by_address.sort_unstable();
-    let firsts: Vec<u64> = by_address.iter().step_by(BLOCK).map(|e| e.0).collect();
-    let find = |a: u64| {
-        let block = firsts.partition_point(|&f| f < a).saturating_sub(1);
-        let tail = by_address.get(block * BLOCK..).unwrap_or(&[]);
-        let run = &tail[..tail.len().min(2 * BLOCK)];
-        run.binary_search_by_key(&a, |e| e.0).ok().map(|k| run[k].1 as usize)
-    };
+    let n = j.len();
+    let index = AddressIndex::new(&j.addresses);
+    let mut targets: Vec<u32> = Vec::with_capacity(j.refs.len());
+    for i in 0..n {
+        targets.extend(j.refs_of(i).iter().map(|&a| index.find(&j.addresses, a, i).unwrap_or(NO_NODE)));
+    }
     let children = |v: usize| {
-        let refs = j.ref_start.get(v).zip(j.ref_start.get(v + 1)).and_then(|(&a, &b)| j.refs.get(a..b)).unwrap_or(&[]);
-        refs.iter().filter_map(|&a| find(a))
+        let range = j.ref_range(v);
+        targets.get(range).unwrap_or(&[]).iter().filter(|&&t| t != NO_NODE).map(|&t| t as usize)
     };
     let mut reached = vec![false; n];
-    let mut todo: Vec<usize> = j.roots.iter().filter(|r| r.2 & ROOT_WEAK as u64 == 0).filter_map(|r| find(r.0)).collect();
+    let mut todo: Vec<usize> = j
+        .roots
+        .iter()
+        .filter(|r| r.2 & ROOT_WEAK as u64 == 0)
+        .filter_map(|r| index.find(&j.addresses, r.0, n / 2))
+        .map(|t| t as usize)
+        .collect();
+    drop(index);
     while let Some(v) = todo.pop() {
         if !std::mem::replace(&mut reached[v], true) {
             todo.extend(children(v).filter(|&c| !reached[c]));
         }
     }
     unnamed_roots(n, children, |_| true, &mut reached)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unnamed_roots_of_a_walk_cover_what_the_roots_do_not_reach() {
+        // 0x10 (rooted) -> 0x20; 0x30 -> 0x40 -> 0x30 (a cycle nothing
+        // names), 0x50 -> 0x10; one reference to no node.
+        let j = Joined {
+            roots: vec![(0x10, 1, 0, 0)],
+            addresses: vec![0x10, 0x20, 0x30, 0x40, 0x50],
+            types: vec![1; 5],
+            sizes: vec![24; 5],
+            ref_start: vec![0, 1, 2, 3, 4],
+            refs: vec![0x20, 0x99, 0x40, 0x30, 0x10],
+            gaps: WalkGaps::default(),
+        };
+        assert_eq!(unnamed_of(&j), vec![2, 4]);
+    }
 }

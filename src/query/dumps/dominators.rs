@@ -69,9 +69,8 @@ impl DominatorTree {
 /// The dominator tree of `graph` from `root`.
 pub fn dominators(graph: &Csr, root: u32) -> DominatorTree {
     let n = graph.nodes();
-    let mut idom_of = vec![NONE; n];
     if root as usize >= n {
-        return DominatorTree { root, idom: idom_of, preorder: Vec::new() };
+        return DominatorTree { root, idom: vec![NONE; n], preorder: Vec::new() };
     }
     // Depth-first preorder numbering, iteratively.
     let mut num = vec![NONE; n];
@@ -96,27 +95,33 @@ pub fn dominators(graph: &Csr, root: u32) -> DominatorTree {
             stack.pop();
         }
     }
+    drop(stack);
     let r = vertex.len();
-    let preds = graph.reversed();
-    // Semidominators, by preorder number.
+    // Semidominators, by preorder number. (Each working array is freed
+    // as soon as it is done with: the peak is this loop's, a few words a
+    // node besides the graph.)
     let mut semi: Vec<u32> = (0..r as u32).collect();
-    let mut label: Vec<u32> = (0..r as u32).collect();
-    let mut ancestor: Vec<u32> = vec![NONE; r];
-    let mut path: Vec<u32> = Vec::new();
-    for i in (1..r).rev() {
-        let w = vertex[i];
-        let mut s = semi[i];
-        for &v in preds.successors(w) {
-            let j = num[v as usize];
-            if j == NONE {
-                continue;
+    {
+        let preds = graph.reversed();
+        let mut label: Vec<u32> = (0..r as u32).collect();
+        let mut ancestor: Vec<u32> = vec![NONE; r];
+        let mut path: Vec<u32> = Vec::new();
+        for i in (1..r).rev() {
+            let w = vertex[i];
+            let mut s = semi[i];
+            for &v in preds.successors(w) {
+                let j = num[v as usize];
+                if j == NONE {
+                    continue;
+                }
+                let u = eval(j, &mut ancestor, &mut label, &semi, &mut path);
+                s = s.min(semi[u as usize]);
             }
-            let u = eval(j, &mut ancestor, &mut label, &semi, &mut path);
-            s = s.min(semi[u as usize]);
+            semi[i] = s;
+            ancestor[i] = parent[i];
         }
-        semi[i] = s;
-        ancestor[i] = parent[i];
     }
+    drop(num);
     // Immediate dominators: the nearest ancestor of the DFS parent whose
     // number is at most the semidominator's.
     let mut idom: Vec<u32> = vec![0; r];
@@ -127,6 +132,9 @@ pub fn dominators(graph: &Csr, root: u32) -> DominatorTree {
         }
         idom[i] = d;
     }
+    drop(semi);
+    drop(parent);
+    let mut idom_of = vec![NONE; n];
     for i in 1..r {
         idom_of[vertex[i] as usize] = vertex[idom[i] as usize];
     }
@@ -159,6 +167,80 @@ fn eval(v: u32, ancestor: &mut [u32], label: &mut [u32], semi: &[u32], path: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Dominators the plain way: `dom(v)` = {v} + the intersection of its
+    /// predecessors' sets, iterated to a fixed point from "everything".
+    fn naive_idoms(n: usize, edges: &[(u32, u32)], root: u32) -> Vec<Option<u32>> {
+        let g = Csr::from_edges(n, edges);
+        let mut reach = vec![false; n];
+        let mut todo = vec![root];
+        while let Some(v) = todo.pop() {
+            if !std::mem::replace(&mut reach[v as usize], true) {
+                todo.extend(g.successors(v));
+            }
+        }
+        let mut dom: Vec<Vec<bool>> =
+            (0..n).map(|v| if v == root as usize { (0..n).map(|u| u == v).collect() } else { vec![true; n] }).collect();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for v in (0..n).filter(|&v| reach[v] && v != root as usize) {
+                let mut d = vec![true; n];
+                for &(p, _) in edges.iter().filter(|&&(p, b)| b as usize == v && reach[p as usize]) {
+                    for u in 0..n {
+                        d[u] &= dom[p as usize][u];
+                    }
+                }
+                d[v] = true;
+                if d != dom[v] {
+                    dom[v] = d;
+                    changed = true;
+                }
+            }
+        }
+        // The immediate dominator: the strict dominator that every other
+        // strict dominator dominates.
+        (0..n)
+            .map(|v| {
+                if !reach[v] || v == root as usize {
+                    return None;
+                }
+                let strict: Vec<usize> = (0..n).filter(|&u| u != v && dom[v][u]).collect();
+                strict.iter().copied().find(|&u| strict.iter().all(|&w| dom[u][w])).map(|u| u as u32)
+            })
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn the_tree_equals_iterated_dominator_sets(
+            n in 1usize..24,
+            edges in proptest::collection::vec((0u32..24, 0u32..24), 0..60),
+        ) {
+            let edges: Vec<(u32, u32)> = edges.into_iter().filter(|&(a, b)| (a as usize) < n && (b as usize) < n).collect();
+            let t = dominators(&Csr::from_edges(n, &edges), 0);
+            let want = naive_idoms(n, &edges, 0);
+            for v in 0..n as u32 {
+                prop_assert_eq!(t.idom(v), want[v as usize], "node {}", v);
+                prop_assert_eq!(t.is_reachable(v), v == 0 || want[v as usize].is_some());
+            }
+        }
+
+        #[test]
+        fn reversing_swaps_every_edge(
+            n in 1usize..30,
+            edges in proptest::collection::vec((0u32..30, 0u32..30), 0..80),
+        ) {
+            let g = Csr::from_edges(n, &edges);
+            let r = g.reversed();
+            prop_assert_eq!(r.nodes(), n);
+            for b in 0..n as u32 {
+                let want: Vec<u32> = (0..n as u32).flat_map(|a| g.successors(a).iter().filter(move |&&x| x == b).map(move |_| a)).collect();
+                prop_assert_eq!(r.successors(b), &want[..]);
+            }
+        }
+    }
 
     #[test]
     fn a_diamond_and_a_chain() {

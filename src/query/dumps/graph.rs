@@ -2,6 +2,7 @@
 //! virtual root `n` that references every strong root's object.
 
 use super::DumpIndex;
+use crate::format::address_index::AddressIndex;
 use crate::format::records::ROOT_WEAK;
 use crate::model::{DumpRoot, Model};
 
@@ -59,21 +60,25 @@ impl Csr {
     /// The same graph with every edge reversed.
     pub fn reversed(&self) -> Csr {
         let n = self.nodes();
-        let mut start = vec![0u32; n + 1];
+        // Counts at `b + 2`, summed: `start[b + 1]` is then where `b`'s
+        // predecessors begin, and serves as its fill cursor, which leaves
+        // it where they end (no second array of cursors).
+        let mut start = vec![0u32; n + 2];
         for &b in &self.targets {
-            start[b as usize + 1] += 1;
+            start[b as usize + 2] += 1;
         }
-        for k in 0..n {
-            start[k + 1] += start[k];
+        for k in 2..n + 2 {
+            start[k] += start[k - 1];
         }
-        let mut fill = start.clone();
         let mut targets = vec![0u32; self.targets.len()];
         for a in 0..n {
             for &b in self.successors(a as u32) {
-                targets[fill[b as usize] as usize] = a as u32;
-                fill[b as usize] += 1;
+                let slot = &mut start[b as usize + 1];
+                targets[*slot as usize] = a as u32;
+                *slot += 1;
             }
         }
+        start.truncate(n + 1);
         Csr { start, targets }
     }
 }
@@ -122,31 +127,20 @@ impl DumpGraph {
             types.push(o.type_id.0);
             sizes.push(o.size);
         }
-        // Address -> object by binary search over (address, object); for an
-        // address listed twice the later object wins, as in CLRProfiler's
-        // table, where the later entry hides the earlier.
-        // Profilers write a dump in address order, so the addresses
-        // themselves usually serve as the search table.
-        let sorted = addresses.windows(2).all(|w| w[0] < w[1]);
-        let mut by_address: Vec<(u64, u32)> = Vec::new();
-        if !sorted {
-            by_address = addresses.iter().enumerate().map(|(k, &a)| (a, k as u32)).collect();
-            by_address.sort_unstable();
-        }
-        let find = |a: u64| -> Option<u32> {
-            if sorted {
-                return addresses.binary_search(&a).ok().map(|k| k as u32);
-            }
-            let k = by_address.partition_point(|&(x, _)| x <= a);
-            (k > 0 && by_address[k - 1].0 == a).then(|| by_address[k - 1].1)
-        };
+        // Address -> object: for an address listed twice the later object
+        // wins, as in CLRProfiler's table, where the later entry hides the
+        // earlier. A reference is searched from its referring object (see
+        // `AddressIndex`: a walk's objects mostly reference their
+        // neighbours).
+        let by_address = AddressIndex::new(&addresses);
+        let find = |a: u64, hint: usize| by_address.find(&addresses, a, hint);
         let mut start = Vec::with_capacity(n + 2);
         let mut targets = Vec::new();
         let mut dangling_references = 0;
         start.push(0u32);
         for k in 0..n {
             for r in t.reference_iter(d, k) {
-                match find(r) {
+                match find(r, k) {
                     Some(x) => targets.push(x),
                     None => dangling_references += 1,
                 }
@@ -156,7 +150,7 @@ impl DumpGraph {
         let mut roots = Vec::new();
         let mut dangling_roots = 0;
         for r in t.roots(d).iter().filter(|r| r.flags & ROOT_WEAK == 0) {
-            match find(r.address.0) {
+            match find(r.address.0, n / 2) {
                 Some(x) => {
                     targets.push(x);
                     roots.push((x, *r));

@@ -3,7 +3,7 @@
 //! virtual root that references every strong root.
 
 use super::dominators::{dominators, DominatorTree};
-use super::graph::{Csr, DumpGraph};
+use super::graph::DumpGraph;
 use super::table::{DumpTypeRow, PerType};
 use super::DumpIndex;
 use crate::format::TypeId;
@@ -110,8 +110,23 @@ pub(crate) struct GroupRetained {
 }
 
 /// Per group (`group[v]` for object `v`, below `groups`): retained bytes
-/// counted once (a DFS over the dominator tree keeps, per group, how many
-/// instances are on the current path) and the top-level share.
+/// counted once and the top-level share.
+///
+/// An instance's bytes count unless another instance of its group
+/// dominates it. The dominator tree is numbered in preorder without a
+/// walk of it, from the nodes each one dominates (a node's subtree is then
+/// the interval `[number, number + dominated)`):
+///
+/// ```text
+/// a[v] = nodes v dominates           (bottom-up, reverse graph preorder)
+/// in graph preorder (an idom before its nodes), v under p = idom(v):
+///     number(v) = a[p]; a[p] += a[v]; a[v] = number(v) + 1
+///     (a[p] is p's next free number; at the end a[v] is v's interval end)
+/// ```
+///
+/// Then, in tree preorder, an instance is dominated by another of its
+/// group exactly when it lies inside the interval of the group's latest
+/// undominated instance.
 pub(crate) fn retained_per_group(
     graph: &DumpGraph,
     tree: &DominatorTree,
@@ -120,38 +135,48 @@ pub(crate) fn retained_per_group(
     groups: usize,
 ) -> Vec<GroupRetained> {
     let n = graph.objects();
-    let mut acc = vec![GroupRetained::default(); groups];
-    let mut depth = vec![0u32; groups];
-    let edges: Vec<(u32, u32)> = tree.preorder().iter().filter_map(|&v| tree.idom(v).map(|d| (d, v))).collect();
-    let children = Csr::from_edges(n + 1, &edges);
     let root = graph.root();
-    for &c in children.successors(root) {
-        if let Some(&g) = group.get(c as usize) {
-            acc[g as usize].top_level += retained[c as usize];
+    let pre = tree.preorder();
+    let mut acc = vec![GroupRetained::default(); groups];
+    let mut a = vec![0u32; n + 1];
+    for &v in pre {
+        a[v as usize] = 1;
+    }
+    for &v in pre.iter().skip(1).rev() {
+        if let Some(d) = tree.idom(v) {
+            a[d as usize] += a[v as usize];
         }
     }
-    // (node, entered): the first visit counts the node, the second leaves it.
-    let mut stack: Vec<(u32, bool)> = vec![(root, false)];
-    while let Some((v, left)) = stack.pop() {
-        let g = group.get(v as usize).map(|&g| g as usize);
-        if left {
-            if let Some(g) = g {
-                depth[g] -= 1;
+    // `order[k]`: the node numbered `k` in tree preorder.
+    let mut order = vec![root; pre.len()];
+    if let Some(&r) = pre.first() {
+        a[r as usize] = 1;
+    }
+    for &v in pre.iter().skip(1) {
+        if let Some(p) = tree.idom(v) {
+            let number = a[p as usize];
+            if let Some(slot) = order.get_mut(number as usize) {
+                *slot = v;
             }
-            continue;
+            a[p as usize] = number + a[v as usize];
+            a[v as usize] = number + 1;
         }
-        if let Some(g) = g {
-            let a = &mut acc[g];
-            a.objects += 1;
-            a.bytes += graph.sizes[v as usize] as u64;
-            if depth[g] == 0 {
-                a.retained += retained[v as usize];
-            }
-            depth[g] += 1;
+    }
+    // The end of each group's latest undominated instance's interval (the
+    // root is number 0: no object's interval ends there).
+    let mut cover = vec![0u32; groups];
+    for (k, &v) in order.iter().enumerate() {
+        let Some(&g) = group.get(v as usize) else { continue };
+        let (Some(slot), Some(end)) = (acc.get_mut(g as usize), cover.get_mut(g as usize)) else { continue };
+        let r = retained[v as usize];
+        slot.objects += 1;
+        slot.bytes += u64::from(graph.sizes[v as usize]);
+        if k as u32 >= *end {
+            slot.retained += r;
+            *end = a[v as usize];
         }
-        stack.push((v, true));
-        for &c in children.successors(v) {
-            stack.push((c, false));
+        if tree.idom(v) == Some(root) {
+            slot.top_level += r;
         }
     }
     acc
@@ -240,4 +265,70 @@ pub fn retained(model: &Model, index: DumpIndex, top: usize) -> Option<RetainedR
         types,
         top_objects,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::dumps::graph::Csr;
+    use proptest::prelude::*;
+
+    /// Per group, the plain way: each reachable instance walks up its
+    /// dominators for another instance of its group.
+    fn naive(graph: &DumpGraph, tree: &DominatorTree, retained: &[u64], group: &[u32], groups: usize) -> Vec<GroupRetained> {
+        let mut acc = vec![GroupRetained::default(); groups];
+        for v in 0..graph.objects() as u32 {
+            if !tree.is_reachable(v) {
+                continue;
+            }
+            let g = group[v as usize];
+            let a = &mut acc[g as usize];
+            a.objects += 1;
+            a.bytes += u64::from(graph.sizes[v as usize]);
+            let mut up = tree.idom(v);
+            let mut dominated = false;
+            while let Some(d) = up.filter(|&d| d != graph.root()) {
+                dominated |= group[d as usize] == g;
+                up = tree.idom(d);
+            }
+            if !dominated {
+                a.retained += retained[v as usize];
+            }
+            if tree.idom(v) == Some(graph.root()) {
+                a.top_level += retained[v as usize];
+            }
+        }
+        acc
+    }
+
+    proptest! {
+        #[test]
+        fn per_group_figures_equal_a_walk_up_the_dominators(
+            n in 1usize..40,
+            edges in proptest::collection::vec((0u32..40, 0u32..40), 0..90),
+            roots in proptest::collection::vec(0u32..40, 1..5),
+            groups in proptest::collection::vec(0u32..4, 40),
+            sizes in proptest::collection::vec(1u32..100, 40),
+        ) {
+            let mut all: Vec<(u32, u32)> = edges.iter().copied().filter(|&(a, b)| (a as usize) < n && (b as usize) < n).collect();
+            all.extend(roots.iter().filter(|&&r| (r as usize) < n).map(|&r| (n as u32, r)));
+            let graph = DumpGraph {
+                index: DumpIndex(0),
+                graph: Csr::from_edges(n + 1, &all),
+                addresses: (0..n as u64).map(|a| 0x1000 + 8 * a).collect(),
+                types: vec![0; n],
+                sizes: sizes[..n].to_vec(),
+                roots: Vec::new(),
+                dangling_references: 0,
+                dangling_roots: 0,
+            };
+            let tree = dominators(&graph.graph, graph.root());
+            let retained = retained_sizes(&graph, &tree);
+            let group = &groups[..n];
+            prop_assert_eq!(
+                retained_per_group(&graph, &tree, &retained, group, 4),
+                naive(&graph, &tree, &retained, group, 4)
+            );
+        }
+    }
 }

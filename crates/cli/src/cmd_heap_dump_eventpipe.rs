@@ -97,6 +97,7 @@ pub fn run(source: Source<'_>, o: &Options<'_>) -> Result<()> {
         flag: crate::interrupt::stop_flag(done.clone()),
         after: Some(Duration::from_secs(timeout.max(1))),
         after_heap_walk: true,
+        walk_silence: Some(WALK_SILENCE),
         max_bytes: (max_bytes > 0).then_some(max_bytes),
         ..Stop::default()
     };
@@ -119,7 +120,7 @@ pub fn run(source: Source<'_>, o: &Options<'_>) -> Result<()> {
             output.display()
         );
     }
-    if !written.heap_walk_done {
+    if !written.heap_walk_done && !written.walk_went_silent {
         bail!(
             "process {pid} did not finish a heap walk within {timeout} s ({} bytes of trace written to {}): the runtime may not support heap snapshots over EventPipe",
             written.bytes,
@@ -180,6 +181,12 @@ pub fn run(source: Source<'_>, o: &Options<'_>) -> Result<()> {
     }
     Ok(())
 }
+
+/// How long a heap walk's stream may be silent before its end is taken
+/// for lost (the runtime's buffer filled and dropped it): the walk is
+/// written while the process is suspended, so a runtime still walking
+/// sends more well within this.
+pub(crate) const WALK_SILENCE: Duration = Duration::from_secs(5);
 
 /// The types `heap-dump` prints.
 const TOP_TYPES: usize = 5;

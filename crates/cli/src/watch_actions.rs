@@ -179,6 +179,7 @@ fn capture(
         // A dump has 10 minutes for its heap walk.
         after: Some(duration.unwrap_or(Duration::from_secs(600))),
         after_heap_walk: heap,
+        walk_silence: heap.then_some(crate::cmd_heap_dump_eventpipe::WALK_SILENCE),
         max_bytes: (max_bytes > 0).then_some(max_bytes),
         ..Stop::default()
     };
@@ -186,7 +187,7 @@ fn capture(
         if let Some(cut) = w.cut {
             return Err((file, format!("{cut}: INCOMPLETE, {} bytes kept", w.bytes)));
         }
-        if heap && !w.heap_walk_done {
+        if heap && !w.heap_walk_done && !w.walk_went_silent {
             return Err((file, format!("the heap walk did not end ({} bytes kept)", w.bytes)));
         }
         Ok((file, said))
@@ -212,7 +213,7 @@ fn capture(
     let w = session.write_to(&mut out, &stop, |_| {}).map_err(|e| (named.clone(), e.to_string()))?;
     out.flush().map_err(|e| (named.clone(), format!("cannot write {}: {e}", dir.shown(name).display())))?;
     let mut said = format!("{} bytes in {:.1} s", w.bytes, w.seconds);
-    if heap && w.cut.is_none() && w.heap_walk_done {
+    if heap && w.cut.is_none() && (w.heap_walk_done || w.walk_went_silent) {
         // A walk that outran the session's buffer is kept, and said to be
         // incomplete (`leaks` then cannot tell from it).
         match crate::cmd_heap_dump_eventpipe::summarize(&dir.path().join(name)) {

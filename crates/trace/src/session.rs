@@ -29,6 +29,12 @@ pub struct Stop {
     pub after: Option<Duration>,
     /// Stop once the heap walk the session asked for is over.
     pub after_heap_walk: bool,
+    /// Stop once a heap walk has begun and the stream has then been
+    /// silent this long without its end: a runtime whose session buffer
+    /// filled drops the events that do not fit, the walk's end among
+    /// them, and sends nothing more (the trace is kept; its reader counts
+    /// what was lost).
+    pub walk_silence: Option<Duration>,
     /// How long the target has to end its stream once a stop is due.
     pub grace: Duration,
     /// The most bytes of trace written; the stream is cut there.
@@ -43,7 +49,7 @@ pub const MAX_BYTES: u64 = 4 << 30;
 
 impl Default for Stop {
     fn default() -> Stop {
-        Stop { flag: Arc::default(), after: None, after_heap_walk: false, grace: GRACE, max_bytes: Some(MAX_BYTES) }
+        Stop { flag: Arc::default(), after: None, after_heap_walk: false, walk_silence: None, grace: GRACE, max_bytes: Some(MAX_BYTES) }
     }
 }
 
@@ -81,6 +87,9 @@ pub struct Written {
     pub gcs: u64,
     /// Whether a heap walk was read to its end.
     pub heap_walk_done: bool,
+    /// A heap walk began and the stream then went silent without its end
+    /// ([`Stop::walk_silence`]): its end was among the events lost.
+    pub walk_went_silent: bool,
     /// Seconds from the session's start to its end.
     pub seconds: f64,
     /// Set when clrprof cut the trace short: it is incomplete.
@@ -192,10 +201,12 @@ impl Session {
         // loop must keep reading meanwhile.
         let mut stopping: Option<std::thread::JoinHandle<Result<bool, Error>>> = None;
         let mut due_at: Option<Instant> = None;
+        let mut last_data = Instant::now();
         loop {
             match self.stream.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
+                    last_data = Instant::now();
                     let room = stop.max_bytes.map_or(n as u64, |m| m.saturating_sub(written.bytes));
                     let take = n.min(usize::try_from(room).unwrap_or(usize::MAX));
                     out.write_all(&buf[..take]).map_err(|e| Error::io("cannot write the trace of process", format!("{pid}"), e))?;
@@ -221,9 +232,14 @@ impl Session {
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe) => break,
                 Err(e) => return Err(Error::io("cannot read the trace of process", format!("{pid}"), e)),
             }
+            let silent = stop.walk_silence.is_some_and(|d| watch.node_batches > 0 && !watch.heap_walk_done() && last_data.elapsed() >= d);
+            if silent && due_at.is_none() {
+                written.walk_went_silent = true;
+            }
             let due = stop.flag.load(Ordering::SeqCst)
                 || stop.after.is_some_and(|d| self.started.elapsed() >= d)
-                || (stop.after_heap_walk && watch.heap_walk_done());
+                || (stop.after_heap_walk && watch.heap_walk_done())
+                || silent;
             if due && due_at.is_none() {
                 due_at = Some(Instant::now());
                 stopping = Some(self.send_stop_later());

@@ -114,6 +114,7 @@
 //! trace with a major version above 6 is refused with
 //! [`ErrorKind::Unsupported`]; a higher minor version is read.
 
+mod allocation_tick;
 mod block;
 mod census;
 mod cursor;
@@ -133,6 +134,7 @@ mod sequence_points;
 mod stacks;
 mod threads;
 
+pub use allocation_tick::AllocationTick;
 pub use block::{read_block, read_block_v6, Block, BlockKind};
 pub use census::{Census, KindCount, Question};
 pub use error::{Error, ErrorKind, Warning};

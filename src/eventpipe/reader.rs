@@ -3,6 +3,7 @@
 //! time order (merged across threads, see [`super::order`]) or in file
 //! order.
 
+use super::allocation_tick::{decode as decode_allocation_tick, prefix_of, AllocationTick};
 use super::block::{read_block, read_block_v6, Block, BlockKind};
 use super::cursor::Cursor;
 use super::error::{Error, ErrorKind, Warning};
@@ -28,6 +29,9 @@ pub struct EventKind {
     pub name: String,
     schema: Option<(&'static RuntimeEvent, bool)>,
     provider: Option<RuntimeProvider>,
+    /// The schema's fields when it is `GC/AllocationTick`'s (a prefix of
+    /// the newest layout, see [`super::allocation_tick`]).
+    allocation_tick: Option<u8>,
 }
 
 impl EventKind {
@@ -41,7 +45,8 @@ impl EventKind {
             }
             (None, None) => event_source_name(&metadata),
         };
-        EventKind { metadata, name, schema, provider }
+        let allocation_tick = schema.and_then(|(s, _)| prefix_of(s.name, s.fields));
+        EventKind { metadata, name, schema, provider, allocation_tick }
     }
     /// Whether the payload's fields can be decoded: the runtime's events
     /// with a built-in schema, EventSource events whose metadata describes
@@ -125,6 +130,22 @@ impl<'a> Event<'a> {
             Some(f) => decode_metadata_fields(f, &mut c, self.pointer_size, 0).map(Some),
             None => Ok(None),
         }
+    }
+    /// A `GC/AllocationTick` event's fields read straight from the
+    /// payload, without allocating: the values [`Self::fields`] gives,
+    /// and an error exactly when it gives one. `None` when the event is
+    /// not one, or its layout is not the runtime's (then
+    /// [`Self::fields`] decodes it).
+    #[inline]
+    pub fn allocation_tick(&self) -> Option<Result<AllocationTick<'a>, Error>> {
+        let kind = self.kind?;
+        let n = kind.allocation_tick?;
+        // A V6 label naming another version: another schema.
+        if self.labels.and_then(|l| l.version).is_some_and(|v| u32::from(v) != kind.metadata.version) {
+            return None;
+        }
+        let mut c = Cursor::new(self.payload, self.payload_offset);
+        Some(decode_allocation_tick(n, &mut c, self.pointer_size))
     }
 }
 

@@ -32,12 +32,12 @@ mod walk_summary;
 pub use walk_summary::{walk_summary, TypeFigures, WalkSummary};
 
 use super::{Import, Imported, Sampling, SamplingMethod, TraceFacts};
-use crate::eventpipe::{Error, Event, NetTraceReader, Warning};
+use crate::eventpipe::{AllocationTick, Error, Event, NetTraceReader, Warning};
 use crate::format::{RecordSink, Style, TextSink};
+use crate::hash::BlockHashState;
 use fields::Fields;
 use gc::{GcState, Range};
 use log_text::LogText;
-use crate::hash::BlockHashState;
 use methods::MethodMap;
 use snapshot::Snapshot;
 use std::collections::HashMap;
@@ -359,9 +359,25 @@ impl Writer<'_, '_> {
         if !wanted {
             return;
         }
-        let Some(f) = Fields::of(e) else {
-            *self.undecodable.entry(name.to_string()).or_default() += 1;
-            return;
+        // The sampled allocations, millions of them: read straight from
+        // the payload when the layout is the runtime's.
+        let typed = if name == "GC/AllocationTick" { e.allocation_tick() } else { None };
+        let (f, tick) = match typed {
+            Some(Ok(tick)) => (Fields::none(), tick),
+            Some(Err(_)) => {
+                *self.undecodable.entry(name.to_string()).or_default() += 1;
+                return;
+            }
+            None => match Fields::of(e) {
+                Some(f) => {
+                    let tick = if name == "GC/AllocationTick" { fields::allocation_tick(&f) } else { AllocationTick::default() };
+                    (f, tick)
+                }
+                None => {
+                    *self.undecodable.entry(name.to_string()).or_default() += 1;
+                    return;
+                }
+            },
         };
         if name == "GC/Start" && self.gc.in_gc() {
             // The previous GC's end is missing: closed here, as reported,
@@ -382,7 +398,7 @@ impl Writer<'_, '_> {
             self.log.tick(ms);
         }
         match name {
-            "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, &f),
+            "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, &tick),
             "AllocationSampled" if self.use_sampled => self.allocation_sampled(e, &f),
             "GC/Start" => {
                 self.background_gc = f.u64("Type") == Some(1);
@@ -456,15 +472,15 @@ impl Writer<'_, '_> {
 
     /// `GC/AllocationTick`: one sampled allocation standing for the bytes
     /// allocated since the previous tick of its heap and kind.
-    fn allocation_tick(&mut self, e: &Event<'_>, f: &Fields<'_>) {
-        let amount = f.u64("AllocationAmount64").or_else(|| f.u64("AllocationAmount")).unwrap_or(0);
-        let handle = f.u64("TypeID").unwrap_or(0);
-        let address = f.u64("Address").unwrap_or(0);
-        let object_size = f.u64("ObjectSize").filter(|&s| s > 0);
+    fn allocation_tick(&mut self, e: &Event<'_>, f: &AllocationTick<'_>) {
+        let amount = f.allocation_amount64.or(f.allocation_amount).unwrap_or(0);
+        let handle = f.type_id.unwrap_or(0);
+        let address = f.address.unwrap_or(0);
+        let object_size = f.object_size.filter(|&s| s > 0);
         // The name is read (a UTF-16 string made a `String`) only for a
         // type not named yet.
         let known = self.log.knows_type(handle) && self.allocation_type_names.contains_key(&handle);
-        let name = if known { String::new() } else { f.string("TypeName") };
+        let name = if known { String::new() } else { f.type_name.map(|n| n.to_string()).unwrap_or_default() };
         if !name.is_empty() {
             self.allocation_type_names.entry(handle).or_insert_with(|| name.clone());
         }

@@ -21,11 +21,14 @@
 //! say, to [`TraceFacts`].
 
 mod fields;
+mod followed;
 mod gc;
 mod log_text;
 mod methods;
 mod snapshot;
 mod survival;
+#[cfg(test)]
+mod survival_oracle;
 mod walk;
 mod walk_summary;
 

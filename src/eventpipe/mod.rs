@@ -145,7 +145,7 @@ pub use labels::{LabelList, LabelValue};
 pub use metadata::{parse_metadata, parse_metadata_v6, EventMetadata, FieldDesc, FieldType};
 pub use order::{Order, ReadOptions};
 pub use payload::{Field, Utf16, Value};
-pub use reader::{Event, EventKind, NetTraceReader, ReadSummary};
+pub use reader::{Event, EventKind, NetTraceReader, Next, ReadSummary};
 pub use runtime_schemas::ValueMap;
 pub use sequence_points::SequencePoint;
 pub use stacks::Stack;

@@ -32,6 +32,8 @@ pub struct EventKind {
     /// The schema's fields when it is `GC/AllocationTick`'s (a prefix of
     /// the newest layout, see [`super::allocation_tick`]).
     allocation_tick: Option<u8>,
+    /// Handed out by a reader made with [`NetTraceReader::only`].
+    kept: bool,
 }
 
 impl EventKind {
@@ -46,7 +48,7 @@ impl EventKind {
             (None, None) => event_source_name(&metadata),
         };
         let allocation_tick = schema.and_then(|(s, _)| prefix_of(s.name, s.fields));
-        EventKind { metadata, name, schema, provider, allocation_tick }
+        EventKind { metadata, name, schema, provider, allocation_tick, kept: true }
     }
     /// Whether the payload's fields can be decoded: the runtime's events
     /// with a built-in schema, EventSource events whose metadata describes
@@ -162,6 +164,15 @@ impl Event<'_> {
     }
 }
 
+/// What [`NetTraceReader::next_or_position`] gives.
+#[derive(Debug)]
+pub enum Next<'a> {
+    /// An event.
+    Event(Event<'a>),
+    /// The offset the read has reached, events left out up to there.
+    Position(u64),
+}
+
 /// What a finished read found besides the events.
 #[derive(Debug, Default)]
 pub struct ReadSummary {
@@ -205,6 +216,12 @@ pub struct NetTraceReader<'a> {
     events: u64,
     done: bool,
     complete: bool,
+    /// The kinds handed out ([`Self::only`]); `None`: every kind.
+    keep: Option<fn(&EventKind) -> bool>,
+    /// Where the last event read (handed out or not) starts.
+    read_to: u64,
+    /// The offset last told ([`Self::next_or_position`]).
+    told: u64,
 }
 
 impl<'a> NetTraceReader<'a> {
@@ -237,6 +254,9 @@ impl<'a> NetTraceReader<'a> {
             sequence: if v6 { SequenceTracker::v6() } else { SequenceTracker::default() },
             warnings: Vec::new(),
             events: 0,
+            keep: None,
+            read_to: 0,
+            told: 0,
             done: false,
             complete: false,
         })
@@ -278,32 +298,90 @@ impl<'a> NetTraceReader<'a> {
         self.complete
     }
 
+    /// Hands out only the events whose kind `keep` takes (asked once per
+    /// kind, when the trace defines it): the others are read and counted
+    /// (sequence numbers, lost events) but neither queued for the merge nor
+    /// resolved, and say nothing about themselves (an undefined kind's
+    /// warning). In time order, a sorted event not handed out still
+    /// releases the events waiting up to its time: the events handed out
+    /// come in the order they have among all the events (as long as each
+    /// thread's timestamps never go back and the merge stays within
+    /// [`ReadOptions::max_pending`], which counts the events kept only).
+    /// [`Self::read_to`] tells how far the read has gone.
+    pub fn only(mut self, keep: fn(&EventKind) -> bool) -> Self {
+        self.keep = Some(keep);
+        self
+    }
+
+    /// The offset of the last event read, handed out or not.
+    pub fn read_to(&self) -> u64 {
+        self.read_to
+    }
+
+    fn define(&mut self, m: EventMetadata) {
+        let mut kind = EventKind::new(m);
+        if let Some(keep) = self.keep {
+            kind.kept = keep(&kind);
+        }
+        self.kinds.insert(kind);
+    }
+
     /// The next event, `Ok(None)` at the end. A trace cut short ends at
     /// its last complete block with a [`Warning::Truncated`]; damage inside
     /// the trace is an error with its offset (events before it were
     /// already handed out, the ones waiting to be merged included).
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>, Error> {
+        // No step: never a position.
+        match self.read_next(u64::MAX)? {
+            Some(Next::Event(e)) => Ok(Some(e)),
+            _ => Ok(None),
+        }
+    }
+
+    /// [`Self::next_event`] for a reader made with [`Self::only`], which
+    /// may read far without an event to hand out: the offset reached
+    /// ([`Next::Position`]) whenever `step` bytes more of events were read
+    /// and left out since the last event or position given.
+    pub fn next_or_position(&mut self, step: u64) -> Result<Option<Next<'_>>, Error> {
+        self.read_next(step)
+    }
+
+    fn read_next(&mut self, step: u64) -> Result<Option<Next<'_>>, Error> {
         loop {
             if let Some(p) = self.merge.pop() {
-                return Ok(Some(self.event(p.offset, p.header, p.payload)));
+                self.told = self.read_to;
+                return Ok(Some(Next::Event(self.event(p.offset, p.header, p.payload))));
             }
             if let Some((blobs, is_metadata)) = &mut self.blobs {
                 match blobs.next() {
                     Some(Ok((offset, header, payload))) => {
                         if *is_metadata {
                             match parse_metadata(payload, offset) {
-                                Ok(m) => {
-                                    self.kinds.insert(EventKind::new(m));
-                                }
+                                Ok(m) => self.define(m),
                                 Err(error) => self.warnings.push(Warning::BadMetadata { error }),
                             }
                             continue;
                         }
                         self.count(offset, &header);
+                        self.read_to = offset;
+                        if self.keep.is_some() && !self.kinds.get(header.metadata_id).is_some_and(|k| k.kept) {
+                            // Not handed out, nor queued. A sorted event
+                            // releases what waits up to its time, as it
+                            // would have queued.
+                            if header.is_sorted && self.options.order == Order::Time && self.merge.pending() > 0 {
+                                self.merge.release(header.timestamp.0);
+                            }
+                            if offset >= self.told.saturating_add(step) {
+                                self.told = offset;
+                                return Ok(Some(Next::Position(offset)));
+                            }
+                            continue;
+                        }
                         // In file order, or a sorted event with nothing
                         // waiting (it would release itself alone): out now.
                         if self.options.order == Order::File || (header.is_sorted && self.merge.pending() == 0) {
-                            return Ok(Some(self.event(offset, header, payload)));
+                            self.told = offset;
+                            return Ok(Some(Next::Event(self.event(offset, header, payload))));
                         }
                         self.merge.push(Pending { offset, header, payload });
                         if self.merge.pending() > self.options.max_pending && !self.merge.releasing() {
@@ -403,9 +481,7 @@ impl<'a> NetTraceReader<'a> {
                     let (m, used) = parse_metadata_v6(&c.data()[c.pos()..], at)?;
                     c.skip(used, "a metadata row")?;
                     match m {
-                        Ok(m) => {
-                            self.kinds.insert(EventKind::new(m));
-                        }
+                        Ok(m) => self.define(m),
                         Err(error) => self.warnings.push(Warning::BadMetadata { error }),
                     }
                 }

@@ -2,7 +2,8 @@
 //!
 //! Two passes over the trace's bytes, each streaming (no event is kept):
 //! the first collects the methods and modules that name stack frames (the
-//! rundown at a trace's end names methods compiled before it began); the
+//! rundown at a trace's end names methods compiled before it began; the
+//! other events are read past, not merged: [`NetTraceReader::only`]); the
 //! second gives the records, in event order, to a [`RecordSink`] (the
 //! model's builder: [`import`]; or log text: [`to_log`]):
 //!
@@ -35,7 +36,7 @@ mod walk_summary;
 pub use walk_summary::{walk_summary, TypeFigures, WalkSummary};
 
 use super::{Import, Imported, Sampling, SamplingMethod, TraceFacts};
-use crate::eventpipe::{AllocationTick, Error, Event, NetTraceReader, Warning};
+use crate::eventpipe::{AllocationTick, Error, Event, NetTraceReader, Next, Warning};
 use crate::format::{RecordSink, Style, TextSink};
 use crate::hash::BlockHashState;
 use fields::Fields;
@@ -115,13 +116,24 @@ const POSITION_STEP: u64 = 1 << 20;
 fn first_pass(bytes: &[u8], position: &mut dyn FnMut(Pass, u64)) -> Result<(MethodMap, bool), Error> {
     let mut methods = MethodMap::default();
     let mut sampled = false;
-    let mut reader = NetTraceReader::new(bytes)?;
+    // The other events are read past, not merged or resolved.
+    let mut reader = NetTraceReader::new(bytes)?.only(|k| MethodMap::names(k) || k.name == "AllocationSampled");
     let mut told = 0u64;
-    while let Some(e) = next(&mut reader) {
-        methods.observe(&e);
-        sampled |= e.name() == "AllocationSampled";
-        if e.offset >= told + POSITION_STEP {
-            told = e.offset;
+    loop {
+        // A read error ends the events (the reader has recorded it as a
+        // warning when the trace is cut short; other errors are noted by
+        // the second pass).
+        let at = match reader.next_or_position(POSITION_STEP) {
+            Ok(Some(Next::Event(e))) => {
+                methods.observe(&e);
+                sampled |= e.name() == "AllocationSampled";
+                e.offset
+            }
+            Ok(Some(Next::Position(at))) => at,
+            _ => break,
+        };
+        if at >= told + POSITION_STEP {
+            told = at;
             position(Pass::Methods, told);
         }
     }
@@ -144,13 +156,6 @@ pub fn allocation_sampled_weight(size: u64) -> f64 {
     } else {
         1.0
     }
-}
-
-/// The next event; a read error ends the events (the reader has recorded
-/// it as a warning when the trace is cut short; other errors are noted by
-/// the second pass).
-fn next<'r>(reader: &'r mut NetTraceReader<'_>) -> Option<Event<'r>> {
-    reader.next_event().ok().flatten()
 }
 
 struct Writer<'m, 's> {

@@ -157,6 +157,12 @@ impl<'a> Builder<'a> {
         self.stacks.allow_copies(crate::limits::copied_frames(input));
     }
 
+    /// The fates are to come from a trace's importer (see
+    /// [`AllocationTable::fates_to_come`]).
+    pub(crate) fn fates_to_come(&mut self) {
+        self.objects.fates_to_come();
+    }
+
     /// Records queued for the recorder and not yet handed over.
     #[inline]
     pub(crate) fn queued(&self) -> usize {

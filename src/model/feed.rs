@@ -81,6 +81,13 @@ impl RecordFeed {
         }
     }
 
+    /// The fates of the objects are to come from a trace's importer
+    /// (the simulation's are not sorted, see
+    /// [`super::AllocationTable::fates_to_come`]).
+    pub(crate) fn fates_to_come(&mut self) {
+        self.builder.fates_to_come();
+    }
+
     /// Whether a record could not be applied (the feed takes no more).
     pub fn failed(&self) -> bool {
         self.failed.is_some()

@@ -381,6 +381,12 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Hints that an allocation on `stack` comes soon (fetches its row).
+    #[inline]
+    pub(crate) fn prefetch_stack(&self, stack: StackId) {
+        self.stacks.prefetch(stack);
+    }
+
     /// Hints that `op` comes soon (fetches what it will read).
     #[inline]
     pub(crate) fn prefetch(&self, op: &Op) {

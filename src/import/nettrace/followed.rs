@@ -171,11 +171,9 @@ impl Followed {
             self.pages[s as usize].extend_from_slice(run);
             self.index.insert(page(run[0].addr), s);
         }
+        // Slots no page took keep their memory for the pages to come (at
+        // most what the most entries held at once took).
         self.len = sorted.len();
-        // Slots no page took give their memory back.
-        for &s in &self.free {
-            self.pages[s as usize] = Vec::new();
-        }
     }
 }
 

@@ -114,6 +114,7 @@
 //! trace with a major version above 6 is refused with
 //! [`ErrorKind::Unsupported`]; a higher minor version is read.
 
+mod allocation_tick;
 mod block;
 mod bulk;
 mod census;
@@ -134,6 +135,7 @@ mod sequence_points;
 mod stacks;
 mod threads;
 
+pub use allocation_tick::AllocationTick;
 pub use block::{read_block, read_block_v6, Block, BlockKind};
 pub use bulk::{Bulk, Member};
 pub use census::{Census, KindCount, Question};
@@ -145,7 +147,7 @@ pub use labels::{LabelList, LabelValue};
 pub use metadata::{parse_metadata, parse_metadata_v6, EventMetadata, FieldDesc, FieldType};
 pub use order::{Order, ReadOptions};
 pub use payload::{Field, Utf16, Value};
-pub use reader::{Event, EventKind, NetTraceReader, ReadSummary};
+pub use reader::{Event, EventKind, NetTraceReader, Next, ReadSummary};
 pub use runtime_schemas::ValueMap;
 pub use sequence_points::SequencePoint;
 pub use stacks::Stack;

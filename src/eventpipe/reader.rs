@@ -3,6 +3,7 @@
 //! time order (merged across threads, see [`super::order`]) or in file
 //! order.
 
+use super::allocation_tick::{decode as decode_allocation_tick, prefix_of, AllocationTick};
 use super::block::{read_block, read_block_v6, Block, BlockKind};
 use super::bulk::Bulk;
 use super::cursor::Cursor;
@@ -29,6 +30,11 @@ pub struct EventKind {
     pub name: String,
     schema: Option<(&'static RuntimeEvent, bool)>,
     provider: Option<RuntimeProvider>,
+    /// The schema's fields when it is `GC/AllocationTick`'s (a prefix of
+    /// the newest layout, see [`super::allocation_tick`]).
+    allocation_tick: Option<u8>,
+    /// Handed out by a reader made with [`NetTraceReader::only`].
+    kept: bool,
 }
 
 impl EventKind {
@@ -42,7 +48,8 @@ impl EventKind {
             }
             (None, None) => event_source_name(&metadata),
         };
-        EventKind { metadata, name, schema, provider }
+        let allocation_tick = schema.and_then(|(s, _)| prefix_of(s.name, s.fields));
+        EventKind { metadata, name, schema, provider, allocation_tick, kept: true }
     }
     /// Whether the payload's fields can be decoded: the runtime's events
     /// with a built-in schema, EventSource events whose metadata describes
@@ -140,6 +147,23 @@ impl<'a> Event<'a> {
             None => Ok(None),
         }
     }
+
+    /// A `GC/AllocationTick` event's fields read straight from the
+    /// payload, without allocating: the values [`Self::fields`] gives,
+    /// and an error exactly when it gives one. `None` when the event is
+    /// not one, or its layout is not the runtime's (then
+    /// [`Self::fields`] decodes it).
+    #[inline]
+    pub fn allocation_tick(&self) -> Option<Result<AllocationTick<'a>, Error>> {
+        let kind = self.kind?;
+        let n = kind.allocation_tick?;
+        // A V6 label naming another version: another schema.
+        if self.labels.and_then(|l| l.version).is_some_and(|v| u32::from(v) != kind.metadata.version) {
+            return None;
+        }
+        let mut c = Cursor::new(self.payload, self.payload_offset);
+        Some(decode_allocation_tick(n, &mut c, self.pointer_size))
+    }
 }
 
 impl Event<'_> {
@@ -153,6 +177,15 @@ impl Event<'_> {
         }
         kind.schema.map(|s| s.0)
     }
+}
+
+/// What [`NetTraceReader::next_or_position`] gives.
+#[derive(Debug)]
+pub enum Next<'a> {
+    /// An event.
+    Event(Event<'a>),
+    /// The offset the read has reached, events left out up to there.
+    Position(u64),
 }
 
 /// What a finished read found besides the events.
@@ -198,6 +231,12 @@ pub struct NetTraceReader<'a> {
     events: u64,
     done: bool,
     complete: bool,
+    /// The kinds handed out ([`Self::only`]); `None`: every kind.
+    keep: Option<fn(&EventKind) -> bool>,
+    /// Where the last event read (handed out or not) starts.
+    read_to: u64,
+    /// The offset last told ([`Self::next_or_position`]).
+    told: u64,
 }
 
 impl<'a> NetTraceReader<'a> {
@@ -230,6 +269,9 @@ impl<'a> NetTraceReader<'a> {
             sequence: if v6 { SequenceTracker::v6() } else { SequenceTracker::default() },
             warnings: Vec::new(),
             events: 0,
+            keep: None,
+            read_to: 0,
+            told: 0,
             done: false,
             complete: false,
         })
@@ -271,32 +313,90 @@ impl<'a> NetTraceReader<'a> {
         self.complete
     }
 
+    /// Hands out only the events whose kind `keep` takes (asked once per
+    /// kind, when the trace defines it): the others are read and counted
+    /// (sequence numbers, lost events) but neither queued for the merge nor
+    /// resolved, and say nothing about themselves (an undefined kind's
+    /// warning). In time order, a sorted event not handed out still
+    /// releases the events waiting up to its time: the events handed out
+    /// come in the order they have among all the events (as long as each
+    /// thread's timestamps never go back and the merge stays within
+    /// [`ReadOptions::max_pending`], which counts the events kept only).
+    /// [`Self::read_to`] tells how far the read has gone.
+    pub fn only(mut self, keep: fn(&EventKind) -> bool) -> Self {
+        self.keep = Some(keep);
+        self
+    }
+
+    /// The offset of the last event read, handed out or not.
+    pub fn read_to(&self) -> u64 {
+        self.read_to
+    }
+
+    fn define(&mut self, m: EventMetadata) {
+        let mut kind = EventKind::new(m);
+        if let Some(keep) = self.keep {
+            kind.kept = keep(&kind);
+        }
+        self.kinds.insert(kind);
+    }
+
     /// The next event, `Ok(None)` at the end. A trace cut short ends at
     /// its last complete block with a [`Warning::Truncated`]; damage inside
     /// the trace is an error with its offset (events before it were
     /// already handed out, the ones waiting to be merged included).
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>, Error> {
+        // No step: never a position.
+        match self.read_next(u64::MAX)? {
+            Some(Next::Event(e)) => Ok(Some(e)),
+            _ => Ok(None),
+        }
+    }
+
+    /// [`Self::next_event`] for a reader made with [`Self::only`], which
+    /// may read far without an event to hand out: the offset reached
+    /// ([`Next::Position`]) whenever `step` bytes more of events were read
+    /// and left out since the last event or position given.
+    pub fn next_or_position(&mut self, step: u64) -> Result<Option<Next<'_>>, Error> {
+        self.read_next(step)
+    }
+
+    fn read_next(&mut self, step: u64) -> Result<Option<Next<'_>>, Error> {
         loop {
             if let Some(p) = self.merge.pop() {
-                return Ok(Some(self.event(p.offset, p.header, p.payload)));
+                self.told = self.read_to;
+                return Ok(Some(Next::Event(self.event(p.offset, p.header, p.payload))));
             }
             if let Some((blobs, is_metadata)) = &mut self.blobs {
                 match blobs.next() {
                     Some(Ok((offset, header, payload))) => {
                         if *is_metadata {
                             match parse_metadata(payload, offset) {
-                                Ok(m) => {
-                                    self.kinds.insert(EventKind::new(m));
-                                }
+                                Ok(m) => self.define(m),
                                 Err(error) => self.warnings.push(Warning::BadMetadata { error }),
                             }
                             continue;
                         }
                         self.count(offset, &header);
+                        self.read_to = offset;
+                        if self.keep.is_some() && !self.kinds.get(header.metadata_id).is_some_and(|k| k.kept) {
+                            // Not handed out, nor queued. A sorted event
+                            // releases what waits up to its time, as it
+                            // would have queued.
+                            if header.is_sorted && self.options.order == Order::Time && self.merge.pending() > 0 {
+                                self.merge.release(header.timestamp.0);
+                            }
+                            if offset >= self.told.saturating_add(step) {
+                                self.told = offset;
+                                return Ok(Some(Next::Position(offset)));
+                            }
+                            continue;
+                        }
                         // In file order, or a sorted event with nothing
                         // waiting (it would release itself alone): out now.
                         if self.options.order == Order::File || (header.is_sorted && self.merge.pending() == 0) {
-                            return Ok(Some(self.event(offset, header, payload)));
+                            self.told = offset;
+                            return Ok(Some(Next::Event(self.event(offset, header, payload))));
                         }
                         self.merge.push(Pending { offset, header, payload });
                         if self.merge.pending() > self.options.max_pending && !self.merge.releasing() {
@@ -396,9 +496,7 @@ impl<'a> NetTraceReader<'a> {
                     let (m, used) = parse_metadata_v6(&c.data()[c.pos()..], at)?;
                     c.skip(used, "a metadata row")?;
                     match m {
-                        Ok(m) => {
-                            self.kinds.insert(EventKind::new(m));
-                        }
+                        Ok(m) => self.define(m),
                         Err(error) => self.warnings.push(Warning::BadMetadata { error }),
                     }
                 }

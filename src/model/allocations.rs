@@ -427,6 +427,11 @@ pub struct AllocationTable {
     /// model's.
     #[serde(default)]
     explicit_generations: bool,
+    /// A trace's importer is to give the fates
+    /// ([`AllocationTable::fates_to_come`]): the simulation's are not
+    /// recorded.
+    #[serde(skip)]
+    fates_to_come: bool,
 }
 
 impl AllocationTable {
@@ -507,20 +512,23 @@ impl AllocationTable {
     /// is "dies at the first GC".
     #[inline]
     pub(crate) fn died_at_gc(&mut self, obj: u32, gc: u32, loh: bool) {
-        if loh || gc != self.gcs_before(ObjectId(obj)) {
+        if !self.fates_to_come && (loh || gc != self.gcs_before(ObjectId(obj))) {
             self.exceptions.push((obj, encode(KIND_GC, if loh { 3 } else { 0 }, gc)));
         }
     }
 
     /// Records that `obj` was erased outside a GC.
     pub(crate) fn erased(&mut self, obj: u32, tick: u32, gcs_before: u32, loh: bool) {
+        if self.fates_to_come {
+            return;
+        }
         self.exceptions.push((obj, encode(KIND_ERASED, if loh { 3 } else { 0 }, tick)));
         self.erased_gcs.push((obj, gcs_before));
     }
 
     /// Records that `obj` is alive at the end (called after the last GC).
     pub(crate) fn alive(&mut self, obj: u32) {
-        if (self.gcs_before(ObjectId(obj)) as usize) < self.before_gc.len() {
+        if !self.fates_to_come && (self.gcs_before(ObjectId(obj)) as usize) < self.before_gc.len() {
             self.exceptions.push((obj, encode(KIND_ALIVE, 0, 0)));
         }
     }
@@ -532,6 +540,7 @@ impl AllocationTable {
         use crate::import::SampledFate;
         self.exceptions.clear();
         self.erased_gcs.clear();
+        self.fates_to_come = false;
         self.explicit_generations = true;
         for (i, f) in fates.iter().enumerate().take(self.len as usize) {
             let obj = i as u32;
@@ -544,6 +553,8 @@ impl AllocationTable {
                 self.exceptions.push((obj, code));
             }
         }
+        self.exceptions.shrink_to_fit();
+        self.erased_gcs.shrink_to_fit();
     }
 
     /// Records that `obj` is under 12 bytes.
@@ -551,7 +562,22 @@ impl AllocationTable {
         self.exceptions.push((obj, encode(KIND_UNTRACKED, 0, 0)));
     }
 
-    pub(crate) fn finish(&mut self) {
+    /// A trace's importer is to give the fates
+    /// ([`AllocationTable::set_imported_fates`]): the simulation's are
+    /// not recorded (one per sampled object: as much memory as the
+    /// samples' columns, and a sort, for fates that are replaced).
+    pub(crate) fn fates_to_come(&mut self) {
+        self.fates_to_come = true;
+    }
+
+    /// Whether the simulation's fates were recorded (not so when a
+    /// trace's importer was to give them and did not: every object then
+    /// has the default fate, dead at the first GC after it).
+    pub(crate) fn settle_fates(&mut self) -> bool {
+        !std::mem::take(&mut self.fates_to_come)
+    }
+
+    fn sort_fates(&mut self) {
         self.exceptions.sort_unstable_by_key(|e| e.0);
         // Each object has one stored fate at most (it leaves the simulated
         // heap once); the unit tests (random logs among them) check it.
@@ -560,6 +586,10 @@ impl AllocationTable {
         self.exceptions.shrink_to_fit();
         self.erased_gcs.sort_unstable_by_key(|e| e.0);
         self.erased_gcs.shrink_to_fit();
+    }
+
+    pub(crate) fn finish(&mut self) {
+        self.sort_fates();
         self.stacks.shrink();
         self.threads.shrink();
         self.addresses.shrink();

@@ -157,6 +157,12 @@ impl<'a> Builder<'a> {
         self.stacks.allow_copies(crate::limits::copied_frames(input));
     }
 
+    /// The fates are to come from a trace's importer (see
+    /// [`AllocationTable::fates_to_come`]).
+    pub(crate) fn fates_to_come(&mut self) {
+        self.objects.fates_to_come();
+    }
+
     /// Records queued for the recorder and not yet handed over.
     #[inline]
     pub(crate) fn queued(&self) -> usize {
@@ -373,6 +379,12 @@ impl<'a> Builder<'a> {
                 r.map_err(|e| (e, p.record.kind().letter()))
             }
         }
+    }
+
+    /// Hints that an allocation on `stack` comes soon (fetches its row).
+    #[inline]
+    pub(crate) fn prefetch_stack(&self, stack: StackId) {
+        self.stacks.prefetch(stack);
     }
 
     /// Hints that `op` comes soon (fetches what it will read).

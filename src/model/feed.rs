@@ -5,6 +5,7 @@
 use super::builder::Builder;
 use super::deferred::{Deferred, Recorder};
 use super::{Error, Model};
+use crate::format::records::Alloc;
 use crate::format::{Diagnostics, Parsed, Record, RecordSink, DEFAULT_KEPT_WARNINGS};
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
@@ -39,7 +40,17 @@ pub struct RecordFeed {
     next: u64,
     failed: Option<Error>,
     recorder: Option<RecorderThread>,
+    /// Allocations not applied yet, with their record numbers: applied
+    /// in order, before any other record, a few at a time, each one's
+    /// stack fetched [`AHEAD`] allocations before (as a log's loader does).
+    allocs: Vec<(u64, Alloc)>,
 }
+
+/// Allocations held before they are applied.
+const ALLOCS: usize = 64;
+
+/// How many allocations ahead a stack is fetched.
+const AHEAD: usize = 8;
 
 /// The recorder's thread and the batches to and from it.
 struct RecorderThread {
@@ -68,7 +79,7 @@ impl RecordFeed {
                 None
             }
         });
-        RecordFeed { builder, next: 0, failed: None, recorder }
+        RecordFeed { builder, next: 0, failed: None, recorder, allocs: Vec::with_capacity(ALLOCS) }
     }
 
     /// Hands the queued records to the recorder's thread.
@@ -81,13 +92,51 @@ impl RecordFeed {
         }
     }
 
-    /// Whether a record could not be applied (the feed takes no more).
+    /// The fates of the objects are to come from a trace's importer
+    /// (the simulation's are not sorted, see
+    /// [`super::AllocationTable::fates_to_come`]).
+    pub(crate) fn fates_to_come(&mut self) {
+        self.builder.fates_to_come();
+    }
+
+    /// Applies the allocations held.
+    fn apply_allocs(&mut self) {
+        let allocs = std::mem::take(&mut self.allocs);
+        for (k, &(number, a)) in allocs.iter().enumerate() {
+            if let Some((_, ahead)) = allocs.get(k + AHEAD) {
+                self.builder.prefetch_stack(ahead.stack);
+            }
+            self.apply(&Parsed { record: Record::Alloc(a), offset: number, at_end_of_file: false });
+            if self.failed.is_some() {
+                break;
+            }
+        }
+        self.allocs = allocs;
+        self.allocs.clear();
+    }
+
+    fn apply(&mut self, p: &Parsed<'_>) {
+        if let Err(e) = self.builder.push(p) {
+            self.failed = Some(e);
+        }
+        if self.builder.queued() >= BATCH {
+            self.hand_over();
+        }
+    }
+
+    /// Whether a record could not be applied (the feed takes no more;
+    /// allocations are applied a few at a time: one that failed shows
+    /// when the next record that is not an allocation comes, or at
+    /// [`RecordFeed::finish`]).
     pub fn failed(&self) -> bool {
         self.failed.is_some()
     }
 
     /// The model of the records given, or the first error.
     pub fn finish(mut self) -> Result<Model, Error> {
+        if self.failed.is_none() {
+            self.apply_allocs();
+        }
         if let Some(t) = self.recorder.take() {
             let _ = t.to.send(self.builder.swap_queue(Vec::new()));
             drop(t.to);
@@ -115,14 +164,22 @@ impl RecordSink for RecordFeed {
         if self.failed.is_some() {
             return;
         }
-        let p = Parsed { record: *record, offset: self.next, at_end_of_file: false };
+        let number = self.next;
         self.next += 1;
-        if let Err(e) = self.builder.push(&p) {
-            self.failed = Some(e);
+        if let Record::Alloc(a) = record {
+            self.allocs.push((number, *a));
+            if self.allocs.len() >= ALLOCS {
+                self.apply_allocs();
+            }
+            return;
         }
-        if self.builder.queued() >= BATCH {
-            self.hand_over();
+        if !self.allocs.is_empty() {
+            self.apply_allocs();
+            if self.failed.is_some() {
+                return;
+            }
         }
+        self.apply(&Parsed { record: *record, offset: number, at_end_of_file: false });
     }
 }
 
@@ -151,5 +208,54 @@ fn spawn(recorder: Box<Recorder>) -> Result<RecorderThread, Box<Recorder>> {
             Some(r) => Err(r),
             None => Err(Box::new(Recorder::new())),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::records::{StackDef, TypeDef};
+    use crate::format::{Address, List, StackId, ThreadId, TypeId};
+
+    fn alloc(feed: &mut RecordFeed, address: u64, stack: i32) {
+        feed.record(&Record::Alloc(Alloc { thread: Some(ThreadId(1)), address: Address(address), stack: StackId(stack) }));
+    }
+
+    fn stack(feed: &mut RecordFeed, id: i32) {
+        feed.record(&Record::Stack(StackDef {
+            id: StackId(id),
+            flag: 1,
+            alloc: Some((TypeId(1), 24)),
+            reference: None,
+            frames: List::Items(&[]),
+        }));
+    }
+
+    /// Allocations held back are applied before the next other record,
+    /// in order, and an error names the allocation's own number.
+    #[test]
+    fn held_allocations_keep_their_order_and_numbers() {
+        for before in [0u64, 3, ALLOCS as u64 - 1, ALLOCS as u64, 5 * ALLOCS as u64 + 7] {
+            let mut feed = RecordFeed::new(0);
+            feed.record(&Record::Type(TypeDef { id: TypeId(1), finalizable: Some(false), name: b"T" }));
+            stack(&mut feed, 1);
+            for k in 0..before {
+                alloc(&mut feed, 0x1000 + 32 * k, 1);
+            }
+            // Stack 2 is defined after its first use: that use is an error.
+            alloc(&mut feed, 0x10_0000, 2);
+            stack(&mut feed, 2);
+            alloc(&mut feed, 0x20_0000, 2);
+            let e = feed.finish().expect_err("an allocation on an undefined stack");
+            assert_eq!((e.offset, e.kind), (2 + before, Some('!')), "after {before} allocations");
+        }
+        // Every allocation applied, the last ones at the end.
+        let mut feed = RecordFeed::new(0);
+        feed.record(&Record::Type(TypeDef { id: TypeId(1), finalizable: Some(false), name: b"T" }));
+        stack(&mut feed, 1);
+        for k in 0..(3 * ALLOCS as u64 + 5) {
+            alloc(&mut feed, 0x1000 + 32 * k, 1);
+        }
+        assert_eq!(feed.finish().expect("a model").allocations().len(), 3 * ALLOCS + 5);
     }
 }

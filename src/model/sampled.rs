@@ -32,6 +32,7 @@ pub(crate) fn halves(len: u64, pass: Pass, at: u64) -> u64 {
 /// [`load_trace`], calling `position` with each pass's place in `bytes`.
 pub(crate) fn load_trace_at(bytes: &[u8], _options: &LoadOptions, position: &mut dyn FnMut(Pass, u64)) -> Result<Model, TraceError> {
     let mut feed = RecordFeed::new(bytes.len() as u64);
+    feed.fates_to_come();
     let import = crate::import::nettrace::import(bytes, &mut feed, position).map_err(TraceError::Read)?;
     let model = feed.finish().map_err(TraceError::Model)?;
     Ok(with_import(model, import))
@@ -117,6 +118,8 @@ fn with_import(mut model: Model, import: Import) -> Model {
         follow(&mut model, &fates, &mut facts);
         weigh(&mut model, s);
     }
+    // When the importer's fates did not replace the simulation's.
+    model.allocations.settle_fates();
     model.sampling = sampling;
     model.imported = Some(facts);
     model
@@ -129,9 +132,14 @@ fn with_import(mut model: Model, import: Import) -> Model {
 fn follow(model: &mut Model, fates: &[crate::import::SampledFate], facts: &mut crate::import::TraceFacts) {
     let n = model.allocations.len();
     if fates.len() != n || model.gcs.len() as u64 != facts.gcs {
+        let whose = if model.allocations.settle_fates() {
+            "survival is the heap simulation's"
+        } else {
+            "survival is not known (each object is counted dead at the first GC after it)"
+        };
         if !fates.is_empty() {
             facts.warnings.push(format!(
-                "the sampled objects' fates ({} objects, {} GCs) do not match the model ({n} objects, {} GCs): survival is the heap simulation's",
+                "the sampled objects' fates ({} objects, {} GCs) do not match the model ({n} objects, {} GCs): {whose}",
                 fates.len(),
                 facts.gcs,
                 model.gcs.len()

@@ -1,6 +1,6 @@
 //! An event's decoded fields, looked up by name.
 
-use crate::eventpipe::{Event, Field, Value};
+use crate::eventpipe::{AllocationTick, Event, Field, Value};
 
 /// The fields of one event.
 pub(super) struct Fields<'a> {
@@ -67,5 +67,24 @@ pub(super) fn member_string(v: &Value<'_>, name: &str) -> String {
             _ => String::new(),
         },
         _ => String::new(),
+    }
+}
+
+/// `GC/AllocationTick`'s fields from the general decoder's (a layout the
+/// typed read does not take: an EventSource's own description of it).
+pub(super) fn allocation_tick<'a>(f: &Fields<'a>) -> AllocationTick<'a> {
+    AllocationTick {
+        allocation_amount: f.u64("AllocationAmount"),
+        allocation_kind: f.u64("AllocationKind"),
+        clr_instance_id: f.u64("ClrInstanceID"),
+        allocation_amount64: f.u64("AllocationAmount64"),
+        type_id: f.u64("TypeID"),
+        type_name: match f.get("TypeName") {
+            Some(Value::Str(s)) => Some(*s),
+            _ => None,
+        },
+        heap_index: f.u64("HeapIndex"),
+        address: f.u64("Address"),
+        object_size: f.u64("ObjectSize"),
     }
 }

@@ -4,7 +4,7 @@
 //! named.
 
 use super::fields::Fields;
-use crate::eventpipe::Event;
+use crate::eventpipe::{Event, EventKind};
 use std::collections::HashMap;
 
 /// A method the trace describes.
@@ -35,13 +35,24 @@ pub(super) struct MethodMap {
 const ENTRY_POINT_REACH: u64 = 64 << 10;
 
 impl MethodMap {
+    /// Whether events of `kind` name methods or modules (the ones
+    /// [`Self::observe`] takes).
+    pub fn names(kind: &EventKind) -> bool {
+        Self::is_verbose(&kind.name)
+            || matches!(
+                kind.name.as_str(),
+                "Method/R2RGetEntryPoint" | "Loader/ModuleLoad" | "Loader/ModuleDCStart" | "Loader/ModuleDCStop"
+            )
+    }
+
+    fn is_verbose(name: &str) -> bool {
+        matches!(name, "Method/LoadVerbose" | "Method/DCStartVerbose" | "Method/DCStopVerbose" | "Method/UnloadVerbose")
+    }
+
     /// Takes what a first-pass event says about methods and modules.
     pub fn observe(&mut self, e: &Event<'_>) {
         let name = e.name();
-        let verbose = matches!(
-            name,
-            "Method/LoadVerbose" | "Method/DCStartVerbose" | "Method/DCStopVerbose" | "Method/UnloadVerbose"
-        );
+        let verbose = Self::is_verbose(name);
         if verbose {
             if let Some(f) = Fields::of(e) {
                 let start = f.u64("MethodStartAddress");

@@ -2,7 +2,8 @@
 //!
 //! Two passes over the trace's bytes, each streaming (no event is kept):
 //! the first collects the methods and modules that name stack frames (the
-//! rundown at a trace's end names methods compiled before it began); the
+//! rundown at a trace's end names methods compiled before it began; the
+//! other events are read past, not merged: [`NetTraceReader::only`]); the
 //! second gives the records, in event order, to a [`RecordSink`] (the
 //! model's builder: [`import`]; or log text: [`to_log`]):
 //!
@@ -21,23 +22,26 @@
 //! say, to [`TraceFacts`].
 
 mod fields;
+mod followed;
 mod gc;
 mod log_text;
 mod methods;
 mod snapshot;
 mod survival;
+#[cfg(test)]
+mod survival_oracle;
 mod walk;
 mod walk_summary;
 
 pub use walk_summary::{walk_summary, TypeFigures, WalkSummary};
 
 use super::{Import, Imported, Sampling, SamplingMethod, TraceFacts};
-use crate::eventpipe::{Error, Event, NetTraceReader, Warning};
+use crate::eventpipe::{AllocationTick, Error, Event, NetTraceReader, Next, Warning};
 use crate::format::{RecordSink, Style, TextSink};
+use crate::hash::BlockHashState;
 use fields::Fields;
 use gc::{GcState, Range};
 use log_text::LogText;
-use crate::hash::BlockHashState;
 use methods::MethodMap;
 use snapshot::Snapshot;
 use std::collections::HashMap;
@@ -112,13 +116,24 @@ const POSITION_STEP: u64 = 1 << 20;
 fn first_pass(bytes: &[u8], position: &mut dyn FnMut(Pass, u64)) -> Result<(MethodMap, bool), Error> {
     let mut methods = MethodMap::default();
     let mut sampled = false;
-    let mut reader = NetTraceReader::new(bytes)?;
+    // The other events are read past, not merged or resolved.
+    let mut reader = NetTraceReader::new(bytes)?.only(|k| MethodMap::names(k) || k.name == "AllocationSampled");
     let mut told = 0u64;
-    while let Some(e) = next(&mut reader) {
-        methods.observe(&e);
-        sampled |= e.name() == "AllocationSampled";
-        if e.offset >= told + POSITION_STEP {
-            told = e.offset;
+    loop {
+        // A read error ends the events (the reader has recorded it as a
+        // warning when the trace is cut short; other errors are noted by
+        // the second pass).
+        let at = match reader.next_or_position(POSITION_STEP) {
+            Ok(Some(Next::Event(e))) => {
+                methods.observe(&e);
+                sampled |= e.name() == "AllocationSampled";
+                e.offset
+            }
+            Ok(Some(Next::Position(at))) => at,
+            _ => break,
+        };
+        if at >= told + POSITION_STEP {
+            told = at;
             position(Pass::Methods, told);
         }
     }
@@ -141,13 +156,6 @@ pub fn allocation_sampled_weight(size: u64) -> f64 {
     } else {
         1.0
     }
-}
-
-/// The next event; a read error ends the events (the reader has recorded
-/// it as a warning when the trace is cut short; other errors are noted by
-/// the second pass).
-fn next<'r>(reader: &'r mut NetTraceReader<'_>) -> Option<Event<'r>> {
-    reader.next_event().ok().flatten()
 }
 
 struct Writer<'m, 's> {
@@ -366,9 +374,26 @@ impl Writer<'_, '_> {
             return;
         }
         // The heap walk's bulk events (millions of elements) are read in
-        // place; the others are decoded into named fields.
+        // place, and the sampled allocations (millions of them) straight
+        // from the payload when the layout is the runtime's; the others
+        // are decoded into named fields.
         let bulk = matches!(name, "GC/BulkNode" | "GC/BulkEdge" | "GC/BulkRootEdge");
-        let decoded = if bulk { e.bulk().ok().flatten().map(Decoded::Bulk) } else { Fields::of(e).map(Decoded::Fields) };
+        let typed = if name == "GC/AllocationTick" { e.allocation_tick() } else { None };
+        let mut tick = AllocationTick::default();
+        let decoded = match typed {
+            Some(Ok(t)) => {
+                tick = t;
+                Some(Decoded::Fields(Fields::empty()))
+            }
+            Some(Err(_)) => None,
+            None if bulk => e.bulk().ok().flatten().map(Decoded::Bulk),
+            None => Fields::of(e).map(|f| {
+                if name == "GC/AllocationTick" {
+                    tick = fields::allocation_tick(&f);
+                }
+                Decoded::Fields(f)
+            }),
+        };
         let Some(decoded) = decoded else {
             *self.undecodable.entry(name.to_string()).or_default() += 1;
             return;
@@ -397,7 +422,7 @@ impl Writer<'_, '_> {
             self.log.tick(ms);
         }
         match name {
-            "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, f),
+            "GC/AllocationTick" if !self.use_sampled => self.allocation_tick(e, &tick),
             "AllocationSampled" if self.use_sampled => self.allocation_sampled(e, f),
             "GC/Start" => {
                 self.background_gc = f.u64("Type") == Some(1);
@@ -477,15 +502,15 @@ impl Writer<'_, '_> {
 
     /// `GC/AllocationTick`: one sampled allocation standing for the bytes
     /// allocated since the previous tick of its heap and kind.
-    fn allocation_tick(&mut self, e: &Event<'_>, f: &Fields<'_>) {
-        let amount = f.u64("AllocationAmount64").or_else(|| f.u64("AllocationAmount")).unwrap_or(0);
-        let handle = f.u64("TypeID").unwrap_or(0);
-        let address = f.u64("Address").unwrap_or(0);
-        let object_size = f.u64("ObjectSize").filter(|&s| s > 0);
+    fn allocation_tick(&mut self, e: &Event<'_>, f: &AllocationTick<'_>) {
+        let amount = f.allocation_amount64.or(f.allocation_amount).unwrap_or(0);
+        let handle = f.type_id.unwrap_or(0);
+        let address = f.address.unwrap_or(0);
+        let object_size = f.object_size.filter(|&s| s > 0);
         // The name is read (a UTF-16 string made a `String`) only for a
         // type not named yet.
         let known = self.log.knows_type(handle) && self.allocation_type_names.contains_key(&handle);
-        let name = if known { String::new() } else { f.string("TypeName") };
+        let name = if known { String::new() } else { f.type_name.map(|n| n.to_string()).unwrap_or_default() };
         if !name.is_empty() {
             self.allocation_type_names.entry(handle).or_insert_with(|| name.clone());
         }

@@ -46,15 +46,15 @@
 //! gone: it was freed at a GC the reports did not show, and becomes
 //! unknown too ([`Survival::overwritten`]).
 
+use super::followed::{Entry, Followed};
 use crate::import::SampledFate;
-use std::collections::BTreeMap;
 
 /// The bytes of an object of `size` bytes (0: unknown) that a range must
 /// hold to keep it: the whole object when the size is known, but for a
 /// large object (the runtime's `ObjectSize` of a large-object-heap
 /// allocation counts up to 4 pointers of padding its ranges do not);
 /// the smallest object when it is not.
-fn body(size: u64, min_object: u64) -> u64 {
+pub(super) fn body(size: u64, min_object: u64) -> u64 {
     match size {
         0 => min_object,
         s if s >= LARGE_OBJECT => s - 4 * (min_object / 3),
@@ -74,18 +74,10 @@ pub(super) struct Memory {
     pub generation: u32,
 }
 
-/// One followed object.
-#[derive(Clone, Copy, Debug)]
-struct Followed {
-    sample: u32,
-    /// Its size, when the runtime gave it (0: unknown).
-    size: u64,
-}
-
 /// The sampled objects followed so far and their fates.
 pub(super) struct Survival {
     /// The objects believed alive, by address.
-    alive: BTreeMap<u64, Followed>,
+    alive: Followed,
     /// Each sample's fate, in sample order.
     fates: Vec<SampledFate>,
     /// The current GC's reported ranges: (old, new, length).
@@ -110,7 +102,7 @@ impl Survival {
     /// A trace whose pointers are `pointer_size` bytes.
     pub fn new(pointer_size: u32) -> Survival {
         Survival {
-            alive: BTreeMap::new(),
+            alive: Followed::default(),
             fates: Vec::new(),
             reported: Vec::new(),
             overwritten: 0,
@@ -132,20 +124,15 @@ impl Survival {
         self.fates.push(SampledFate::Alive);
         // A followed object whose body holds the new one's start is gone.
         // Objects do not overlap: only the nearest one below can hold it.
-        let mut gone = Vec::new();
-        if let Some((&a, f)) = self.alive.range(..=address).next_back() {
-            let end = if f.size == 0 { a + 1 } else { a.saturating_add(f.size) };
+        if let Some(f) = self.alive.at_or_below(address) {
+            let end = if f.size == 0 { f.addr + 1 } else { f.addr.saturating_add(f.size) };
             if address < end {
-                gone.push(a);
-            }
-        }
-        for a in gone {
-            if let Some(f) = self.alive.remove(&a) {
+                self.alive.remove(f.addr);
                 self.overwritten += 1;
                 self.set(f.sample, SampledFate::Unknown { gc: self.last_gc() });
             }
         }
-        self.alive.insert(address, Followed { sample, size });
+        self.alive.insert(Entry { addr: address, size, sample });
     }
 
     /// The GC before now (the one an overwritten object may have died
@@ -195,32 +182,36 @@ impl Survival {
         // Every followed object: covered by a reported range (moved or
         // stayed), or decided by the memory it lies in. Objects in no
         // reported range are looked at through the memory ranges only (a
-        // GC of generation 0 leaves the old generations' objects alone
-        // without visiting them).
-        let mut moved: Vec<(u64, Followed)> = Vec::new();
+        // GC of generation 0 leaves the old generations' objects alone).
+        // All of them in address order, each decided once (`gone`).
+        let all = self.alive.take_sorted();
+        let mut gone = vec![false; all.len()];
+        // The positions of the objects in `[lo, hi)`.
+        let within = |lo: u64, hi: u64| all.partition_point(|e| e.addr < lo)..all.partition_point(|e| e.addr < hi);
+        let mut moved: Vec<Entry> = Vec::new();
         for &(old, new, length) in &reported {
             let end = old.saturating_add(length);
-            let min_object = self.min_object;
-            let inside: Vec<u64> =
-                self.alive.range(old..end).filter(|(&a, f)| a.saturating_add(body(f.size, min_object)) <= end).map(|(&a, _)| a).collect();
-            for a in inside {
-                if let Some(f) = self.alive.remove(&a) {
-                    moved.push((new.wrapping_add(a - old), f));
+            for k in within(old, end) {
+                let e = all[k];
+                if !gone[k] && e.addr.saturating_add(body(e.size, self.min_object)) <= end {
+                    gone[k] = true;
+                    moved.push(Entry { addr: new.wrapping_add(e.addr - old), ..e });
                 }
             }
         }
         let mut silent = false;
         for m in memory.iter().filter(|m| condemns(m.generation)) {
-            let inside: Vec<u64> = self.alive.range(m.lo..m.hi).map(|(&a, _)| a).collect();
-            for a in inside {
-                let Some(f) = self.alive.remove(&a) else { continue };
+            for k in within(m.lo, m.hi) {
+                if std::mem::replace(&mut gone[k], true) {
+                    continue;
+                }
                 let fate = if any_report {
                     SampledFate::Died { gc, generation: m.generation.min(3) as u8 }
                 } else {
                     silent = true;
                     SampledFate::Unknown { gc }
                 };
-                self.set(f.sample, fate);
+                self.set(all[k].sample, fate);
             }
         }
         // Objects in memory no range of the GC's start covered: the GC
@@ -228,29 +219,46 @@ impl Survival {
         // all, every uncovered object is such).
         let mut covered: Vec<(u64, u64)> = memory.iter().map(|m| (m.lo, m.hi)).collect();
         covered.sort_unstable();
-        let mut outside: Vec<u64> = Vec::new();
+        let mut outside: Vec<std::ops::Range<usize>> = Vec::new();
         let mut from = 0u64;
         for (lo, hi) in covered {
             if lo > from {
-                outside.extend(self.alive.range(from..lo).map(|(&a, _)| a));
+                outside.push(within(from, lo));
             }
             from = from.max(hi);
         }
-        outside.extend(self.alive.range(from..).map(|(&a, _)| a));
-        for a in outside {
-            if let Some(f) = self.alive.remove(&a) {
-                self.set(f.sample, SampledFate::Unknown { gc });
+        outside.push(all.partition_point(|e| e.addr < from)..all.len());
+        for k in outside.into_iter().flatten() {
+            if !std::mem::replace(&mut gone[k], true) {
+                self.set(all[k].sample, SampledFate::Unknown { gc });
             }
         }
         self.silent_gcs += u64::from(silent);
-        for (a, f) in moved {
-            if let Some(old) = self.alive.insert(a, f) {
-                // Two objects moved to one address: the reports contradict
-                // each other; neither can be told apart now.
-                self.overwritten += 1;
-                self.set(old.sample, SampledFate::Unknown { gc });
+        // The objects left where they were, then the moved ones at their
+        // new addresses, in the order they were found: one moved onto
+        // another's address takes its place.
+        let mut next: Vec<Entry> = all.iter().zip(&gone).filter(|(_, &g)| !g).map(|(e, _)| *e).collect();
+        let kept = next.len();
+        next.extend(moved);
+        if kept < next.len() {
+            // Stable: at one address, the order of arrival is kept.
+            next.sort_by_key(|e| e.addr);
+            let mut placed: Vec<Entry> = Vec::with_capacity(next.len());
+            for e in next {
+                match placed.last_mut() {
+                    Some(last) if last.addr == e.addr => {
+                        // Two objects moved to one address: the reports
+                        // contradict each other; neither can be told apart now.
+                        self.overwritten += 1;
+                        let old = std::mem::replace(last, e);
+                        self.set(old.sample, SampledFate::Unknown { gc });
+                    }
+                    _ => placed.push(e),
+                }
             }
+            next = placed;
         }
+        self.alive.rebuild(&next);
         reported.clear();
         self.reported = reported;
     }
@@ -348,5 +356,72 @@ mod tests {
         s.reported([(0x10a0, 0x10a0, 0x68), (0x1300, 0x1300, 0x110)].into_iter());
         s.gc_ended(0, 0, false, &[GEN0]);
         assert_eq!(s.finish(), vec![SampledFate::Died { gc: 0, generation: 0 }, SampledFate::Died { gc: 0, generation: 0 }]);
+    }
+
+    /// Random samples, reports and GCs (clustered addresses, so that
+    /// samples land on followed objects; ranges that overlap; memory
+    /// that leaves gaps) against the tracker as first written: the same
+    /// fates and counts after every step.
+    #[test]
+    fn agrees_with_the_first_tracker() {
+        use super::super::survival_oracle::Oracle;
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut overwritten, mut died, mut alive) = (0, 0, 0);
+        for trace in 0..30u32 {
+            let mut s = Survival::new(if trace % 2 == 0 { 8 } else { 4 });
+            let mut o = Oracle::new(if trace % 2 == 0 { 8 } else { 4 });
+            let span = 0x400 << (trace % 10);
+            for gc in 0..25u32 {
+                for _ in 0..(next() % 400) {
+                    let r = next();
+                    let address = if r % 50 == 0 { 0 } else { 0x1_0000 + (r >> 8) % span / 8 * 8 };
+                    let size = match (r >> 4) % 4 {
+                        0 => 0,
+                        1 => 24 + (r >> 20) % 200,
+                        2 => 90_000,
+                        _ => 24,
+                    };
+                    s.allocated(address, size);
+                    o.allocated(address, size);
+                }
+                let ranges: Vec<(u64, u64, u64)> = (0..next() % 6)
+                    .map(|_| {
+                        let r = next();
+                        let old = 0x1_0000 + (r >> 8) % span;
+                        let new = if r % 3 == 0 { old } else { 0x1_0000 + (r >> 24) % span };
+                        (old, new, (r >> 40) % (span / 2))
+                    })
+                    .collect();
+                s.reported(ranges.iter().copied());
+                o.reported(ranges.iter().copied());
+                let memory: Vec<Memory> = (0..next() % 5)
+                    .map(|_| {
+                        let r = next();
+                        let lo = 0x1_0000 + (r >> 8) % span;
+                        Memory { lo, hi: lo + (r >> 32) % span, generation: (r % 4) as u32 }
+                    })
+                    .collect();
+                let (condemned, background) = ((next() % 3) as u32, next() % 4 == 0);
+                s.gc_ended(gc, condemned, background, &memory);
+                o.gc_ended(gc, condemned, background, &memory);
+                assert_eq!(
+                    (s.overwritten, s.silent_gcs, s.unknown()),
+                    (o.overwritten, o.silent_gcs, o.unknown()),
+                    "trace {trace}, GC {gc}"
+                );
+                assert_eq!(s.fates, o.fates(), "trace {trace}, GC {gc}");
+            }
+            overwritten += s.overwritten;
+            died += s.fates.iter().filter(|f| matches!(f, SampledFate::Died { .. })).count();
+            alive += s.fates.iter().filter(|f| matches!(f, SampledFate::Alive)).count();
+        }
+        // Every way of ending was taken.
+        assert!(overwritten > 100 && died > 100 && alive > 100, "{overwritten} overwritten, {died} died, {alive} alive");
     }
 }

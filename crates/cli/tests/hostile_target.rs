@@ -8,6 +8,11 @@
 //! `--max-bytes` each end within three times the stated grace (10 s)
 //! after the stop is due, keep what arrived, and say it is incomplete;
 //! the readers report the kept trace as cut short.
+//!
+//! And a heap walk whose end never comes: the fake sends the beginning of
+//! a real runtime's heap-dump trace (cut before the walk's `GC/Stop`, as
+//! a runtime whose full buffer dropped it) and then nothing; `heap-dump`
+//! ends once the stream has been silent 5 s, long before its timeout.
 
 mod common;
 
@@ -103,12 +108,18 @@ struct Fake {
 
 impl Fake {
     fn start(name: &str) -> Fake {
+        let (head, chunk) = trace_parts();
+        Fake::start_with(name, &head, &chunk)
+    }
+
+    /// A fake that sends `head`, then `chunk` every 20 ms (nothing, when
+    /// it is empty).
+    fn start_with(name: &str, head: &[u8], chunk: &[u8]) -> Fake {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hostile-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let lib = dir.join("shared/Microsoft.NETCore.App/8.0.0");
         std::fs::create_dir_all(&lib).expect("mkdir");
         std::fs::write(lib.join("libcoreclr.so"), vec![0u8; 4096]).expect("the fake runtime library");
-        let (head, chunk) = trace_parts();
         std::fs::write(dir.join("head.bin"), head).expect("write");
         std::fs::write(dir.join("chunk.bin"), chunk).expect("write");
         let mut child = Command::new("/usr/bin/python3")
@@ -240,4 +251,72 @@ fn a_capture_stops_at_its_byte_cap() {
         "cap of 307200 bytes",
     );
     assert_eq!(size, 300 << 10);
+}
+
+/// The bytes of a real heap-dump trace up to its walk's `GC/Stop` (the
+/// first after a `GC/BulkNode`), from `clrprof heap-dump` of a .NET 8
+/// program holding a heap of small objects and large arrays on four
+/// threads (`agent/testapps/costly.cs`); `None` without the runtimes.
+fn walk_without_its_end() -> Option<Vec<u8>> {
+    use clrprof::eventpipe::{NetTraceReader, Order, ReadOptions};
+    use common::dotnet::{self, Runtime};
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hostile-walk-{}", std::process::id()));
+    let dn = dotnet::dotnet(&work)?;
+    let dir = dn.app_dir("costly", Runtime::Net8, &work.join("run"));
+    let mut program = Command::new(dn.host(Runtime::Net8))
+        .args(["costly.dll", "40", "4"])
+        .current_dir(&dir)
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start costly");
+    let mut line = String::new();
+    BufReader::new(program.stdout.take().expect("stdout")).read_line(&mut line).expect("costly's first line");
+    let ready: serde_json::Value = serde_json::from_str(line.trim()).expect("costly's ready line");
+    let pid = ready["pid"].as_u64().expect("pid").to_string();
+    let whole = dir.join("whole.nettrace");
+    let out = Command::new(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["heap-dump", &pid, "--buffer-mb", "512", "-o"])
+        .arg(&whole)
+        .output()
+        .expect("run heap-dump");
+    let _ = program.kill();
+    let _ = program.wait();
+    assert!(out.status.success(), "heap-dump of costly: {}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&whole).expect("read the dump");
+    let mut r = NetTraceReader::with_options(&bytes, ReadOptions { order: Order::File, ..ReadOptions::default() }).expect("header");
+    let (mut nodes, mut cut) = (0u64, None);
+    while let Some(e) = r.next_event().expect("event") {
+        match e.name() {
+            "GC/BulkNode" => nodes += 1,
+            "GC/Stop" if nodes > 0 => {
+                cut = Some(e.offset as usize);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let cut = cut.expect("the walk's GC/Stop");
+    assert!(nodes > 0 && cut < bytes.len(), "{nodes} node batches, GC/Stop at {cut} of {}", bytes.len());
+    Some(bytes[..cut].to_vec())
+}
+
+#[test]
+#[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
+fn heap_dump_ends_when_the_walk_goes_silent_without_its_end() {
+    let Some(head) = walk_without_its_end() else { return };
+    let fake = Fake::start_with("silent", &head, &[]);
+    let pid = fake.pid.to_string();
+    let file = fake.dir.join("s.nettrace");
+    let child = clrprof(&fake.dir, &["heap-dump", &pid, "--timeout", "120", "-o", "s.nettrace"]);
+    // 5 s of silence, then StopTracing and the grace: well within the
+    // 120 s it waited before.
+    let limit = Duration::from_secs(5) + 3 * GRACE;
+    let (out, killed) = common::finish_within(child, limit);
+    let said = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!killed, "heap-dump still waiting {} s after the walk went silent: {said}", limit.as_secs());
+    assert!(said.contains("INCOMPLETE"), "{said}");
+    let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(size, head.len() as u64, "what arrived is kept: {said}");
 }

@@ -277,11 +277,22 @@ impl Walk {
         // lost after it.
         let tail_known = edge_order.last().is_some_and(|r| r.is_ok_and(|r| r.1 < full_edge_batch));
         if holes > 0 || !in_place(&edge_order) {
+            // A hole is a claim (a batch number far ahead): it is filled
+            // only while the holes stay within the edges read, so memory
+            // follows what the trace holds; past that, the later edges
+            // cannot be placed and are counted so.
+            let mut hole_budget = edges.len() as u64;
+            let mut placing = true;
             let mut joined = Vec::new();
             for run in &edge_order {
                 match *run {
+                    Ok((_, len)) if !placing => gaps.unplaced_edges += len as u64,
                     Ok((start, len)) => joined.extend_from_slice(edges.get(start..start + len).unwrap_or(&[])),
-                    Err(lost) => joined.resize(joined.len().saturating_add(lost as usize), 0),
+                    Err(lost) if placing && lost <= hole_budget => {
+                        hole_budget -= lost;
+                        joined.resize(joined.len() + lost as usize, 0);
+                    }
+                    Err(_) => placing = false,
                 }
             }
             edges = joined;
@@ -440,6 +451,21 @@ mod tests {
         let j = w.join();
         assert_eq!(refs_of(&j), vec![(0x10, vec![0xa1]), (0x20, vec![]), (0x30, vec![0xc1])]);
         assert!(j.gaps.is_whole());
+    }
+
+    #[test]
+    fn a_batch_number_far_ahead_costs_no_memory_for_its_hole() {
+        // Three edges, then a batch that claims two million batches were
+        // lost before it: its hole is not made, its edges not placed.
+        let mut w = Walk::default();
+        w.add_nodes(0, [node(0x10, 3)].into_iter());
+        w.add_edges(0, [0xa1, 0xa2, 0xa3].into_iter());
+        w.add_edges(2_000_000, [0xb1, 0xb2, 0xb3].into_iter());
+        let j = w.join();
+        assert_eq!(refs_of(&j), vec![(0x10, vec![0xa1, 0xa2, 0xa3])]);
+        assert!(j.refs.capacity() < 1000, "{} references held", j.refs.capacity());
+        assert_eq!(j.gaps.missing_edges, 1_999_999 * 3);
+        assert_eq!(j.gaps.unplaced_edges, 3);
     }
 
     #[test]

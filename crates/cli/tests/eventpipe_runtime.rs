@@ -25,41 +25,13 @@ fn dotnet_env() -> Option<&'static Dotnet> {
     dotnet::dotnet(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("eventpipe-runtime-{}", std::process::id())))
 }
 
-/// Runs the program on `rt` with the runtime writing a trace (in a
-/// directory of the `test`'s own); returns the trace and the program's
-/// truth.
-fn traced(dn: &Dotnet, rt: Runtime, test: &str) -> (PathBuf, Value) {
-    let dir = dn.app_dir("sampled", rt, &dn.work.join(format!("sampled-{}-{test}", rt.tag())));
-    let trace = dir.join("sampled.nettrace");
-    let _ = std::fs::remove_file(&trace);
-    let mut cmd = Command::new(dn.host(rt));
-    cmd.current_dir(&dir).arg("sampled.dll").env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
-    match rt {
-        Runtime::Net8 => {
-            cmd.env("DOTNET_EnableEventPipe", "1").env("DOTNET_EventPipeOutputPath", &trace).env("DOTNET_EventPipeConfig", CONFIG);
-        }
-        // CoreCLR 3.1.23 (PyPI dotnetcore2) crashes in
-        // FastSerializer::WriteBuffer, under the EventPipeFile it makes for
-        // the startup session, whenever COMPlus_EventPipeOutputPath is set
-        // (any path, any configuration); without it the runtime writes
-        // `<program>.<pid>.nettrace` into the working directory.
-        Runtime::Core31 => {
-            cmd.env("COMPlus_EnableEventPipe", "1").env("COMPlus_EventPipeConfig", CONFIG);
-        }
-    }
-    let out = cmd.output().expect("run dotnet");
-    assert!(out.status.success(), "sampled on {rt:?}: {:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    let truth = dotnet::json_line(&out.stdout).expect("the program prints its truth");
-    if rt == Runtime::Core31 {
-        let written = std::fs::read_dir(&dir)
-            .expect("list the run directory")
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|e| e == "nettrace") && p != &trace)
-            .expect("CoreCLR 3.1 wrote a trace into the working directory");
-        std::fs::rename(written, &trace).expect("rename the trace");
-    }
-    (trace, truth)
+/// Runs the program on `rt` with the runtime writing a trace
+/// ([`dotnet::traced`]: a folder per call; CoreCLR 3.1.23 writes
+/// `<program>.<pid>.nettrace` itself, as it crashes in
+/// `FastSerializer::WriteBuffer` whenever `COMPlus_EventPipeOutputPath` is
+/// set); returns the trace and the program's truth.
+fn traced(dn: &Dotnet, rt: Runtime) -> (PathBuf, Value) {
+    dotnet::traced(dn, rt, "sampled", &[], CONFIG)
 }
 
 fn clrprof_json(args: &[&str]) -> Value {
@@ -70,7 +42,7 @@ fn clrprof_json(args: &[&str]) -> Value {
 
 fn check(rt: Runtime) {
     let Some(dn) = dotnet_env() else { return };
-    let (trace, truth) = traced(dn, rt, "truth");
+    let (trace, truth) = traced(dn, rt);
     let t = trace.to_str().expect("a UTF-8 path");
 
     // GCs: exact, as the program counted them.
@@ -151,7 +123,7 @@ fn core31_trace_tells_the_programs_truth() {
 #[cfg_attr(no_dotnet, ignore = "no .NET runtimes at build time: run scripts/setup-dotnet.sh, then touch crates/cli/build.rs")]
 fn net8_trace_cut_anywhere_loads_what_it_has() {
     let Some(dn) = dotnet_env() else { return };
-    let (trace, _) = traced(dn, Runtime::Net8, "cut");
+    let (trace, _) = traced(dn, Runtime::Net8);
     let bytes = std::fs::read(&trace).expect("read the trace");
     // Where each block ends, and the AllocationTick events before it.
     let mut ticks_at = Vec::new();

@@ -48,7 +48,12 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("clrprof {args:?}: not JSON: {e}"))
 }
 
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+fn eventually<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    eventually_or(what, f, String::new)
+}
+
+/// [`eventually`], saying what `context` gives when it times out.
+fn eventually_or<T>(what: &str, mut f: impl FnMut() -> Option<T>, context: impl FnOnce() -> String) -> T {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(60) {
         if let Some(t) = f() {
@@ -56,7 +61,7 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!("timed out waiting for {what}");
+    panic!("timed out waiting for {what}\n{}", context());
 }
 
 /// A `clrprof collect` process, SIGKILLed when dropped.
@@ -135,6 +140,10 @@ impl Program {
             .current_dir(&dir)
             .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
             .env("CLRPROF_AGENT", agent)
+            // Up to 30 s (not 5) for the collector to confirm the end:
+            // the tests run programs side by side on two cores, and a
+            // collector that slow is not what they are about.
+            .env("CLRPROF_STREAM_LINGER_MS", "30000")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -614,10 +623,12 @@ fn ended_sessions_are_appended_to_the_dataset() {
     let collector = Collector::start_with(&dir, "127.0.0.1:0", &["--dataset", ds]);
     let token_file = dir.join("collector.token");
     let markers = Program::start(dn, &agent, "markers", Runtime::Net8, "dataset", &collector.target, &token_file);
-    markers.finish();
-    let session = eventually("the ended session", || {
-        sessions(&dir).into_iter().find(|s| s["state"] == "ended").map(|s| s["session"].as_str().unwrap().to_string())
-    });
+    let (_, record_err) = markers.finish();
+    let session = eventually_or(
+        "the ended session",
+        || sessions(&dir).into_iter().find(|s| s["state"] == "ended").map(|s| s["session"].as_str().unwrap().to_string()),
+        || format!("sessions: {:?}\nrecord said: {record_err}\ncollector said: {}", sessions(&dir), collector.log()),
+    );
     let part = dataset.join("objects").join(format!("log={session}")).join("part-0.parquet");
     eventually("the session's partition", || part.is_file().then_some(()));
     // The line comes once the append is done (after the partitions).

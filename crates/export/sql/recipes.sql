@@ -40,3 +40,17 @@ WHERE o.fate = 'gc' AND o.generation = 2
 GROUP BY t.name
 ORDER BY bytes DESC, type
 LIMIT 20;
+
+-- name: estimates_by_type
+-- A sampled trace: what each type's samples stand for, with the 95% range
+-- of the bytes (each row of objects is one sample standing for `weight`
+-- objects; a figure resting on k samples lies between the two factors).
+SELECT t.name AS type, count(*) AS samples, sum(o.weight) AS objects,
+       sum(o.weight * o.size) AS bytes,
+       sum(o.weight * o.size) * pow(1 - 1 / (9 * count(*)) - 1.959964 / (3 * sqrt(count(*))), 3) AS bytes_low,
+       sum(o.weight * o.size) * (count(*) + 1) / count(*)
+           * pow(1 - 1 / (9 * (count(*) + 1)) + 1.959964 / (3 * sqrt(count(*) + 1)), 3) AS bytes_high
+FROM objects o JOIN types t ON t.id = o.type_id
+GROUP BY t.name
+ORDER BY bytes DESC, type
+LIMIT 20;

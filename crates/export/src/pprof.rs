@@ -25,6 +25,12 @@
 //! - With [`ExportOptions::type_frames`], a leaf frame per type (function
 //!   name: the type name; system name `type`) below the allocating
 //!   function.
+//! - For a sampled trace, two more sample types: `alloc_samples` and
+//!   `inuse_samples` (count), the `GC/AllocationTick` samples each
+//!   estimated figure rests on. They add up like the figures, so
+//!   `-sample_index=alloc_samples` gives the samples behind any function
+//!   or type `go tool pprof` shows, and with them its 95% range
+//!   ([`Range95`]: about ±1.96/√k for k samples). A comment line says so.
 //! - The time window as `time_nanos` and `duration_nanos`. A log has no
 //!   wall-clock time: times count from the start of profiling (time 0 is
 //!   1970-01-01 for a tool that shows dates), as every `clrprof` time does.
@@ -34,6 +40,7 @@ use crate::{ExportOptions, Result};
 use clrprof::format::{FunctionId, TypeId};
 use clrprof::model::{Model, StackRef, TickIndex};
 use clrprof::query::alloc_stacks::{row_bytes, StackWeights};
+use clrprof::query::estimates::Range95;
 use clrprof::query::{type_counts, HistogramKind, TypeSelection};
 use flate2::write::GzEncoder;
 use prost::Message;
@@ -51,6 +58,10 @@ use proto::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType
 /// The sample types, in the order of each sample's values.
 pub const SAMPLE_TYPES: [(&str, &str); 4] =
     [("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_objects", "count"), ("inuse_space", "bytes")];
+
+/// The sample types a sampled trace adds after [`SAMPLE_TYPES`]: the
+/// samples behind the allocated and the in-use figures.
+pub const SAMPLED_TYPES: [(&str, &str); 2] = [("alloc_samples", "count"), ("inuse_samples", "count")];
 
 /// The string table being built.
 #[derive(Default)]
@@ -96,6 +107,7 @@ pub fn profile(model: &Model, options: &ExportOptions) -> Result<Profile> {
     let mut scratch = Vec::new();
     let mut frames: Vec<FunctionId> = Vec::new();
     let (type_key, bytes_key) = (strings.of("type"), strings.of("bytes"));
+    let sampled = model.sampling().is_some();
     for r in 0..model.stacks().len() {
         let row = StackRef(r as u32);
         let (a, u) = (allocated.count(row), inuse.get(row));
@@ -126,7 +138,12 @@ pub fn profile(model: &Model, options: &ExportOptions) -> Result<Profile> {
             label.push(Label { key: type_key, str: strings.of(&model.type_name(ty)), ..Label::default() });
             label.push(Label { key: bytes_key, num: size as i64, num_unit: bytes_key, ..Label::default() });
         }
-        samples.push(Sample { location_id, value: vec![a as i64, bytes(a), u as i64, bytes(u)], label });
+        let mut value = vec![a as i64, bytes(a), u as i64, bytes(u)];
+        if sampled {
+            value.push(allocated.samples(row) as i64);
+            value.push(model.samples_behind(row, u) as i64);
+        }
+        samples.push(Sample { location_id, value, label });
     }
     // Functions, their locations and their modules' mappings.
     let mut mappings: Vec<Mapping> = Vec::new();
@@ -177,18 +194,22 @@ pub fn profile(model: &Model, options: &ExportOptions) -> Result<Profile> {
             }
         }
     }
+    let extra: &[(&str, &str)] = if sampled { &SAMPLED_TYPES } else { &[] };
     let sample_type =
-        SAMPLE_TYPES.iter().map(|(t, u)| ValueType { r#type: strings.of(t), unit: strings.of(u) }).collect();
+        SAMPLE_TYPES.iter().chain(extra).map(|(t, u)| ValueType { r#type: strings.of(t), unit: strings.of(u) }).collect();
     let last = TickIndex(model.time().len().saturating_sub(1) as u32);
     let (from, to) = (filter.from.min(last), filter.to.min(last));
     let (start, end) = (nanos(model, from), nanos(model, to).max(nanos(model, from)));
     let inuse_at = options.at.map_or(last, |t| t.min(last));
-    let comment = vec![strings.of(&format!(
+    let mut comment = vec![strings.of(&format!(
         "clrprof export: allocations from {} ms to {} ms (times since the start of profiling); in use at {} ms",
         start / 1_000_000,
         end / 1_000_000,
         nanos(model, inuse_at) / 1_000_000
     ))];
+    if sampled {
+        comment.push(strings.of(&sampled_comment()));
+    }
     let period_type = Some(ValueType { r#type: strings.of("space"), unit: strings.of("bytes") });
     let default_sample_type = strings.of("alloc_space");
     Ok(Profile {
@@ -206,6 +227,17 @@ pub fn profile(model: &Model, options: &ExportOptions) -> Result<Profile> {
         default_sample_type,
         ..Profile::default()
     })
+}
+
+/// What a sampled trace's profile says of its figures.
+fn sampled_comment() -> String {
+    let at = |k: u64| Range95::of(k).map_or_else(String::new, |r| r.cell());
+    format!(
+        "clrprof export: objects and bytes are estimated from GC/AllocationTick samples; alloc_samples and inuse_samples give the samples behind each figure, and a figure resting on k samples has a 95% range of about ±1.96/√k ({} at 10, {} at 100, {} at 1000 samples)",
+        at(10),
+        at(100),
+        at(1000)
+    )
 }
 
 /// Writes the profile, gzipped, as `go tool pprof` reads it.

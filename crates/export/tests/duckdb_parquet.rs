@@ -1,15 +1,16 @@
 //! The Parquet export read by DuckDB (`tests/duckdb/check.py`): SQL over
 //! the files reproduces the Summary's allocated and final-heap bytes, the
 //! allocated and final-heap histograms by type, the lifetime table, each
-//! heap dump's objects and bytes per type, and the guide's three recipes
+//! heap dump's objects and bytes per type, and the guide's recipes
 //! (`sql/recipes.sql`) answer what `clrprof types`, `clrprof functions`
-//! and `clrprof lifetime` answer.
+//! and `clrprof lifetime` answer, a trace's estimates with their ranges
+//! among them.
 
 mod common;
 
 use clrprof::model::Model;
 use clrprof::query::dumps::{by_type as dump_by_type, DumpIndex};
-use clrprof::query::{by_function, by_type, lifetime, summary, Filter, HistogramKind, SortBy, Tally};
+use clrprof::query::{by_function, by_type, lifetime, summary, Filter, HistogramKind, Range95, SortBy, Tally};
 use clrprof_export::{parquet, ExportOptions};
 use common::{crate_dir, duckdb_python, load, logs, run, Log};
 use serde_json::Value;
@@ -144,4 +145,57 @@ fn the_guide_holds_the_recipes_the_test_runs() {
         let sql: String = body.lines().filter(|l| !l.starts_with("--")).collect::<Vec<_>>().join("\n");
         assert!(guide.contains(sql.trim()), "docs/src/exports.md lacks the recipe:\n{}", sql.trim());
     }
+}
+
+/// A sampled trace's export: the guide's `estimates_by_type` recipe gives
+/// each type's samples, estimated objects and bytes as `clrprof types`
+/// gives them, and the 95% range of its bytes as `clrprof` computes it.
+#[test]
+#[cfg_attr(no_duckdb, ignore = "needs DuckDB in target/export-venv, missing when built (touch crates/export/build.rs after installing)")]
+fn duckdb_gives_a_traces_estimates_with_clrprofs_ranges() {
+    let Some(python) = duckdb_python() else { return };
+    let mut o = clrprof_gen::Preset::Small.options();
+    o.threads = 3;
+    let (data, _) = clrprof_gen::nettrace::generate_nettrace(&o, &Default::default(), Vec::new()).expect("generate");
+    let model = load(&Log { name: "a generated trace".to_string(), data });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("export");
+    parquet::write(&model, &ExportOptions::default(), &out).expect("export");
+    let text = run(Command::new(python).arg(crate_dir().join("tests/duckdb/check.py")).arg(&out).arg(crate_dir().join("sql/recipes.sql")));
+    let got: Value = serde_json::from_str(text.trim()).expect("check.py JSON");
+    let sql: BTreeMap<String, &Value> = got["recipes"]["estimates_by_type"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| (r["type"].as_str().expect("type").to_string(), r))
+        .collect();
+    let expected = by_type(&model, HistogramKind::Allocated);
+    assert_eq!(sql.len(), expected.len(), "types");
+    let mut half_objects: BTreeMap<String, f64> = BTreeMap::new();
+    for (row, _) in model.histograms().allocated.iter() {
+        if let Some((ty, size)) = model.stacks().type_and_size(row) {
+            *half_objects.entry(model.type_name(ty).into_owned()).or_default() += size as f64 / 2.0;
+        }
+    }
+    let num = |v: &Value| v.as_f64().or_else(|| v.as_str().and_then(|s| s.parse().ok())).unwrap_or_else(|| panic!("a number: {v}"));
+    let mut ranged = 0;
+    for t in &expected {
+        let r = sql.get(&t.name).unwrap_or_else(|| panic!("{} missing from the recipe", t.name));
+        assert_eq!(int(&r["samples"]), t.samples, "{}: samples", t.name);
+        let (objects, bytes) = (num(&r["objects"]), num(&r["bytes"]));
+        // clrprof counts whole objects per stack row (one row per stack,
+        // type and size), SQL sums the weights: up to half an object of
+        // each row's size apart.
+        assert!((objects - t.count as f64).abs() <= 1.0 + 1e-3 * t.count as f64, "{}: {objects} objects against {}", t.name, t.count);
+        let slack = half_objects.get(&t.name).copied().unwrap_or(0.0);
+        assert!((bytes - t.bytes as f64).abs() <= 1.0 + slack, "{}: {bytes} bytes against {}", t.name, t.bytes);
+        let range = Range95::of(t.samples).expect("a sampled type");
+        let (low, high) = (num(&r["bytes_low"]) / bytes, num(&r["bytes_high"]) / bytes);
+        let slack = if t.samples >= 10 { 1e-3 } else { 2e-2 };
+        assert!((low - range.low).abs() <= slack && (high - range.high).abs() <= slack, "{} ({} samples): SQL range {low:.5}..{high:.5}, clrprof {:.5}..{:.5}", t.name, t.samples, range.low, range.high);
+        ranged += usize::from(t.samples >= 10);
+    }
+    assert!(ranged >= 3, "types with 10 samples or more: {ranged}");
+    let (objects, samples) = expected.iter().fold((0, 0), |(o, k), t| (o + t.count, k + t.samples));
+    assert!(objects > 10 * samples, "the estimates are not the samples ({objects} objects from {samples} samples)");
 }

@@ -28,7 +28,7 @@
 //! assert_eq!(l.rows[0].name, "T");
 //! ```
 
-use super::objects::{apportion, par_fold, RowTypes, Tally};
+use super::objects::{apportion_pinned, par_fold, RowTypes, Tally};
 use super::types::Uncertainty;
 use super::Filter;
 use crate::model::{Fate, Model, StackRef};
@@ -181,7 +181,8 @@ pub fn lifetime(model: &Model, filter: &Filter) -> Lifetime {
         }
         let row = StackRef(r as u32);
         let (slot, size) = types.get(row);
-        let est = apportion(model, row, &raw[1..]);
+        // Alive at the end (column 6) as `types --kind final` gives it.
+        let est = apportion_pinned(model, row, &raw[1..], Some(5));
         if let Some(c) = counts.get_mut(slot) {
             for (k, &n) in est.iter().enumerate() {
                 c[0].add_n(n, size);

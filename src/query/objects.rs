@@ -247,7 +247,6 @@ pub(crate) fn par_fold<A: Send>(
         .reduce(&init, &merge)
 }
 
-/// Adds `b` into `a`, element by element (growing `a`).
 /// A stack row's sampled objects, counted per category (a lifetime
 /// column, a thread), turned into the objects they stand for so that the
 /// categories add up to the row's estimate as every view gives it
@@ -256,26 +255,54 @@ pub(crate) fn par_fold<A: Send>(
 /// (ties to the first). For a log of every allocation, the counts as
 /// they are.
 pub(crate) fn apportion(model: &Model, row: StackRef, raw: &[u64]) -> Vec<u64> {
+    apportion_pinned(model, row, raw, None)
+}
+
+/// [`apportion`], with category `pinned` (when given) estimated on its own
+/// as every view estimates it ([`Model::estimate_count`] of its samples:
+/// the objects alive at the end, which `types --kind final` and
+/// `survivors` give), and the rest of the row's estimate shared among the
+/// others.
+pub(crate) fn apportion_pinned(model: &Model, row: StackRef, raw: &[u64], pinned: Option<usize>) -> Vec<u64> {
+    split(raw, pinned, |n| model.estimate_count(row, n))
+}
+
+/// [`apportion_pinned`] with the row's estimate of `n` samples given by
+/// `estimate` (which never falls as `n` grows).
+fn split(raw: &[u64], pinned: Option<usize>, estimate_of: impl Fn(u64) -> u64) -> Vec<u64> {
     let total: u64 = raw.iter().sum();
-    let estimate = model.estimate_count(row, total);
+    let estimate = estimate_of(total);
     if total == 0 || estimate == total {
         return raw.to_vec();
     }
+    let fixed = pinned.and_then(|k| raw.get(k).map(|&n| (k, n, estimate_of(n).min(estimate))));
+    let (estimate, total) = match fixed {
+        Some((_, n, e)) => (estimate - e, total - n),
+        None => (estimate, total),
+    };
     let mut out = Vec::with_capacity(raw.len());
     let mut rest: Vec<(u128, usize)> = Vec::with_capacity(raw.len());
     for (k, &r) in raw.iter().enumerate() {
+        if fixed.is_some_and(|(p, _, _)| p == k) || total == 0 {
+            out.push(0);
+            continue;
+        }
         let share = u128::from(r) * u128::from(estimate);
         out.push((share / u128::from(total)) as u64);
         rest.push((share % u128::from(total), k));
     }
-    let left = estimate.saturating_sub(out.iter().sum());
+    let left = if total == 0 { 0 } else { estimate.saturating_sub(out.iter().sum()) };
     rest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     for &(_, k) in rest.iter().take(left as usize) {
         out[k] += 1;
     }
+    if let Some((k, _, e)) = fixed {
+        out[k] = e;
+    }
     out
 }
 
+/// Adds `b` into `a`, element by element (growing `a`).
 pub(crate) fn merge_tallies(mut a: Vec<Tally>, b: Vec<Tally>) -> Vec<Tally> {
     if a.len() < b.len() {
         a.resize(b.len(), Tally::default());
@@ -284,4 +311,44 @@ pub(crate) fn merge_tallies(mut a: Vec<Tally>, b: Vec<Tally>) -> Vec<Tally> {
         x.merge(y);
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+    use proptest::prelude::*;
+
+    /// A row's estimate of `n` samples at `w` objects a sample, as
+    /// `Model::estimate_count` makes it.
+    fn at(w: f64) -> impl Fn(u64) -> u64 {
+        move |n| if n == 0 { 0 } else { (n as f64 * w).round().max(1.0) as u64 }
+    }
+
+    proptest! {
+        /// The categories add up to the row's estimate, and the pinned one
+        /// is its samples' own estimate (the figure other views give).
+        #[test]
+        fn the_pinned_category_is_its_own_estimate(raw in prop::collection::vec(0u64..50, 1..9), w in 1.0f64..400.0, p in 0usize..8) {
+            let p = p % raw.len();
+            let est = at(w);
+            let out = split(&raw, Some(p), &est);
+            prop_assert_eq!(out.iter().sum::<u64>(), est(raw.iter().sum()));
+            prop_assert_eq!(out[p], est(raw[p]));
+            for (k, (&o, &r)) in out.iter().zip(&raw).enumerate() {
+                prop_assert!(r > 0 || o == 0 || k == p, "a category without samples got {} objects", o);
+            }
+        }
+    }
+
+    /// Unpinned, a category's share can miss its own estimate: why the
+    /// lifetime view pins its alive column.
+    #[test]
+    fn a_share_can_differ_from_the_categorys_estimate() {
+        let est = at(2.5);
+        // 2 samples: 5 objects, 2.5 each; the remainder goes to the first.
+        let raw = [1, 1];
+        assert_eq!(split(&raw, None, &est), vec![3, 2]);
+        // The second's own estimate is round(2.5) = 3.
+        assert_eq!(split(&raw, Some(1), &est), vec![2, 3]);
+    }
 }

@@ -192,10 +192,6 @@ fn survivors_and_types_give_the_same_totals() {
 
 /// Two totals of one estimate made by rounding in different places: equal
 /// within 0.1%.
-fn near(a: u64, b: u64) -> bool {
-    (a as f64 - b as f64).abs() <= 0.001 * b.max(1) as f64
-}
-
 /// Checks one estimated figure of a JSON row: `samples` above 0 and a
 /// range `[low, high]` around the estimate. `what` names the row.
 fn ranged(what: &str, u: &Value, bytes: &Value, count: &Value) {
@@ -288,12 +284,17 @@ fn every_view_gives_its_estimates_samples_and_ranges() {
             }
         }
     }
-    // lifetime splits each row's estimate among its columns (largest
-    // remainder), the final heap rounds each row's survivors: within a
-    // few objects.
-    let lt_alive = lt["total"]["alive_at_end"]["objects"].as_u64().expect("alive");
-    eprintln!("lifetime alive at end {lt_alive} against types --kind final {}", alive.0);
-    assert!(near(lt_alive, alive.0), "lifetime's alive at end {lt_alive} against types --kind final {}", alive.0);
+    // lifetime splits each row's estimate among its columns, its alive
+    // column estimated as the final heap estimates it: the same figures.
+    let lt_alive = (lt["total"]["alive_at_end"]["objects"].as_u64().expect("alive"), lt["total"]["alive_at_end"]["bytes"].as_u64().expect("alive"));
+    eprintln!("lifetime alive at end {lt_alive:?} against types --kind final {alive:?}");
+    assert_eq!(lt_alive, alive, "lifetime's alive at end against types --kind final");
+    for r in lt["rows"].as_array().expect("rows") {
+        let f = finals["types"].as_array().and_then(|v| v.iter().find(|x| x["type"] == r["name"]));
+        let got = (r["alive_at_end"]["objects"].as_u64().unwrap_or(0), r["alive_at_end"]["bytes"].as_u64().unwrap_or(0));
+        let want = f.map_or((0, 0), |f| (f["count"].as_u64().unwrap_or(0), f["bytes"].as_u64().unwrap_or(0)));
+        assert_eq!(got, want, "lifetime's alive at end of {} against types --kind final", r["name"]);
+    }
 
     // ages: the totals and every bin's figures.
     let tl = ok_json(&["timeline", t]);

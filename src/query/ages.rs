@@ -22,7 +22,7 @@
 //! CLRProfiler's "Histogram by Age" of the live objects at a given time is
 //! [`age_histogram_at`](super::age_histogram_at) (in `age_histogram.rs`).
 
-use super::objects::{add_at, apportion, log2_bin, log2_bounds, merge_tallies, millis_between, par_fold, Clock, RowTypes, Tally};
+use super::objects::{add_at, apportion_pinned, log2_bin, log2_bounds, merge_tallies, millis_between, par_fold, Clock, RowTypes, Tally};
 use super::types::Uncertainty;
 use super::Filter;
 use crate::model::{Fate, Model};
@@ -257,7 +257,8 @@ pub fn ages(model: &Model, filter: &Filter) -> Ages {
         for (r, raw) in acc.by_row.iter().enumerate() {
             let row = crate::model::StackRef(r as u32);
             let size = types.size(row);
-            for (t, n) in totals.iter_mut().zip(apportion(model, row, raw)) {
+            // Alive at the end (2) as `types --kind final` gives it.
+            for (t, n) in totals.iter_mut().zip(apportion_pinned(model, row, raw, Some(2))) {
                 t.add_n(n, size);
             }
         }

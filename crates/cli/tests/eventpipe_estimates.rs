@@ -324,6 +324,8 @@ fn every_view_gives_its_estimates_samples_and_ranges() {
     // columns do: they add up to types' to the object.
     eprintln!("ages: {total} objects against types' {}", allocated.0);
     assert_eq!(total, allocated.0, "ages' total objects against types'");
+    let ages_alive = (a["alive_at_end"]["objects"].as_u64().unwrap_or(0), a["alive_at_end"]["bytes"].as_u64().unwrap_or(0));
+    assert_eq!(ages_alive, alive, "ages' alive at the end against types --kind final");
 
     // survivors: the total and every allocating stack.
     let sv = ok_json(&["survivors", t]);

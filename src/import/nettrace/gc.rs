@@ -22,7 +22,7 @@
 
 use super::log_text::LogText;
 use super::snapshot::Dump;
-use super::survival::{Memory, Survival};
+use super::survival::{Collected, Memory, Survival};
 use crate::format::records::{GcBoundary, GcCounts, GenerationRange, Moved, Survived};
 use crate::format::{Address, List, Record};
 
@@ -76,8 +76,8 @@ struct Current {
     /// the end).
     started: bool,
     survivors_reported: bool,
-    /// A background GC (`GC/Start`'s `Type` 1): it condemns generation 2
-    /// and the large object heap only.
+    /// A background GC (`GC/Start`'s `Type` 1): its survivor report, at
+    /// its end, covers every generation ([`Collected::Background`]).
     background: bool,
 }
 
@@ -129,7 +129,7 @@ impl GcState {
         // A start without a stop before it: the previous GC's end is
         // missing (lost events); close it as reported so far.
         if self.current.is_some() {
-            self.stop(log, None::<Dump>);
+            self.cut(log);
         }
         self.current = Some(Current {
             condemned: depth.min(2) as u32,
@@ -201,9 +201,20 @@ impl GcState {
         self.current.is_some()
     }
 
-    /// `GC/Stop` (or the end of the trace with `ms = None`): the `b 0` and
-    /// `g` lines, after `before_end` (a heap snapshot taken in this GC).
+    /// `GC/Stop` (or the end of the trace): the `b 0` and `g` lines, after
+    /// `before_end` (a heap snapshot taken in this GC).
     pub fn stop(&mut self, log: &mut LogText<'_>, before_end: Option<Dump>) {
+        self.close(log, before_end, false);
+    }
+
+    /// A `GC/Start` inside the GC in progress: it is closed as reported
+    /// so far (its `GC/Stop` was lost, or a background GC let a
+    /// foreground one run before its report).
+    pub fn cut(&mut self, log: &mut LogText<'_>) {
+        self.close(log, None, true);
+    }
+
+    fn close(&mut self, log: &mut LogText<'_>, before_end: Option<Dump>, cut_short: bool) {
         if self.current.is_none() {
             // A stop without a start (the trace began inside a GC): nothing
             // to close.
@@ -219,7 +230,12 @@ impl GcState {
             .iter()
             .map(|r| Memory { lo: r.start, hi: r.start.saturating_add(r.used.max(r.reserved)), generation: r.generation.min(3) })
             .collect();
-        self.survival.gc_ended(self.gcs.min(u64::from(u32::MAX)) as u32, c.condemned, c.background, &memory);
+        let kind = match (c.background, cut_short) {
+            (false, _) => Collected::Blocking,
+            (true, false) => Collected::Background,
+            (true, true) => Collected::BackgroundCutShort,
+        };
+        self.survival.gc_ended(self.gcs.min(u64::from(u32::MAX)) as u32, c.condemned, kind, &memory);
         if let Some(dump) = before_end {
             dump.write(log);
         }

@@ -406,7 +406,7 @@ impl Writer<'_, '_> {
         if name == "GC/Start" && self.gc.in_gc() {
             // The previous GC's end is missing: closed here, as reported,
             // before the samples made during it.
-            self.gc.stop(&mut self.log, None);
+            self.gc.cut(&mut self.log);
             self.release_held();
         }
         self.event_ms = ms;

@@ -14,8 +14,7 @@
 //! - while it runs, every surviving plug of the memory it condemned: moved
 //!   ranges when it compacts (a plug that stays put is a range moved by 0),
 //!   surviving ranges when it sweeps; a background GC reports at its end
-//!   every object of generation 2 and of the large object heap (on
-//!   regions, of every generation).
+//!   every run of objects its sweeps left, in every generation (below).
 //!
 //! So at the GC's end a sampled object is:
 //!
@@ -30,11 +29,24 @@
 //!   measured share);
 //! - **alive** where it was when the memory it lies in belongs to a
 //!   generation the GC did not condemn (older than the condemned one; the
-//!   large object heap below gen 2; generations 0 and 1 in a background
-//!   GC);
+//!   large object heap below gen 2);
 //! - **dead**, in the generation of its memory, when it lies in condemned
 //!   memory and the GC reported its survivors (any range at all) but none
-//!   holds it;
+//!   holds it. A background GC condemns generation 2 and the large object
+//!   heap, but its report covers every generation: at its end it walks
+//!   every object its sweeps left, on segments in every segment of
+//!   generation 2 (the ephemeral one, with generations 0 and 1, among
+//!   them) and of the large object heap, after it swept generations 0 and
+//!   1 too (`background_ephemeral_sweep` in the runtime's `gc.cpp`: their
+//!   dead objects become free space the program allocates into at once),
+//!   on regions in every region. So an object of any generation that a
+//!   background GC's report leaves out is dead. (Taking generations 0 and
+//!   1 as untouched kept swept objects followed at their old address,
+//!   where new objects then came to lie: the next GC's plugs over those
+//!   kept 10-16% of a type the program keeps none of alive on CoreCLR
+//!   3.1.) A background GC cut short by a GC that started inside it
+//!   (before its report) decided nothing of generations 0 and 1 yet: the
+//!   nested GC does;
 //! - **unknown** otherwise: in condemned memory of a GC that reported no
 //!   survivors (the keyword was off, the events were lost, or a GC began
 //!   before the previous one's report came), or in memory no generation
@@ -64,6 +76,20 @@ pub(super) fn body(size: u64, min_object: u64) -> u64 {
 
 /// The size from which objects go to the large object heap.
 const LARGE_OBJECT: u64 = 85_000;
+
+/// How a GC's report of survivors covers the heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Collected {
+    /// A blocking GC: it reports the survivors of the generations it
+    /// condemned.
+    Blocking,
+    /// A background GC that ran to its end: it condemned generation 2 and
+    /// the large object heap, and its report covers every generation.
+    Background,
+    /// A background GC closed by a GC that started inside it, before its
+    /// report: generations 0 and 1 are left to the GC inside it.
+    BackgroundCutShort,
+}
 
 /// A generation range at a GC's start: `[lo, hi)`.
 #[derive(Clone, Copy, Debug)]
@@ -153,10 +179,9 @@ impl Survival {
     }
 
     /// The end of GC number `gc` (0-based, as the model numbers them),
-    /// which condemned generations up to `condemned` (only 2 and the large
-    /// object heap when `background`), with the generation ranges of its
-    /// start.
-    pub fn gc_ended(&mut self, gc: u32, condemned: u32, background: bool, memory: &[Memory]) {
+    /// which condemned generations up to `condemned` and reported as
+    /// `collected` says, with the generation ranges of its start.
+    pub fn gc_ended(&mut self, gc: u32, condemned: u32, collected: Collected, memory: &[Memory]) {
         self.gcs_ended = gc + 1;
         let mut reported = std::mem::take(&mut self.reported);
         reported.sort_unstable_by_key(|r| r.0);
@@ -174,10 +199,11 @@ impl Survival {
         reported.clear();
         reported.extend(merged);
         let any_report = !reported.is_empty();
-        let condemns = |generation: u32| match generation {
-            3 => condemned >= 2,
-            g if background => g >= 2,
-            g => g <= condemned,
+        let condemns = |generation: u32| match (collected, generation) {
+            (Collected::Background, _) => true,
+            (_, 3) => condemned >= 2,
+            (Collected::BackgroundCutShort, g) => g >= 2,
+            (Collected::Blocking, g) => g <= condemned,
         };
         // Every followed object: covered by a reported range (moved or
         // stayed), or decided by the memory it lies in. Objects in no
@@ -290,10 +316,10 @@ mod tests {
         s.allocated(0x2100, 24); // gen 1: not condemned by a gen-0 GC
         s.allocated(0x8100, 90_000); // LOH: not condemned
         s.reported([(0x1100, 0x2500, 24)].into_iter());
-        s.gc_ended(0, 0, false, &[GEN0, GEN1, LOH]);
+        s.gc_ended(0, 0, Collected::Blocking, &[GEN0, GEN1, LOH]);
         // A gen-2 GC: the moved object reported again, at its new address.
         s.reported([(0x2500, 0x2500, 24)].into_iter());
-        s.gc_ended(1, 2, false, &[GEN0, GEN1, LOH]);
+        s.gc_ended(1, 2, Collected::Blocking, &[GEN0, GEN1, LOH]);
         assert_eq!(
             s.finish(),
             vec![
@@ -312,25 +338,52 @@ mod tests {
         s.allocated(0x2100, 24);
         // No range reported: the gen-0 object is unknown, the gen-1 one
         // was not condemned.
-        s.gc_ended(0, 0, false, &[GEN0, GEN1]);
+        s.gc_ended(0, 0, Collected::Blocking, &[GEN0, GEN1]);
         // Outside every range of the GC's start: unknown.
         s.allocated(0x5000, 24);
         s.reported([(0x2100, 0x2100, 24)].into_iter());
-        s.gc_ended(1, 0, false, &[GEN0, GEN1]);
+        s.gc_ended(1, 0, Collected::Blocking, &[GEN0, GEN1]);
         assert_eq!(s.unknown(), 2);
         assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Alive, SampledFate::Unknown { gc: 1 }]);
     }
 
     #[test]
-    fn a_background_gc_condemns_gen2_and_the_loh_only() {
+    fn a_background_gc_reports_every_generation() {
+        let mut s = Survival::default();
+        let gen2 = Memory { lo: 0x4000, hi: 0x5000, generation: 2 };
+        // Swept by the background GC (CoreCLR 3.1's ephemeral sweep): not
+        // in its report, dead in gen 0; reported: alive.
+        s.allocated(0x1100, 24);
+        s.allocated(0x1200, 24);
+        s.allocated(0x4100, 24);
+        s.allocated(0x4200, 24);
+        s.reported([(0x1200, 0x1200, 24), (0x4200, 0x4200, 24)].into_iter());
+        s.gc_ended(0, 2, Collected::Background, &[GEN0, gen2]);
+        assert_eq!(
+            s.finish(),
+            vec![
+                SampledFate::Died { gc: 0, generation: 0 },
+                SampledFate::Alive,
+                SampledFate::Died { gc: 0, generation: 2 },
+                SampledFate::Alive,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_background_gc_cut_short_leaves_gens_0_and_1_to_the_next() {
         let mut s = Survival::default();
         let gen2 = Memory { lo: 0x4000, hi: 0x5000, generation: 2 };
         s.allocated(0x1100, 24);
         s.allocated(0x4100, 24);
-        s.allocated(0x4200, 24);
-        s.reported([(0x4200, 0x4200, 24)].into_iter());
-        s.gc_ended(0, 2, true, &[GEN0, gen2]);
-        assert_eq!(s.finish(), vec![SampledFate::Alive, SampledFate::Died { gc: 0, generation: 2 }, SampledFate::Alive]);
+        s.gc_ended(0, 2, Collected::BackgroundCutShort, &[GEN0, gen2]);
+        // The foreground GC inside it reports the gen-0 object.
+        s.reported([(0x1100, 0x1100, 24)].into_iter());
+        s.gc_ended(1, 0, Collected::Blocking, &[GEN0, gen2]);
+        // A background GC that reported nothing: every generation unknown.
+        s.allocated(0x1200, 24);
+        s.gc_ended(2, 2, Collected::Background, &[GEN0, gen2]);
+        assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 2 }, SampledFate::Unknown { gc: 0 }, SampledFate::Unknown { gc: 2 }]);
     }
 
     #[test]
@@ -338,7 +391,7 @@ mod tests {
         let mut s = Survival::default();
         s.allocated(0x1100, 64);
         s.reported([(0x1100, 0x1100, 64)].into_iter());
-        s.gc_ended(0, 0, false, &[GEN0]);
+        s.gc_ended(0, 0, Collected::Blocking, &[GEN0]);
         s.allocated(0x1120, 24);
         assert_eq!(s.overwritten, 1);
         assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Alive]);
@@ -354,7 +407,7 @@ mod tests {
         // the range.
         s.allocated(0x1400, 0);
         s.reported([(0x10a0, 0x10a0, 0x68), (0x1300, 0x1300, 0x110)].into_iter());
-        s.gc_ended(0, 0, false, &[GEN0]);
+        s.gc_ended(0, 0, Collected::Blocking, &[GEN0]);
         assert_eq!(s.finish(), vec![SampledFate::Died { gc: 0, generation: 0 }, SampledFate::Died { gc: 0, generation: 0 }]);
     }
 
@@ -407,9 +460,14 @@ mod tests {
                         Memory { lo, hi: lo + (r >> 32) % span, generation: (r % 4) as u32 }
                     })
                     .collect();
-                let (condemned, background) = ((next() % 3) as u32, next() % 4 == 0);
-                s.gc_ended(gc, condemned, background, &memory);
-                o.gc_ended(gc, condemned, background, &memory);
+                let condemned = (next() % 3) as u32;
+                let collected = match next() % 8 {
+                    0 => Collected::Background,
+                    1 => Collected::BackgroundCutShort,
+                    _ => Collected::Blocking,
+                };
+                s.gc_ended(gc, condemned, collected, &memory);
+                o.gc_ended(gc, condemned, collected, &memory);
                 assert_eq!(
                     (s.overwritten, s.silent_gcs, s.unknown()),
                     (o.overwritten, o.silent_gcs, o.unknown()),

@@ -201,6 +201,14 @@ impl GcState {
         self.current.is_some()
     }
 
+    /// Whether the GC in progress will report on an object made now: a
+    /// background GC that has not reported yet (it walks the heap at its
+    /// end, with the program stopped; a blocking GC lets no object be
+    /// made).
+    pub fn reports_later_on_objects_made_now(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.background && !c.survivors_reported)
+    }
+
     /// `GC/Stop` (or the end of the trace): the `b 0` and `g` lines, after
     /// `before_end` (a heap snapshot taken in this GC).
     pub fn stop(&mut self, log: &mut LogText<'_>, before_end: Option<Dump>) {

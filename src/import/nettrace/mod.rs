@@ -176,8 +176,11 @@ struct Writer<'m, 's> {
     event_ms: f64,
     /// Samples made while a GC is in progress (between its `GC/Start` and
     /// `GC/Stop` in time order: a background GC lets the program run),
-    /// given to the sink after the GC's records: the GC did not collect
-    /// them. Their definitions (type, stack) are given at once.
+    /// given to the sink after the GC's records. Their definitions (type,
+    /// stack) are given at once. The survival tracker has those made
+    /// during a background GC before its report at once: the report, at
+    /// the GC's end, covers them (a dead one is already swept, and its
+    /// memory may hold new objects when the next GC reports).
     held: Vec<HeldSample>,
     /// The GC in progress is a background one (`GC/Start`'s `Type` 1): its
     /// records keep the time of its start.
@@ -192,6 +195,8 @@ struct HeldSample {
     stack: i32,
     /// The object's size for the survival tracker (0: unknown).
     size: u64,
+    /// The survival tracker has it already.
+    followed: bool,
 }
 
 fn second_pass(
@@ -467,7 +472,11 @@ impl Writer<'_, '_> {
     /// it), now, or after the GC in progress when one is.
     fn sampled(&mut self, thread: u64, address: u64, stack: i32, size: u64) {
         if self.gc.in_gc() {
-            self.held.push(HeldSample { ms: self.event_ms, thread, address, stack, size });
+            let followed = self.gc.reports_later_on_objects_made_now();
+            if followed {
+                self.gc.survival.allocated(address, size);
+            }
+            self.held.push(HeldSample { ms: self.event_ms, thread, address, stack, size, followed });
             return;
         }
         self.log.alloc(thread, address, stack);
@@ -479,7 +488,9 @@ impl Writer<'_, '_> {
         for h in std::mem::take(&mut self.held) {
             self.log.tick(h.ms);
             self.log.alloc(h.thread, h.address, h.stack);
-            self.gc.survival.allocated(h.address, h.size);
+            if !h.followed {
+                self.gc.survival.allocated(h.address, h.size);
+            }
         }
     }
 

@@ -54,6 +54,12 @@
 //!   (nothing later can say when it died); it is never counted as dead or
 //!   alive after that GC.
 //!
+//! An object made during a background GC, before its report, is judged
+//! by that report (the importer hands it over at once): the GC swept it
+//! when it was dead, and on .NET 8 a large array of the same size took
+//! its place before the next GC's report, which then read as the sampled
+//! one's survival (0.7% of a never-kept large array's samples).
+//!
 //! A new sample placed where a followed object lies proves that object
 //! gone: it was freed at a GC the reports did not show, and becomes
 //! unknown too ([`Survival::overwritten`]).

@@ -251,12 +251,14 @@ fn second_pass(
     if w.gc.in_gc() {
         let dump = w.snapshot.take(&mut w.log, &w.allocation_type_names);
         w.snapshots += u64::from(dump.is_some());
-        w.gc.stop(&mut w.log, dump);
+        w.gc.trace_ended(&mut w.log, dump);
         w.release_held();
     } else if let Some(dump) = w.snapshot.take(&mut w.log, &w.allocation_type_names) {
         w.snapshots += 1;
         dump.write(&mut w.log);
     }
+    // A background GC still set aside: its stop never came.
+    w.gc.end_set_aside();
     w.release_held();
     let summary = reader.finish();
     let mut warnings: Vec<String> = summary.warnings.iter().map(describe).collect();
@@ -471,7 +473,7 @@ impl Writer<'_, '_> {
     /// A sampled object's `!` record (and the survival tracker's note of
     /// it), now, or after the GC in progress when one is.
     fn sampled(&mut self, thread: u64, address: u64, stack: i32, size: u64) {
-        if self.gc.in_gc() {
+        if self.gc.in_gc() || self.gc.set_aside_reporting() {
             let followed = self.gc.reports_later_on_objects_made_now();
             if followed {
                 self.gc.survival.allocated(address, size);

@@ -44,13 +44,19 @@
 //!   1 as untouched kept swept objects followed at their old address,
 //!   where new objects then came to lie: the next GC's plugs over those
 //!   kept 10-16% of a type the program keeps none of alive on CoreCLR
-//!   3.1.) A background GC cut short by a GC that started inside it
-//!   (before its report) decided nothing of generations 0 and 1 yet: the
-//!   nested GC does;
+//!   3.1.) A foreground GC can run inside a background one (`GC/Start`
+//!   `Type` 2, before the background GC's report): the background GC is
+//!   set aside, the foreground GC judged, then the background GC's report
+//!   (after the foreground GC's moves) at its own `GC/Stop`, its deaths
+//!   numbered with it (closing it at the foreground GC's start made its
+//!   large objects unknown: 10% of a never-kept large array on .NET 8);
 //! - **unknown** otherwise: in condemned memory of a GC that reported no
 //!   survivors (the keyword was off, the events were lost, or a GC began
-//!   before the previous one's report came), or in memory no generation
-//!   range of the GC's start covered. An unknown object stays unknown
+//!   before the previous one's report came), in condemned memory of a GC
+//!   not closed by its `GC/Stop` that no range holds (the trace ended
+//!   inside it, or a `GC/Start` came first: its report may be cut short),
+//!   or in memory no generation range of the GC's start covered. An
+//!   unknown object stays unknown
 //!   (nothing later can say when it died); it is never counted as dead or
 //!   alive after that GC.
 //!
@@ -89,12 +95,18 @@ pub(super) enum Collected {
     /// A blocking GC: it reports the survivors of the generations it
     /// condemned.
     Blocking,
-    /// A background GC that ran to its end: it condemned generation 2 and
-    /// the large object heap, and its report covers every generation.
+    /// A background GC: it condemned generation 2 and the large object
+    /// heap, and its report covers every generation.
     Background,
-    /// A background GC closed by a GC that started inside it, before its
-    /// report: generations 0 and 1 are left to the GC inside it.
-    BackgroundCutShort,
+}
+
+/// A background GC set aside while a foreground GC runs inside it (the
+/// log closes it at the foreground GC's start; its report comes after
+/// the foreground GC's): judged at its own `GC/Stop`, with its number.
+struct SetAside {
+    gc: u32,
+    condemned: u32,
+    memory: Vec<Memory>,
 }
 
 /// A generation range at a GC's start: `[lo, hi)`.
@@ -122,6 +134,8 @@ pub(super) struct Survival {
     gcs_ended: u32,
     /// The smallest object: three pointers.
     min_object: u64,
+    /// A background GC waiting for its report.
+    aside: Option<SetAside>,
 }
 
 impl Default for Survival {
@@ -141,6 +155,7 @@ impl Survival {
             silent_gcs: 0,
             gcs_ended: 0,
             min_object: 3 * u64::from(pointer_size.clamp(4, 8)),
+            aside: None,
         }
     }
 
@@ -186,9 +201,10 @@ impl Survival {
 
     /// The end of GC number `gc` (0-based, as the model numbers them),
     /// which condemned generations up to `condemned` and reported as
-    /// `collected` says, with the generation ranges of its start.
-    pub fn gc_ended(&mut self, gc: u32, condemned: u32, collected: Collected, memory: &[Memory]) {
-        self.gcs_ended = gc + 1;
+    /// `collected` says (its whole report when `finished`: closed by its
+    /// `GC/Stop`), with the generation ranges of its start.
+    pub fn gc_ended(&mut self, gc: u32, condemned: u32, collected: Collected, finished: bool, memory: &[Memory]) {
+        self.gcs_ended = self.gcs_ended.max(gc + 1);
         let mut reported = std::mem::take(&mut self.reported);
         reported.sort_unstable_by_key(|r| r.0);
         // A plug can come in pieces (one range per event's buffer, per
@@ -207,8 +223,7 @@ impl Survival {
         let any_report = !reported.is_empty();
         let condemns = |generation: u32| match (collected, generation) {
             (Collected::Background, _) => true,
-            (_, 3) => condemned >= 2,
-            (Collected::BackgroundCutShort, g) => g >= 2,
+            (Collected::Blocking, 3) => condemned >= 2,
             (Collected::Blocking, g) => g <= condemned,
         };
         // Every followed object: covered by a reported range (moved or
@@ -237,10 +252,10 @@ impl Survival {
                 if std::mem::replace(&mut gone[k], true) {
                     continue;
                 }
-                let fate = if any_report {
+                silent |= !any_report;
+                let fate = if any_report && finished {
                     SampledFate::Died { gc, generation: m.generation.min(3) as u8 }
                 } else {
-                    silent = true;
                     SampledFate::Unknown { gc }
                 };
                 self.set(all[k].sample, fate);
@@ -295,6 +310,29 @@ impl Survival {
         self.reported = reported;
     }
 
+    /// Background GC number `gc`, which condemned up to `condemned`, set
+    /// aside before its report (a foreground GC started inside it): its
+    /// report, when it comes, is taken at [`Survival::set_aside_ended`].
+    /// One set aside before is ended unfinished.
+    pub fn set_aside(&mut self, gc: u32, condemned: u32, memory: &[Memory]) {
+        self.set_aside_ended(false);
+        self.gcs_ended = self.gcs_ended.max(gc + 1);
+        self.aside = Some(SetAside { gc, condemned, memory: memory.to_vec() });
+    }
+
+    /// Whether a background GC is set aside.
+    pub fn has_set_aside(&self) -> bool {
+        self.aside.is_some()
+    }
+
+    /// The end of the background GC set aside (by its `GC/Stop` when
+    /// `finished`), with the ranges reported since the last GC's end.
+    pub fn set_aside_ended(&mut self, finished: bool) {
+        if let Some(a) = self.aside.take() {
+            self.gc_ended(a.gc, a.condemned, Collected::Background, finished, &a.memory);
+        }
+    }
+
     /// The fates, in sample order (objects still followed are alive).
     pub fn finish(self) -> Vec<SampledFate> {
         self.fates
@@ -322,10 +360,10 @@ mod tests {
         s.allocated(0x2100, 24); // gen 1: not condemned by a gen-0 GC
         s.allocated(0x8100, 90_000); // LOH: not condemned
         s.reported([(0x1100, 0x2500, 24)].into_iter());
-        s.gc_ended(0, 0, Collected::Blocking, &[GEN0, GEN1, LOH]);
+        s.gc_ended(0, 0, Collected::Blocking, true, &[GEN0, GEN1, LOH]);
         // A gen-2 GC: the moved object reported again, at its new address.
         s.reported([(0x2500, 0x2500, 24)].into_iter());
-        s.gc_ended(1, 2, Collected::Blocking, &[GEN0, GEN1, LOH]);
+        s.gc_ended(1, 2, Collected::Blocking, true, &[GEN0, GEN1, LOH]);
         assert_eq!(
             s.finish(),
             vec![
@@ -344,11 +382,11 @@ mod tests {
         s.allocated(0x2100, 24);
         // No range reported: the gen-0 object is unknown, the gen-1 one
         // was not condemned.
-        s.gc_ended(0, 0, Collected::Blocking, &[GEN0, GEN1]);
+        s.gc_ended(0, 0, Collected::Blocking, true, &[GEN0, GEN1]);
         // Outside every range of the GC's start: unknown.
         s.allocated(0x5000, 24);
         s.reported([(0x2100, 0x2100, 24)].into_iter());
-        s.gc_ended(1, 0, Collected::Blocking, &[GEN0, GEN1]);
+        s.gc_ended(1, 0, Collected::Blocking, true, &[GEN0, GEN1]);
         assert_eq!(s.unknown(), 2);
         assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Alive, SampledFate::Unknown { gc: 1 }]);
     }
@@ -364,7 +402,7 @@ mod tests {
         s.allocated(0x4100, 24);
         s.allocated(0x4200, 24);
         s.reported([(0x1200, 0x1200, 24), (0x4200, 0x4200, 24)].into_iter());
-        s.gc_ended(0, 2, Collected::Background, &[GEN0, gen2]);
+        s.gc_ended(0, 2, Collected::Background, true, &[GEN0, gen2]);
         assert_eq!(
             s.finish(),
             vec![
@@ -377,19 +415,46 @@ mod tests {
     }
 
     #[test]
-    fn a_background_gc_cut_short_leaves_gens_0_and_1_to_the_next() {
+    fn a_background_gc_set_aside_is_judged_after_the_foreground_gc_inside_it() {
+        let mut s = Survival::default();
+        let gen2 = Memory { lo: 0x4000, hi: 0x5000, generation: 2 };
+        s.allocated(0x1100, 24);
+        s.allocated(0x1200, 24);
+        s.allocated(0x4100, 24);
+        s.allocated(0x4200, 24);
+        // GC 0, background, set aside; GC 1, a gen-0 foreground GC inside
+        // it, moves one gen-0 object into gen 1 and frees the other.
+        s.set_aside(0, 2, &[GEN0, GEN1, gen2]);
+        s.reported([(0x1100, 0x2100, 24)].into_iter());
+        s.gc_ended(1, 0, Collected::Blocking, true, &[GEN0, GEN1, gen2]);
+        // Made after the foreground GC, before the background GC's report.
+        s.allocated(0x1300, 24);
+        // The background GC's report: the moved object, one of gen 2.
+        s.reported([(0x2100, 0x2100, 24), (0x4200, 0x4200, 24)].into_iter());
+        s.set_aside_ended(true);
+        assert!(!s.has_set_aside());
+        assert_eq!(
+            s.finish(),
+            vec![
+                SampledFate::Alive,
+                SampledFate::Died { gc: 1, generation: 0 },
+                SampledFate::Died { gc: 0, generation: 2 },
+                SampledFate::Alive,
+                SampledFate::Died { gc: 0, generation: 0 },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_background_gc_that_reported_nothing_leaves_every_generation_unknown() {
         let mut s = Survival::default();
         let gen2 = Memory { lo: 0x4000, hi: 0x5000, generation: 2 };
         s.allocated(0x1100, 24);
         s.allocated(0x4100, 24);
-        s.gc_ended(0, 2, Collected::BackgroundCutShort, &[GEN0, gen2]);
-        // The foreground GC inside it reports the gen-0 object.
-        s.reported([(0x1100, 0x1100, 24)].into_iter());
-        s.gc_ended(1, 0, Collected::Blocking, &[GEN0, gen2]);
-        // A background GC that reported nothing: every generation unknown.
-        s.allocated(0x1200, 24);
-        s.gc_ended(2, 2, Collected::Background, &[GEN0, gen2]);
-        assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 2 }, SampledFate::Unknown { gc: 0 }, SampledFate::Unknown { gc: 2 }]);
+        s.set_aside(0, 2, &[GEN0, gen2]);
+        // The trace ends before its report.
+        s.set_aside_ended(false);
+        assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Unknown { gc: 0 }]);
     }
 
     #[test]
@@ -397,7 +462,7 @@ mod tests {
         let mut s = Survival::default();
         s.allocated(0x1100, 64);
         s.reported([(0x1100, 0x1100, 64)].into_iter());
-        s.gc_ended(0, 0, Collected::Blocking, &[GEN0]);
+        s.gc_ended(0, 0, Collected::Blocking, true, &[GEN0]);
         s.allocated(0x1120, 24);
         assert_eq!(s.overwritten, 1);
         assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Alive]);
@@ -413,8 +478,19 @@ mod tests {
         // the range.
         s.allocated(0x1400, 0);
         s.reported([(0x10a0, 0x10a0, 0x68), (0x1300, 0x1300, 0x110)].into_iter());
-        s.gc_ended(0, 0, Collected::Blocking, &[GEN0]);
+        s.gc_ended(0, 0, Collected::Blocking, true, &[GEN0]);
         assert_eq!(s.finish(), vec![SampledFate::Died { gc: 0, generation: 0 }, SampledFate::Died { gc: 0, generation: 0 }]);
+    }
+
+    #[test]
+    fn a_gc_not_closed_by_its_stop_kills_nothing() {
+        let mut s = Survival::default();
+        s.allocated(0x1100, 24);
+        s.allocated(0x1200, 24);
+        // The trace ended inside the GC, after one range of its report.
+        s.reported([(0x1100, 0x1100, 24)].into_iter());
+        s.gc_ended(0, 0, Collected::Blocking, false, &[GEN0]);
+        assert_eq!(s.finish(), vec![SampledFate::Alive, SampledFate::Unknown { gc: 0 }]);
     }
 
     /// Random samples, reports and GCs (clustered addresses, so that
@@ -467,13 +543,10 @@ mod tests {
                     })
                     .collect();
                 let condemned = (next() % 3) as u32;
-                let collected = match next() % 8 {
-                    0 => Collected::Background,
-                    1 => Collected::BackgroundCutShort,
-                    _ => Collected::Blocking,
-                };
-                s.gc_ended(gc, condemned, collected, &memory);
-                o.gc_ended(gc, condemned, collected, &memory);
+                let collected = if next() % 4 == 0 { Collected::Background } else { Collected::Blocking };
+                let finished = next() % 8 != 0;
+                s.gc_ended(gc, condemned, collected, finished, &memory);
+                o.gc_ended(gc, condemned, collected, finished, &memory);
                 assert_eq!(
                     (s.overwritten, s.silent_gcs, s.unknown()),
                     (o.overwritten, o.silent_gcs, o.unknown()),

@@ -99,9 +99,10 @@ impl Oracle {
 
     /// The end of GC number `gc` (0-based, as the model numbers them),
     /// which condemned generations up to `condemned` and reported as
-    /// `collected` says, with the generation ranges of its start.
-    pub fn gc_ended(&mut self, gc: u32, condemned: u32, collected: Collected, memory: &[Memory]) {
-        self.gcs_ended = gc + 1;
+    /// `collected` says (its whole report when `finished`: closed by its
+    /// `GC/Stop`), with the generation ranges of its start.
+    pub fn gc_ended(&mut self, gc: u32, condemned: u32, collected: Collected, finished: bool, memory: &[Memory]) {
+        self.gcs_ended = self.gcs_ended.max(gc + 1);
         let mut reported = std::mem::take(&mut self.reported);
         reported.sort_unstable_by_key(|r| r.0);
         // A plug can come in pieces (one range per event's buffer, per
@@ -120,8 +121,7 @@ impl Oracle {
         let any_report = !reported.is_empty();
         let condemns = |generation: u32| match (collected, generation) {
             (Collected::Background, _) => true,
-            (_, 3) => condemned >= 2,
-            (Collected::BackgroundCutShort, g) => g >= 2,
+            (Collected::Blocking, 3) => condemned >= 2,
             (Collected::Blocking, g) => g <= condemned,
         };
         // Every followed object: covered by a reported range (moved or
@@ -146,10 +146,10 @@ impl Oracle {
             let inside: Vec<u64> = self.alive.range(m.lo..m.hi).map(|(&a, _)| a).collect();
             for a in inside {
                 let Some(f) = self.alive.remove(&a) else { continue };
-                let fate = if any_report {
+                silent |= !any_report;
+                let fate = if any_report && finished {
                     SampledFate::Died { gc, generation: m.generation.min(3) as u8 }
                 } else {
-                    silent = true;
                     SampledFate::Unknown { gc }
                 };
                 self.set(f.sample, fate);

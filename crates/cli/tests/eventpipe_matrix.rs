@@ -48,12 +48,17 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 
-/// Survivors per type at the end of a sampled trace. False until the
-/// survival fix (issue 37 item 3) is merged: on main, .NET 8 keeps
-/// sampled objects of types the program keeps none of (`MxLarge`,
-/// `MxTemp`, `MxPhaseA`, `MxPhaseC`) alive. Set it to true after the
-/// merge; the failures are then test failures.
-const SURVIVAL_FIXED: bool = false;
+/// Survivors per type at the end of a sampled trace, and at most 5% of
+/// the samples of unknown fate. True since the survival tracker reads a
+/// background GC's report as covering every generation, judges the
+/// samples made during a background GC by its report, and judges a
+/// background GC with a foreground GC inside it at its own `GC/Stop`:
+/// before, types the program keeps none of (`MxLarge`, `MxTemp`) kept up
+/// to 14% of their samples alive, half of the kept `MxPhaseB` was lost
+/// on 3.1 (the `MxMid` it keeps half of at 13-24%), and a .NET 8 run once
+/// left 212 of 1,224 samples unknown (a foreground GC inside a
+/// background one).
+const SURVIVAL_FIXED: bool = true;
 
 /// Allocated bytes per GC interval. True since samples made during a
 /// background GC (.NET 8 runs an induced `Collect(1)` or `Collect(2)` as
@@ -125,8 +130,12 @@ fn dotnet_env() -> Option<&'static Dotnet> {
     dotnet::dotnet(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("eventpipe-matrix-{}", std::process::id())))
 }
 
+/// The `clrprof` that reads the captures: `CLRPROF_MATRIX_READ_BIN`
+/// when set (another build, to see the checks fail without a fix), else
+/// this one. The captures are this build's.
 fn clrprof(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clrprof")).args(args).current_dir(dir).output().expect("run clrprof")
+    let bin = std::env::var_os("CLRPROF_MATRIX_READ_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_clrprof")), PathBuf::from);
+    Command::new(bin).args(args).current_dir(dir).output().expect("run clrprof")
 }
 
 fn ok_json(dir: &Path, args: &[&str]) -> Value {
@@ -432,8 +441,8 @@ fn check_sampled(way: Way, rt: Runtime, c: &Captured) {
     // without reporting its survivors; those are counted, and few.
     let unknown = s["estimates"]["survival_unknown_samples"].as_u64().unwrap_or(0);
     assert_eq!(s["estimates"]["survival_known"], unknown == 0, "{what}: {}", s["estimates"]);
-    // How few is survival's accuracy, open with it (issue 37 item 3): a
-    // loaded run on .NET 8 once gave 212 of 1,224 samples unknown.
+    // And few (see [`SURVIVAL_FIXED`]).
+    eprintln!("matrix: {what} unknown samples {unknown} of {}", s["estimates"]["samples"]);
     checks.check(
         unknown * 20 <= s["estimates"]["samples"].as_u64().unwrap_or(0),
         SURVIVAL_FIXED,

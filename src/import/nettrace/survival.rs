@@ -24,9 +24,11 @@
 //!   range can end inside the next object: a plug's last bytes hold the
 //!   following gap's header and, after a pinned plug, saved words; a
 //!   dead object partly covered so is not a survivor. On CoreCLR 3.1 the
-//!   ticks carry no size, and a dead object whose first three pointers a
-//!   neighbour's plug covers is counted alive (the guide gives the
-//!   measured share);
+//!   ticks carry no size, but its reports leave none partly covered: a
+//!   plug's range ends where its last object ends (`walk_plug` in its
+//!   `gc.cpp` gives back the 24 bytes a pinned plug's saved header
+//!   took), and a background GC's runs end at a free object (the guide
+//!   gives the measured figures);
 //! - **alive** where it was when the memory it lies in belongs to a
 //!   generation the GC did not condemn (older than the condemned one; the
 //!   large object heap below gen 2);

@@ -283,9 +283,15 @@ impl GcState {
         // A generation's memory: up to its reserved end (generation 0's
         // used length at a GC's start leaves out the allocation contexts
         // it is about to collect).
+        // A background GC's report walks every segment or region at its
+        // end, those made while it ran too: its end's ranges describe the
+        // memory of the objects made during it (after those of its start,
+        // which decide the generation of the rest).
+        let end = if c.background && c.survivors_reported && closed == Closed::Stop { &c.end_ranges[..] } else { &[] };
         let memory: Vec<Memory> = c
             .start_ranges
             .iter()
+            .chain(end)
             .map(|r| Memory { lo: r.start, hi: r.start.saturating_add(r.used.max(r.reserved)), generation: r.generation.min(3) })
             .collect();
         let number = self.gcs.min(u64::from(u32::MAX)) as u32;

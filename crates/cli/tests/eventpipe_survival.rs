@@ -56,7 +56,6 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("clrprof {args:?}: {e}"))
 }
 
-
 /// `GC/AllocationTick` events per type name, read from the trace itself.
 fn samples_per_type(trace: &Path) -> HashMap<String, u64> {
     let bytes = std::fs::read(trace).expect("read the trace");

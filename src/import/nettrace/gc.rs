@@ -22,7 +22,7 @@
 
 use super::log_text::LogText;
 use super::snapshot::Dump;
-use super::survival::{Memory, Survival};
+use super::survival::{Collected, Memory, Survival};
 use crate::format::records::{GcBoundary, GcCounts, GenerationRange, Moved, Survived};
 use crate::format::{Address, List, Record};
 
@@ -65,6 +65,8 @@ pub(super) struct GcState {
     /// Ranges cut short: longer than the address space leaves, or than
     /// the budget of lines.
     pub cut_ranges: u64,
+    /// A background GC set aside has reported ranges.
+    aside_reporting: bool,
 }
 
 struct Current {
@@ -76,9 +78,20 @@ struct Current {
     /// the end).
     started: bool,
     survivors_reported: bool,
-    /// A background GC (`GC/Start`'s `Type` 1): it condemns generation 2
-    /// and the large object heap only.
+    /// A background GC (`GC/Start`'s `Type` 1): its survivor report, at
+    /// its end, covers every generation ([`Collected::Background`]).
     background: bool,
+}
+
+/// How a GC came to be closed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Closed {
+    /// By its `GC/Stop`: its report is whole.
+    Stop,
+    /// By a `GC/Start` inside it.
+    Cut,
+    /// By the end of the trace.
+    TraceEnd,
 }
 
 /// GC reasons that are a program's or a tool's request
@@ -101,6 +114,7 @@ impl GcState {
             address_end: (pointer_size < 8).then(|| 1u64 << (8 * pointer_size.max(1))),
             extra_lines: EXTRA_LINES_BASE.saturating_add(trace_bytes as u64 / TRACE_BYTES_PER_EXTRA_LINE),
             cut_ranges: 0,
+            aside_reporting: false,
         }
     }
 
@@ -124,12 +138,19 @@ impl GcState {
         kept
     }
 
-    /// `GC/Start` (`kind`: its `Type`, 1 for a background GC).
+    /// `GC/Start` (`kind`: its `Type`, 1 for a background GC, 2 for a
+    /// foreground GC inside one).
     pub fn start(&mut self, log: &mut LogText<'_>, depth: u64, reason: u64, kind: u64) {
         // A start without a stop before it: the previous GC's end is
-        // missing (lost events); close it as reported so far.
+        // missing (lost events), or it is a background GC and this a
+        // foreground GC inside it; close it as reported so far.
         if self.current.is_some() {
-            self.stop(log, None::<Dump>);
+            self.cut(log);
+        }
+        // A background GC set aside ends with its own `GC/Stop`, after the
+        // foreground GCs inside it; another GC means that stop was lost.
+        if kind != 2 {
+            self.survival.set_aside_ended(false);
         }
         self.current = Some(Current {
             condemned: depth.min(2) as u32,
@@ -170,6 +191,12 @@ impl GcState {
     /// `u` line per range (`old == new` for a survivor).
     pub fn survivors(&mut self, log: &mut LogText<'_>, ranges: &[(u64, u64, u64)]) {
         if self.current.is_none() {
+            // The report of a background GC set aside (the log closed it).
+            if self.survival.has_set_aside() {
+                self.survival.reported(ranges.iter().copied());
+                self.survival_seen = true;
+                self.aside_reporting = true;
+            }
             return;
         }
         self.survival.reported(ranges.iter().copied());
@@ -201,12 +228,54 @@ impl GcState {
         self.current.is_some()
     }
 
-    /// `GC/Stop` (or the end of the trace with `ms = None`): the `b 0` and
-    /// `g` lines, after `before_end` (a heap snapshot taken in this GC).
+    /// Whether the GC in progress will report on an object made now: a
+    /// background GC that has not reported yet (it walks the heap at its
+    /// end, with the program stopped; a blocking GC lets no object be
+    /// made).
+    pub fn reports_later_on_objects_made_now(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.background && !c.survivors_reported)
+    }
+
+    /// Whether a background GC set aside has begun its report: an object
+    /// made now waits for its `GC/Stop` (its report does not cover it).
+    pub fn set_aside_reporting(&self) -> bool {
+        self.aside_reporting
+    }
+
+    /// `GC/Stop`: the `b 0` and `g` lines, after `before_end` (a heap
+    /// snapshot taken in this GC).
     pub fn stop(&mut self, log: &mut LogText<'_>, before_end: Option<Dump>) {
+        self.close(log, before_end, Closed::Stop);
+    }
+
+    /// The end of the trace inside a GC: closed as reported so far (its
+    /// report may be cut short too: an object no range holds is unknown).
+    pub fn trace_ended(&mut self, log: &mut LogText<'_>, before_end: Option<Dump>) {
+        self.close(log, before_end, Closed::TraceEnd);
+    }
+
+    /// The end of the trace outside a GC: a background GC set aside is
+    /// ended as reported so far.
+    pub fn end_set_aside(&mut self) {
+        self.survival.set_aside_ended(false);
+        self.aside_reporting = false;
+    }
+
+    /// A `GC/Start` inside the GC in progress: it is closed as reported
+    /// so far (its `GC/Stop` was lost, or a background GC let a
+    /// foreground one run before its report).
+    pub fn cut(&mut self, log: &mut LogText<'_>) {
+        self.close(log, None, Closed::Cut);
+    }
+
+    fn close(&mut self, log: &mut LogText<'_>, before_end: Option<Dump>, closed: Closed) {
         if self.current.is_none() {
-            // A stop without a start (the trace began inside a GC): nothing
-            // to close.
+            // The stop of a background GC set aside (or, with none, of a
+            // GC the trace began inside of: nothing to close).
+            if closed != Closed::Cut {
+                self.survival.set_aside_ended(closed == Closed::Stop);
+                self.aside_reporting = false;
+            }
             return;
         }
         self.write_start(log);
@@ -214,12 +283,29 @@ impl GcState {
         // A generation's memory: up to its reserved end (generation 0's
         // used length at a GC's start leaves out the allocation contexts
         // it is about to collect).
+        // A background GC's report walks every segment or region at its
+        // end, those made while it ran too: its end's ranges describe the
+        // memory of the objects made during it (after those of its start,
+        // which decide the generation of the rest).
+        let end = if c.background && c.survivors_reported && closed == Closed::Stop { &c.end_ranges[..] } else { &[] };
         let memory: Vec<Memory> = c
             .start_ranges
             .iter()
+            .chain(end)
             .map(|r| Memory { lo: r.start, hi: r.start.saturating_add(r.used.max(r.reserved)), generation: r.generation.min(3) })
             .collect();
-        self.survival.gc_ended(self.gcs.min(u64::from(u32::MAX)) as u32, c.condemned, c.background, &memory);
+        let number = self.gcs.min(u64::from(u32::MAX)) as u32;
+        if c.background && !c.survivors_reported && closed == Closed::Cut {
+            // A foreground GC inside it, or its stop lost (the next
+            // `GC/Start` tells which).
+            self.survival.set_aside(number, c.condemned, &memory);
+        } else {
+            let kind = if c.background { Collected::Background } else { Collected::Blocking };
+            self.survival.gc_ended(number, c.condemned, kind, closed == Closed::Stop, &memory);
+        }
+        if closed == Closed::TraceEnd {
+            self.survival.set_aside_ended(false);
+        }
         if let Some(dump) = before_end {
             dump.write(log);
         }

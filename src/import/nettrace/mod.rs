@@ -176,8 +176,11 @@ struct Writer<'m, 's> {
     event_ms: f64,
     /// Samples made while a GC is in progress (between its `GC/Start` and
     /// `GC/Stop` in time order: a background GC lets the program run),
-    /// given to the sink after the GC's records: the GC did not collect
-    /// them. Their definitions (type, stack) are given at once.
+    /// given to the sink after the GC's records. Their definitions (type,
+    /// stack) are given at once. The survival tracker has those made
+    /// during a background GC before its report at once: the report, at
+    /// the GC's end, covers them (a dead one is already swept, and its
+    /// memory may hold new objects when the next GC reports).
     held: Vec<HeldSample>,
     /// The GC in progress is a background one (`GC/Start`'s `Type` 1): its
     /// records keep the time of its start.
@@ -192,6 +195,8 @@ struct HeldSample {
     stack: i32,
     /// The object's size for the survival tracker (0: unknown).
     size: u64,
+    /// The survival tracker has it already.
+    followed: bool,
 }
 
 fn second_pass(
@@ -246,12 +251,14 @@ fn second_pass(
     if w.gc.in_gc() {
         let dump = w.snapshot.take(&mut w.log, &w.allocation_type_names);
         w.snapshots += u64::from(dump.is_some());
-        w.gc.stop(&mut w.log, dump);
+        w.gc.trace_ended(&mut w.log, dump);
         w.release_held();
     } else if let Some(dump) = w.snapshot.take(&mut w.log, &w.allocation_type_names) {
         w.snapshots += 1;
         dump.write(&mut w.log);
     }
+    // A background GC still set aside: its stop never came.
+    w.gc.end_set_aside();
     w.release_held();
     let summary = reader.finish();
     let mut warnings: Vec<String> = summary.warnings.iter().map(describe).collect();
@@ -406,7 +413,7 @@ impl Writer<'_, '_> {
         if name == "GC/Start" && self.gc.in_gc() {
             // The previous GC's end is missing: closed here, as reported,
             // before the samples made during it.
-            self.gc.stop(&mut self.log, None);
+            self.gc.cut(&mut self.log);
             self.release_held();
         }
         self.event_ms = ms;
@@ -466,8 +473,12 @@ impl Writer<'_, '_> {
     /// A sampled object's `!` record (and the survival tracker's note of
     /// it), now, or after the GC in progress when one is.
     fn sampled(&mut self, thread: u64, address: u64, stack: i32, size: u64) {
-        if self.gc.in_gc() {
-            self.held.push(HeldSample { ms: self.event_ms, thread, address, stack, size });
+        if self.gc.in_gc() || self.gc.set_aside_reporting() {
+            let followed = self.gc.reports_later_on_objects_made_now();
+            if followed {
+                self.gc.survival.allocated(address, size);
+            }
+            self.held.push(HeldSample { ms: self.event_ms, thread, address, stack, size, followed });
             return;
         }
         self.log.alloc(thread, address, stack);
@@ -479,7 +490,9 @@ impl Writer<'_, '_> {
         for h in std::mem::take(&mut self.held) {
             self.log.tick(h.ms);
             self.log.alloc(h.thread, h.address, h.stack);
-            self.gc.survival.allocated(h.address, h.size);
+            if !h.followed {
+                self.gc.survival.allocated(h.address, h.size);
+            }
         }
     }
 

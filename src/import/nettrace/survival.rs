@@ -14,8 +14,7 @@
 //! - while it runs, every surviving plug of the memory it condemned: moved
 //!   ranges when it compacts (a plug that stays put is a range moved by 0),
 //!   surviving ranges when it sweeps; a background GC reports at its end
-//!   every object of generation 2 and of the large object heap (on
-//!   regions, of every generation).
+//!   every run of objects its sweeps left, in every generation (below).
 //!
 //! So at the GC's end a sampled object is:
 //!
@@ -25,22 +24,49 @@
 //!   range can end inside the next object: a plug's last bytes hold the
 //!   following gap's header and, after a pinned plug, saved words; a
 //!   dead object partly covered so is not a survivor. On CoreCLR 3.1 the
-//!   ticks carry no size, and a dead object whose first three pointers a
-//!   neighbour's plug covers is counted alive (the guide gives the
-//!   measured share);
+//!   ticks carry no size, but its reports leave none partly covered: a
+//!   plug's range ends where its last object ends (`walk_plug` in its
+//!   `gc.cpp` gives back the 24 bytes a pinned plug's saved header
+//!   took), and a background GC's runs end at a free object (the guide
+//!   gives the measured figures);
 //! - **alive** where it was when the memory it lies in belongs to a
 //!   generation the GC did not condemn (older than the condemned one; the
-//!   large object heap below gen 2; generations 0 and 1 in a background
-//!   GC);
+//!   large object heap below gen 2);
 //! - **dead**, in the generation of its memory, when it lies in condemned
 //!   memory and the GC reported its survivors (any range at all) but none
-//!   holds it;
+//!   holds it. A background GC condemns generation 2 and the large object
+//!   heap, but its report covers every generation: at its end it walks
+//!   every object its sweeps left, on segments in every segment of
+//!   generation 2 (the ephemeral one, with generations 0 and 1, among
+//!   them) and of the large object heap, after it swept generations 0 and
+//!   1 too (`background_ephemeral_sweep` in the runtime's `gc.cpp`: their
+//!   dead objects become free space the program allocates into at once),
+//!   on regions in every region. So an object of any generation that a
+//!   background GC's report leaves out is dead. (Taking generations 0 and
+//!   1 as untouched kept swept objects followed at their old address,
+//!   where new objects then came to lie: the next GC's plugs over those
+//!   kept 10-16% of a type the program keeps none of alive on CoreCLR
+//!   3.1.) A foreground GC can run inside a background one (`GC/Start`
+//!   `Type` 2, before the background GC's report): the background GC is
+//!   set aside, the foreground GC judged, then the background GC's report
+//!   (after the foreground GC's moves) at its own `GC/Stop`, its deaths
+//!   numbered with it (closing it at the foreground GC's start made its
+//!   large objects unknown: 10% of a never-kept large array on .NET 8);
 //! - **unknown** otherwise: in condemned memory of a GC that reported no
 //!   survivors (the keyword was off, the events were lost, or a GC began
-//!   before the previous one's report came), or in memory no generation
-//!   range of the GC's start covered. An unknown object stays unknown
+//!   before the previous one's report came), in condemned memory of a GC
+//!   not closed by its `GC/Stop` that no range holds (the trace ended
+//!   inside it, or a `GC/Start` came first: its report may be cut short),
+//!   or in memory no generation range of the GC's start covered. An
+//!   unknown object stays unknown
 //!   (nothing later can say when it died); it is never counted as dead or
 //!   alive after that GC.
+//!
+//! An object made during a background GC, before its report, is judged
+//! by that report (the importer hands it over at once): the GC swept it
+//! when it was dead, and on .NET 8 a large array of the same size took
+//! its place before the next GC's report, which then read as the sampled
+//! one's survival (0.7% of a never-kept large array's samples).
 //!
 //! A new sample placed where a followed object lies proves that object
 //! gone: it was freed at a GC the reports did not show, and becomes
@@ -64,6 +90,26 @@ pub(super) fn body(size: u64, min_object: u64) -> u64 {
 
 /// The size from which objects go to the large object heap.
 const LARGE_OBJECT: u64 = 85_000;
+
+/// How a GC's report of survivors covers the heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Collected {
+    /// A blocking GC: it reports the survivors of the generations it
+    /// condemned.
+    Blocking,
+    /// A background GC: it condemned generation 2 and the large object
+    /// heap, and its report covers every generation.
+    Background,
+}
+
+/// A background GC set aside while a foreground GC runs inside it (the
+/// log closes it at the foreground GC's start; its report comes after
+/// the foreground GC's): judged at its own `GC/Stop`, with its number.
+struct SetAside {
+    gc: u32,
+    condemned: u32,
+    memory: Vec<Memory>,
+}
 
 /// A generation range at a GC's start: `[lo, hi)`.
 #[derive(Clone, Copy, Debug)]
@@ -90,6 +136,8 @@ pub(super) struct Survival {
     gcs_ended: u32,
     /// The smallest object: three pointers.
     min_object: u64,
+    /// A background GC waiting for its report.
+    aside: Option<SetAside>,
 }
 
 impl Default for Survival {
@@ -109,6 +157,7 @@ impl Survival {
             silent_gcs: 0,
             gcs_ended: 0,
             min_object: 3 * u64::from(pointer_size.clamp(4, 8)),
+            aside: None,
         }
     }
 
@@ -153,11 +202,11 @@ impl Survival {
     }
 
     /// The end of GC number `gc` (0-based, as the model numbers them),
-    /// which condemned generations up to `condemned` (only 2 and the large
-    /// object heap when `background`), with the generation ranges of its
-    /// start.
-    pub fn gc_ended(&mut self, gc: u32, condemned: u32, background: bool, memory: &[Memory]) {
-        self.gcs_ended = gc + 1;
+    /// which condemned generations up to `condemned` and reported as
+    /// `collected` says (its whole report when `finished`: closed by its
+    /// `GC/Stop`), with the generation ranges of its start.
+    pub fn gc_ended(&mut self, gc: u32, condemned: u32, collected: Collected, finished: bool, memory: &[Memory]) {
+        self.gcs_ended = self.gcs_ended.max(gc + 1);
         let mut reported = std::mem::take(&mut self.reported);
         reported.sort_unstable_by_key(|r| r.0);
         // A plug can come in pieces (one range per event's buffer, per
@@ -174,10 +223,10 @@ impl Survival {
         reported.clear();
         reported.extend(merged);
         let any_report = !reported.is_empty();
-        let condemns = |generation: u32| match generation {
-            3 => condemned >= 2,
-            g if background => g >= 2,
-            g => g <= condemned,
+        let condemns = |generation: u32| match (collected, generation) {
+            (Collected::Background, _) => true,
+            (Collected::Blocking, 3) => condemned >= 2,
+            (Collected::Blocking, g) => g <= condemned,
         };
         // Every followed object: covered by a reported range (moved or
         // stayed), or decided by the memory it lies in. Objects in no
@@ -205,10 +254,10 @@ impl Survival {
                 if std::mem::replace(&mut gone[k], true) {
                     continue;
                 }
-                let fate = if any_report {
+                silent |= !any_report;
+                let fate = if any_report && finished {
                     SampledFate::Died { gc, generation: m.generation.min(3) as u8 }
                 } else {
-                    silent = true;
                     SampledFate::Unknown { gc }
                 };
                 self.set(all[k].sample, fate);
@@ -263,6 +312,29 @@ impl Survival {
         self.reported = reported;
     }
 
+    /// Background GC number `gc`, which condemned up to `condemned`, set
+    /// aside before its report (a foreground GC started inside it): its
+    /// report, when it comes, is taken at [`Survival::set_aside_ended`].
+    /// One set aside before is ended unfinished.
+    pub fn set_aside(&mut self, gc: u32, condemned: u32, memory: &[Memory]) {
+        self.set_aside_ended(false);
+        self.gcs_ended = self.gcs_ended.max(gc + 1);
+        self.aside = Some(SetAside { gc, condemned, memory: memory.to_vec() });
+    }
+
+    /// Whether a background GC is set aside.
+    pub fn has_set_aside(&self) -> bool {
+        self.aside.is_some()
+    }
+
+    /// The end of the background GC set aside (by its `GC/Stop` when
+    /// `finished`), with the ranges reported since the last GC's end.
+    pub fn set_aside_ended(&mut self, finished: bool) {
+        if let Some(a) = self.aside.take() {
+            self.gc_ended(a.gc, a.condemned, Collected::Background, finished, &a.memory);
+        }
+    }
+
     /// The fates, in sample order (objects still followed are alive).
     pub fn finish(self) -> Vec<SampledFate> {
         self.fates
@@ -290,10 +362,10 @@ mod tests {
         s.allocated(0x2100, 24); // gen 1: not condemned by a gen-0 GC
         s.allocated(0x8100, 90_000); // LOH: not condemned
         s.reported([(0x1100, 0x2500, 24)].into_iter());
-        s.gc_ended(0, 0, false, &[GEN0, GEN1, LOH]);
+        s.gc_ended(0, 0, Collected::Blocking, true, &[GEN0, GEN1, LOH]);
         // A gen-2 GC: the moved object reported again, at its new address.
         s.reported([(0x2500, 0x2500, 24)].into_iter());
-        s.gc_ended(1, 2, false, &[GEN0, GEN1, LOH]);
+        s.gc_ended(1, 2, Collected::Blocking, true, &[GEN0, GEN1, LOH]);
         assert_eq!(
             s.finish(),
             vec![
@@ -312,25 +384,79 @@ mod tests {
         s.allocated(0x2100, 24);
         // No range reported: the gen-0 object is unknown, the gen-1 one
         // was not condemned.
-        s.gc_ended(0, 0, false, &[GEN0, GEN1]);
+        s.gc_ended(0, 0, Collected::Blocking, true, &[GEN0, GEN1]);
         // Outside every range of the GC's start: unknown.
         s.allocated(0x5000, 24);
         s.reported([(0x2100, 0x2100, 24)].into_iter());
-        s.gc_ended(1, 0, false, &[GEN0, GEN1]);
+        s.gc_ended(1, 0, Collected::Blocking, true, &[GEN0, GEN1]);
         assert_eq!(s.unknown(), 2);
         assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Alive, SampledFate::Unknown { gc: 1 }]);
     }
 
     #[test]
-    fn a_background_gc_condemns_gen2_and_the_loh_only() {
+    fn a_background_gc_reports_every_generation() {
+        let mut s = Survival::default();
+        let gen2 = Memory { lo: 0x4000, hi: 0x5000, generation: 2 };
+        // Swept by the background GC (CoreCLR 3.1's ephemeral sweep): not
+        // in its report, dead in gen 0; reported: alive.
+        s.allocated(0x1100, 24);
+        s.allocated(0x1200, 24);
+        s.allocated(0x4100, 24);
+        s.allocated(0x4200, 24);
+        s.reported([(0x1200, 0x1200, 24), (0x4200, 0x4200, 24)].into_iter());
+        s.gc_ended(0, 2, Collected::Background, true, &[GEN0, gen2]);
+        assert_eq!(
+            s.finish(),
+            vec![
+                SampledFate::Died { gc: 0, generation: 0 },
+                SampledFate::Alive,
+                SampledFate::Died { gc: 0, generation: 2 },
+                SampledFate::Alive,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_background_gc_set_aside_is_judged_after_the_foreground_gc_inside_it() {
+        let mut s = Survival::default();
+        let gen2 = Memory { lo: 0x4000, hi: 0x5000, generation: 2 };
+        s.allocated(0x1100, 24);
+        s.allocated(0x1200, 24);
+        s.allocated(0x4100, 24);
+        s.allocated(0x4200, 24);
+        // GC 0, background, set aside; GC 1, a gen-0 foreground GC inside
+        // it, moves one gen-0 object into gen 1 and frees the other.
+        s.set_aside(0, 2, &[GEN0, GEN1, gen2]);
+        s.reported([(0x1100, 0x2100, 24)].into_iter());
+        s.gc_ended(1, 0, Collected::Blocking, true, &[GEN0, GEN1, gen2]);
+        // Made after the foreground GC, before the background GC's report.
+        s.allocated(0x1300, 24);
+        // The background GC's report: the moved object, one of gen 2.
+        s.reported([(0x2100, 0x2100, 24), (0x4200, 0x4200, 24)].into_iter());
+        s.set_aside_ended(true);
+        assert!(!s.has_set_aside());
+        assert_eq!(
+            s.finish(),
+            vec![
+                SampledFate::Alive,
+                SampledFate::Died { gc: 1, generation: 0 },
+                SampledFate::Died { gc: 0, generation: 2 },
+                SampledFate::Alive,
+                SampledFate::Died { gc: 0, generation: 0 },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_background_gc_that_reported_nothing_leaves_every_generation_unknown() {
         let mut s = Survival::default();
         let gen2 = Memory { lo: 0x4000, hi: 0x5000, generation: 2 };
         s.allocated(0x1100, 24);
         s.allocated(0x4100, 24);
-        s.allocated(0x4200, 24);
-        s.reported([(0x4200, 0x4200, 24)].into_iter());
-        s.gc_ended(0, 2, true, &[GEN0, gen2]);
-        assert_eq!(s.finish(), vec![SampledFate::Alive, SampledFate::Died { gc: 0, generation: 2 }, SampledFate::Alive]);
+        s.set_aside(0, 2, &[GEN0, gen2]);
+        // The trace ends before its report.
+        s.set_aside_ended(false);
+        assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Unknown { gc: 0 }]);
     }
 
     #[test]
@@ -338,7 +464,7 @@ mod tests {
         let mut s = Survival::default();
         s.allocated(0x1100, 64);
         s.reported([(0x1100, 0x1100, 64)].into_iter());
-        s.gc_ended(0, 0, false, &[GEN0]);
+        s.gc_ended(0, 0, Collected::Blocking, true, &[GEN0]);
         s.allocated(0x1120, 24);
         assert_eq!(s.overwritten, 1);
         assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Alive]);
@@ -354,8 +480,19 @@ mod tests {
         // the range.
         s.allocated(0x1400, 0);
         s.reported([(0x10a0, 0x10a0, 0x68), (0x1300, 0x1300, 0x110)].into_iter());
-        s.gc_ended(0, 0, false, &[GEN0]);
+        s.gc_ended(0, 0, Collected::Blocking, true, &[GEN0]);
         assert_eq!(s.finish(), vec![SampledFate::Died { gc: 0, generation: 0 }, SampledFate::Died { gc: 0, generation: 0 }]);
+    }
+
+    #[test]
+    fn a_gc_not_closed_by_its_stop_kills_nothing() {
+        let mut s = Survival::default();
+        s.allocated(0x1100, 24);
+        s.allocated(0x1200, 24);
+        // The trace ended inside the GC, after one range of its report.
+        s.reported([(0x1100, 0x1100, 24)].into_iter());
+        s.gc_ended(0, 0, Collected::Blocking, false, &[GEN0]);
+        assert_eq!(s.finish(), vec![SampledFate::Alive, SampledFate::Unknown { gc: 0 }]);
     }
 
     /// Random samples, reports and GCs (clustered addresses, so that
@@ -407,9 +544,11 @@ mod tests {
                         Memory { lo, hi: lo + (r >> 32) % span, generation: (r % 4) as u32 }
                     })
                     .collect();
-                let (condemned, background) = ((next() % 3) as u32, next() % 4 == 0);
-                s.gc_ended(gc, condemned, background, &memory);
-                o.gc_ended(gc, condemned, background, &memory);
+                let condemned = (next() % 3) as u32;
+                let collected = if next() % 4 == 0 { Collected::Background } else { Collected::Blocking };
+                let finished = next() % 8 != 0;
+                s.gc_ended(gc, condemned, collected, finished, &memory);
+                o.gc_ended(gc, condemned, collected, finished, &memory);
                 assert_eq!(
                     (s.overwritten, s.silent_gcs, s.unknown()),
                     (o.overwritten, o.silent_gcs, o.unknown()),

@@ -2,7 +2,7 @@
 //! object in a `BTreeMap`), the oracle the faster one is checked against
 //! (`survival::tests::agrees_with_the_first_tracker`).
 
-use super::survival::{body, Memory};
+use super::survival::{body, Collected, Memory};
 use crate::import::SampledFate;
 use std::collections::BTreeMap;
 
@@ -98,11 +98,11 @@ impl Oracle {
     }
 
     /// The end of GC number `gc` (0-based, as the model numbers them),
-    /// which condemned generations up to `condemned` (only 2 and the large
-    /// object heap when `background`), with the generation ranges of its
-    /// start.
-    pub fn gc_ended(&mut self, gc: u32, condemned: u32, background: bool, memory: &[Memory]) {
-        self.gcs_ended = gc + 1;
+    /// which condemned generations up to `condemned` and reported as
+    /// `collected` says (its whole report when `finished`: closed by its
+    /// `GC/Stop`), with the generation ranges of its start.
+    pub fn gc_ended(&mut self, gc: u32, condemned: u32, collected: Collected, finished: bool, memory: &[Memory]) {
+        self.gcs_ended = self.gcs_ended.max(gc + 1);
         let mut reported = std::mem::take(&mut self.reported);
         reported.sort_unstable_by_key(|r| r.0);
         // A plug can come in pieces (one range per event's buffer, per
@@ -119,10 +119,10 @@ impl Oracle {
         reported.clear();
         reported.extend(merged);
         let any_report = !reported.is_empty();
-        let condemns = |generation: u32| match generation {
-            3 => condemned >= 2,
-            g if background => g >= 2,
-            g => g <= condemned,
+        let condemns = |generation: u32| match (collected, generation) {
+            (Collected::Background, _) => true,
+            (Collected::Blocking, 3) => condemned >= 2,
+            (Collected::Blocking, g) => g <= condemned,
         };
         // Every followed object: covered by a reported range (moved or
         // stayed), or decided by the memory it lies in. Objects in no
@@ -146,10 +146,10 @@ impl Oracle {
             let inside: Vec<u64> = self.alive.range(m.lo..m.hi).map(|(&a, _)| a).collect();
             for a in inside {
                 let Some(f) = self.alive.remove(&a) else { continue };
-                let fate = if any_report {
+                silent |= !any_report;
+                let fate = if any_report && finished {
                     SampledFate::Died { gc, generation: m.generation.min(3) as u8 }
                 } else {
-                    silent = true;
                     SampledFate::Unknown { gc }
                 };
                 self.set(f.sample, fate);

@@ -3,7 +3,9 @@
 //   - Elder objects (main thread) made old by two GC.Collect(2), Middle
 //     objects made older by one GC.Collect(0);
 //   - then 4 threads allocate at once, each interleaving Keeper (kept
-//     all), Halver (every 2nd kept), Dropper (kept none) and, every 64th
+//     all), Halver (kept at random, one in two: a pattern such as every
+//     2nd would line up with where the runtime's sampling falls), Dropper
+//     (kept none) and, every 64th
 //     step, a large long[] (kept) and a large double[] (dropped);
 //   - after the threads: Junior objects made gen 1 by a GC.Collect(0); the
 //     generation of every Middle, Elder and Junior object counted (what
@@ -40,17 +42,21 @@ static class P
     const int LARGE_LENGTH = 12000; // 96,024 bytes: the large object heap
     static int PerThread;
     static long[] Large = new long[4];
+    static long[] HalversKept = new long[4];
 
     static void Work(object arg)
     {
         int t = (int)arg;
         var kept = new List<object>(PerThread * 2);
         object last = null;
+        // xorshift64, seeded per thread: which Halvers are kept.
+        ulong x = 0x9E3779B97F4A7C15UL * (ulong)(t + 1);
         for (int i = 0; i < PerThread; i++)
         {
             kept.Add(new Keeper { A = i });
             var h = new Halver { A = i };
-            if ((i & 1) == 0) kept.Add(h);
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            if ((x & 1) == 0) { kept.Add(h); HalversKept[t]++; }
             last = new Dropper { A = i };
             if (i % LARGE_EVERY == 0)
             {
@@ -148,12 +154,14 @@ static class P
         int[] after = { GC.CollectionCount(0), GC.CollectionCount(1), GC.CollectionCount(2) };
         long large = 0;
         foreach (var l in Large) large += l;
+        long halvers = 0;
+        foreach (var h in HalversKept) halvers += h;
         long n = 4L * PerThread;
         Console.WriteLine("{\"ready\":true,\"pid\":" + System.Diagnostics.Process.GetCurrentProcess().Id
             + ",\"threads\":4"
             + ",\"allocated\":{\"Keeper\":" + n + ",\"Halver\":" + n + ",\"Dropper\":" + n
             + ",\"Int64[]\":" + large + ",\"Double[]\":" + large + ",\"Elder\":" + old + ",\"Middle\":" + old + ",\"Junior\":" + old + "}"
-            + ",\"kept\":{\"Keeper\":" + n + ",\"Halver\":" + (2L * PerThread) + ",\"Dropper\":0"
+            + ",\"kept\":{\"Keeper\":" + n + ",\"Halver\":" + halvers + ",\"Dropper\":0"
             + ",\"Int64[]\":" + large + ",\"Double[]\":0,\"Elder\":0,\"Middle\":0,\"Junior\":0}"
             + ",\"died_in_generation\":{\"Middle\":" + Gens(middleGen) + ",\"Elder\":" + Gens(elderGen) + ",\"Junior\":" + Gens(juniorGen) + "}"
             + ",\"gc_before_release\":" + Gens(before)

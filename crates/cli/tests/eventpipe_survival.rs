@@ -1,7 +1,8 @@
 //! Survival followed through every GC, against a program that knows its
 //! survivors (`agent/testapps/survival.cs`: four threads allocating at
-//! once, each interleaving a type it keeps whole, one it keeps half of,
-//! one it keeps none of, and large arrays kept and dropped; old objects
+//! once, each interleaving a type it keeps whole, one it keeps half of
+//! (chosen at random: a fixed pattern lines up with the sampling), one it
+//! keeps none of, and large arrays kept and dropped; old objects
 //! made gen 2 and then released; a gen-1 GC and a gen-2 GC after the
 //! release), on CoreCLR 3.1 (segments) and .NET 8 (regions), with the
 //! trace written by the runtime itself (`DOTNET_EnableEventPipe`):

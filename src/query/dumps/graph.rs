@@ -81,6 +81,47 @@ impl Csr {
         start.truncate(n + 1);
         Csr { start, targets }
     }
+
+    /// The reversed graph of the numbered nodes, over their numbers:
+    /// `number[v]` is node `v`'s number below `count` (`u32::MAX`, or
+    /// beyond `count`: left out, with its edges). Node `number[b]`'s
+    /// successors are the numbers of `b`'s predecessors, in node order.
+    ///
+    /// Both passes read the graph in node order; only the counts and the
+    /// filled slots are reached at random, with no load waiting on
+    /// another (a depth-first walk over the renumbered graph then reads
+    /// it in order).
+    pub fn reversed_numbered(&self, number: &[u32], count: usize) -> Csr {
+        let n = self.nodes().min(number.len());
+        let numbered = |v: u32| number.get(v as usize).copied().filter(|&i| (i as usize) < count);
+        let mut start = vec![0u32; count + 2];
+        for v in 0..n as u32 {
+            if numbered(v).is_none() {
+                continue;
+            }
+            for &b in self.successors(v) {
+                if let Some(j) = numbered(b) {
+                    start[j as usize + 2] += 1;
+                }
+            }
+        }
+        for k in 2..count + 2 {
+            start[k] += start[k - 1];
+        }
+        let mut targets = vec![0u32; start[count + 1] as usize];
+        for v in 0..n as u32 {
+            let Some(i) = numbered(v) else { continue };
+            for &b in self.successors(v) {
+                if let Some(j) = numbered(b) {
+                    let slot = &mut start[j as usize + 1];
+                    targets[*slot as usize] = i;
+                    *slot += 1;
+                }
+            }
+        }
+        start.truncate(count + 1);
+        Csr { start, targets }
+    }
 }
 
 /// One dump's object graph.

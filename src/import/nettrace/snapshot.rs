@@ -19,7 +19,7 @@ use super::fields::{member_string, member_u64, Fields};
 use super::log_text::LogText;
 use super::walk::{Joined, Walk, WalkGaps, WalkNode};
 use crate::eventpipe::Bulk;
-use crate::format::address_index::AddressIndex;
+use crate::format::address_index::{AddressIndex, ReferenceFinder};
 use crate::format::records::{HeapObject, Root, ROOT_UNNAMED, ROOT_WEAK};
 use crate::format::{Address, List, Record, TypeId};
 use crate::gcdump::orphans::unnamed_roots;
@@ -243,9 +243,10 @@ const NO_NODE: u32 = u32::MAX;
 fn unnamed_of(j: &Joined) -> Vec<u32> {
     let n = j.len();
     let index = AddressIndex::new(&j.addresses);
+    let mut finder = ReferenceFinder::new(&index, &j.addresses);
     let mut targets: Vec<u32> = Vec::with_capacity(j.refs.len());
     for i in 0..n {
-        targets.extend(j.refs_of(i).iter().map(|&a| index.find(&j.addresses, a, i).unwrap_or(NO_NODE)));
+        targets.extend(j.refs_of(i).iter().enumerate().map(|(k, &a)| finder.find(a, i, k).unwrap_or(NO_NODE)));
     }
     let children = |v: usize| {
         let range = j.ref_range(v);

@@ -244,6 +244,15 @@ mod tests {
                 prop_assert_eq!(t.idom(v), want[v as usize], "node {}", v);
                 prop_assert_eq!(t.is_reachable(v), v == 0 || want[v as usize].is_some());
             }
+            // The same tree over preorder numbers: each dominator numbered
+            // below its node, the root its own.
+            let (pre, up) = (t.preorder(), t.idom_numbers());
+            prop_assert_eq!(up.len(), pre.len());
+            prop_assert_eq!(up.first().copied(), Some(0));
+            for i in 1..pre.len() {
+                prop_assert!((up[i] as usize) < i);
+                prop_assert_eq!(Some(pre[up[i] as usize]), t.idom(pre[i]), "number {}", i);
+            }
         }
 
         #[test]

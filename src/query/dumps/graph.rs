@@ -2,7 +2,7 @@
 //! virtual root `n` that references every strong root's object.
 
 use super::DumpIndex;
-use crate::format::address_index::AddressIndex;
+use crate::format::address_index::{AddressIndex, ReferenceFinder};
 use crate::format::records::ROOT_WEAK;
 use crate::model::{DumpRoot, Model};
 
@@ -170,18 +170,19 @@ impl DumpGraph {
         }
         // Address -> object: for an address listed twice the later object
         // wins, as in CLRProfiler's table, where the later entry hides the
-        // earlier. A reference is searched from its referring object (see
-        // `AddressIndex`: a walk's objects mostly reference their
-        // neighbours).
+        // earlier. A reference is guessed from the one before or searched
+        // from its referring object (see `ReferenceFinder`, `AddressIndex`:
+        // a walk's objects mostly reference their neighbours).
         let by_address = AddressIndex::new(&addresses);
         let find = |a: u64, hint: usize| by_address.find(&addresses, a, hint);
+        let mut finder = ReferenceFinder::new(&by_address, &addresses);
         let mut start = Vec::with_capacity(n + 2);
         let mut targets = Vec::new();
         let mut dangling_references = 0;
         start.push(0u32);
         for k in 0..n {
-            for r in t.reference_iter(d, k) {
-                match find(r, k) {
+            for (j, r) in t.reference_iter(d, k).enumerate() {
+                match finder.find(r, k, j) {
                     Some(x) => targets.push(x),
                     None => dangling_references += 1,
                 }

@@ -118,7 +118,7 @@ pub(crate) struct GroupRetained {
     pub top_level: u64,
 }
 
-/// Per group (`group[v]` for object `v`, below `groups`): retained bytes
+/// Per group (`group(v)` for object `v`, below `groups`): retained bytes
 /// counted once and the top-level share, from the retained bytes by
 /// preorder number ([`retained_by_number`]).
 ///
@@ -142,7 +142,7 @@ pub(crate) fn retained_per_group(
     graph: &DumpGraph,
     tree: &DominatorTree,
     by_number: &[u64],
-    group: &[u32],
+    group: impl Fn(usize) -> Option<u32>,
     groups: usize,
 ) -> Vec<GroupRetained> {
     let pre = tree.preorder();
@@ -173,7 +173,7 @@ pub(crate) fn retained_per_group(
     let mut cover = vec![0u32; groups];
     for (k, &i) in order.iter().enumerate() {
         let v = pre[i as usize] as usize;
-        let Some(&g) = group.get(v) else { continue };
+        let Some(g) = group(v) else { continue };
         let (Some(slot), Some(end)) = (acc.get_mut(g as usize), cover.get_mut(g as usize)) else { continue };
         let r = by_number[i as usize];
         slot.objects += 1;
@@ -192,8 +192,9 @@ pub(crate) fn retained_per_group(
 /// Per type: [`retained_per_group`] with one group per type id.
 pub(crate) fn retained_per_type(graph: &DumpGraph, tree: &DominatorTree, by_number: &[u64]) -> PerType<(u64, u64, u64)> {
     let mut acc: PerType<(u64, u64, u64)> = PerType::new(graph.types.iter().copied());
-    let group: Vec<u32> = graph.types.iter().map(|&t| acc.index(t) as u32).collect();
-    for (k, g) in retained_per_group(graph, tree, by_number, &group, acc.len()).into_iter().enumerate() {
+    let group = |v: usize| graph.types.get(v).map(|&t| acc.index(t) as u32);
+    let per = retained_per_group(graph, tree, by_number, group, acc.len());
+    for (k, g) in per.into_iter().enumerate() {
         if let Some(slot) = acc.at(k) {
             *slot = (g.objects, g.bytes, g.retained);
         }
@@ -331,7 +332,58 @@ mod tests {
         acc
     }
 
+    /// A graph of `n` objects and its virtual root from edges and roots.
+    fn graph_of(n: usize, edges: &[(u32, u32)], roots: &[u32], sizes: &[u32]) -> DumpGraph {
+        let mut all: Vec<(u32, u32)> = edges.iter().copied().filter(|&(a, b)| (a as usize) < n && (b as usize) < n).collect();
+        all.extend(roots.iter().filter(|&&r| (r as usize) < n).map(|&r| (n as u32, r)));
+        DumpGraph {
+            index: DumpIndex(0),
+            graph: Csr::from_edges(n + 1, &all),
+            addresses: (0..n as u64).map(|a| 0x1000 + 8 * a).collect(),
+            types: vec![0; n],
+            sizes: sizes[..n].to_vec(),
+            roots: Vec::new(),
+            dangling_references: 0,
+            dangling_roots: 0,
+        }
+    }
+
     proptest! {
+        #[test]
+        fn retained_bytes_are_the_bytes_of_what_a_node_dominates(
+            n in 1usize..40,
+            edges in proptest::collection::vec((0u32..40, 0u32..40), 0..90),
+            roots in proptest::collection::vec(0u32..40, 1..5),
+            sizes in proptest::collection::vec(1u32..100, 40),
+        ) {
+            let graph = graph_of(n, &edges, &roots, &sizes);
+            let tree = dominators(&graph.graph, graph.root());
+            let retained = retained_sizes(&graph, &tree);
+            for v in 0..=n as u32 {
+                let want: u64 = (0..n as u32).filter(|&u| tree.dominates(v, u)).map(|u| u64::from(sizes[u as usize])).sum();
+                prop_assert_eq!(retained[v as usize], want, "node {}", v);
+            }
+            let by_number = retained_by_number(&graph, &tree);
+            for (i, &v) in tree.preorder().iter().enumerate() {
+                prop_assert_eq!(by_number[i], retained[v as usize]);
+            }
+        }
+
+        #[test]
+        fn the_top_objects_are_the_first_of_all_sorted(
+            by_number in proptest::collection::vec(0u64..20, 1..3000),
+            top in 0usize..700,
+            seed in any::<u64>(),
+        ) {
+            // Node `pre[i]` of number `i`: distinct, scrambled.
+            let r = by_number.len();
+            let pre: Vec<u32> = (0..r as u64).map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) % 1000) as u32 * 4096 + i as u32).collect();
+            let mut want: Vec<u32> = (1..r as u32).collect();
+            want.sort_by(|a, b| by_number[*b as usize].cmp(&by_number[*a as usize]).then(pre[*a as usize].cmp(&pre[*b as usize])));
+            want.truncate(top);
+            prop_assert_eq!(top_numbers(&by_number, &pre, top), want);
+        }
+
         #[test]
         fn per_group_figures_equal_a_walk_up_the_dominators(
             n in 1usize..40,
@@ -340,23 +392,12 @@ mod tests {
             groups in proptest::collection::vec(0u32..4, 40),
             sizes in proptest::collection::vec(1u32..100, 40),
         ) {
-            let mut all: Vec<(u32, u32)> = edges.iter().copied().filter(|&(a, b)| (a as usize) < n && (b as usize) < n).collect();
-            all.extend(roots.iter().filter(|&&r| (r as usize) < n).map(|&r| (n as u32, r)));
-            let graph = DumpGraph {
-                index: DumpIndex(0),
-                graph: Csr::from_edges(n + 1, &all),
-                addresses: (0..n as u64).map(|a| 0x1000 + 8 * a).collect(),
-                types: vec![0; n],
-                sizes: sizes[..n].to_vec(),
-                roots: Vec::new(),
-                dangling_references: 0,
-                dangling_roots: 0,
-            };
+            let graph = graph_of(n, &edges, &roots, &sizes);
             let tree = dominators(&graph.graph, graph.root());
             let retained = retained_sizes(&graph, &tree);
             let group = &groups[..n];
             prop_assert_eq!(
-                retained_per_group(&graph, &tree, &retained_by_number(&graph, &tree), group, 4),
+                retained_per_group(&graph, &tree, &retained_by_number(&graph, &tree), |v| group.get(v).copied(), 4),
                 naive(&graph, &tree, &retained, group, 4)
             );
         }

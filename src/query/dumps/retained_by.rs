@@ -95,7 +95,7 @@ pub fn retained_by(model: &Model, index: DumpIndex, by: SiteBy) -> Option<Retain
         all[g].1 += o.size as u64;
         group.push(g as u32);
     }
-    let per = retained_per_group(&graph, &tree, &by_number, &group, sites.len());
+    let per = retained_per_group(&graph, &tree, &by_number, |v| group.get(v).copied(), sites.len());
     let (objects, bytes) = all.iter().fold((0, 0), |a, s| (a.0 + s.0, a.1 + s.1));
     let (reachable_objects, reachable_bytes) = per.iter().fold((0, 0), |a, g| (a.0 + g.objects, a.1 + g.bytes));
     let mut rows: Vec<RetainedSite> = sites

@@ -275,8 +275,9 @@ mod tests {
             edges in proptest::collection::vec((0u32..30, 0u32..30), 0..80),
             numbers in proptest::collection::vec(proptest::option::of(0u32..30), 30),
         ) {
-            // Distinct numbers below `count` for some nodes; the others
-            // (none, or a number at or beyond `count`) are left out.
+            // Distinct numbers below `count` for some nodes, the later
+            // nodes the lower numbers; the others (none, or a number at or
+            // beyond `count`) are left out.
             let mut number = vec![NONE; n];
             let mut used = 0usize;
             for (v, x) in numbers.iter().take(n).enumerate() {
@@ -287,6 +288,9 @@ mod tests {
                 };
             }
             let count = used;
+            for x in number.iter_mut().filter(|x| (**x as usize) < count) {
+                *x = (count - 1) as u32 - *x;
+            }
             let g = Csr::from_edges(n, &edges);
             let r = g.reversed_numbered(&number, count);
             prop_assert_eq!(r.nodes(), count);

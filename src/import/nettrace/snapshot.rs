@@ -260,7 +260,7 @@ fn unnamed_of(j: &Joined) -> Vec<u32> {
         .map(|t| t as usize)
         .collect();
     drop(index);
-    let mut reached = reached_from(n, &children, roots);
+    let mut reached = reached_from(n, children, roots);
     unnamed_roots(n, children, |_| true, &mut reached)
 }
 

@@ -281,18 +281,23 @@ fn reached_from<I: Iterator<Item = usize>>(n: usize, children: impl Fn(usize) ->
             *slot = true;
         }
     }
+    // (A child above the sweep without children of its own, such as an
+    // array of bytes, is only marked: nothing is kept to follow it.)
     let mut above: Vec<usize> = Vec::new();
+    let visit = |u: usize, v: usize, reached: &mut [bool], above: &mut Vec<usize>| {
+        for c in children(u).filter(|&c| c < n) {
+            if !std::mem::replace(&mut reached[c], true) && c > v && children(c).next().is_some() {
+                above.push(c);
+            }
+        }
+    };
     for v in (0..n).rev() {
         if !reached[v] {
             continue;
         }
-        above.push(v);
+        visit(v, v, &mut reached, &mut above);
         while let Some(u) = above.pop() {
-            for c in children(u).filter(|&c| c < n) {
-                if !std::mem::replace(&mut reached[c], true) && c > v {
-                    above.push(c);
-                }
-            }
+            visit(u, v, &mut reached, &mut above);
         }
     }
     reached

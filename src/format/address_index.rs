@@ -126,6 +126,47 @@ impl AddressIndex {
     }
 }
 
+/// Finds references' objects through an [`AddressIndex`], guessing each
+/// from the one before: the `k`th reference of an object lies at the
+/// distance (in positions) the `k`th reference of the previous object
+/// found its object at. In a walk, objects of a kind follow each other
+/// and reference alike (each node of a list its next node and its
+/// payload, at the same distances), so the guess is mostly right and
+/// takes one comparison; else the index searches from the referrer. An
+/// address can be at only one position of disjoint runs, so a right
+/// guess is the answer; with a sorted copy (duplicates possible) the
+/// index is always asked.
+pub(crate) struct ReferenceFinder<'a> {
+    index: &'a AddressIndex,
+    addresses: &'a [u64],
+    /// By reference number (the last shared by the rest): the last
+    /// distance found.
+    distances: [isize; 8],
+}
+
+impl<'a> ReferenceFinder<'a> {
+    /// A finder over `addresses`, the column `index` was made of.
+    pub(crate) fn new(index: &'a AddressIndex, addresses: &'a [u64]) -> ReferenceFinder<'a> {
+        ReferenceFinder { index, addresses, distances: [0; 8] }
+    }
+
+    /// The position of `address`, the `k`th reference of the object at
+    /// `referrer` (what [`AddressIndex::find`] gives).
+    #[inline]
+    pub(crate) fn find(&mut self, address: u64, referrer: usize, k: usize) -> Option<u32> {
+        let slot = &mut self.distances[k.min(7)];
+        let guess = referrer.wrapping_add_signed(*slot);
+        let found = match self.index.kind {
+            Kind::Runs(_) if self.addresses.get(guess) == Some(&address) => Some(guess as u32),
+            _ => self.index.find(self.addresses, address, referrer),
+        };
+        if let Some(p) = found {
+            *slot = (p as isize).wrapping_sub(referrer as isize);
+        }
+        found
+    }
+}
+
 /// The position of `x` in the ascending `sorted`, searched outwards from
 /// `hint` in doubling steps, then by halves within the last step.
 #[inline]
@@ -219,6 +260,42 @@ mod tests {
                 let want = addresses.iter().rposition(|&x| x == a).map(|k| k as u32);
                 for hint in [0, addresses.len() / 3, addresses.len()] {
                     prop_assert_eq!(index.find(&addresses, a, hint), want, "address {}", a);
+                }
+            }
+        }
+    }
+
+    proptest! {
+        /// Guessed from the reference before or searched, each reference
+        /// finds what the index finds.
+        #[test]
+        fn the_finder_finds_what_the_index_finds(
+            regions in proptest::collection::vec(proptest::collection::vec(0u64..60, 0..30), 1..6),
+            duplicates in any::<bool>(),
+            refs in proptest::collection::vec((0usize..200, proptest::collection::vec(0u64..6100, 0..4)), 0..80),
+        ) {
+            // Regions in reverse order, each ascending; or with duplicates
+            // (the sorted copy).
+            let mut addresses = Vec::new();
+            for (k, r) in regions.iter().enumerate().rev() {
+                let mut r = r.clone();
+                r.sort_unstable();
+                r.dedup();
+                addresses.extend(r.iter().map(|a| 1000 * k as u64 + 8 * a));
+            }
+            if duplicates {
+                addresses.extend(addresses.clone());
+            }
+            let index = AddressIndex::new(&addresses);
+            let mut finder = ReferenceFinder::new(&index, &addresses);
+            let n = addresses.len().max(1);
+            for (referrer, targets) in &refs {
+                let referrer = referrer % n;
+                for (k, &a) in targets.iter().enumerate() {
+                    // Half the references name an object near the
+                    // referrer, at a distance the next one repeats.
+                    let a = if a % 2 == 0 { addresses.get((referrer + (a as usize % 7)) % n).copied().unwrap_or(a) } else { a };
+                    prop_assert_eq!(finder.find(a, referrer, k), index.find(&addresses, a, referrer), "address {}", a);
                 }
             }
         }

@@ -19,6 +19,8 @@ pub struct DominatorTree {
     root: u32,
     idom: Vec<u32>,
     preorder: Vec<u32>,
+    /// By preorder number: the number of the immediate dominator.
+    idom_numbers: Vec<u32>,
 }
 
 impl DominatorTree {
@@ -47,6 +49,16 @@ impl DominatorTree {
         &self.preorder
     }
 
+    /// By preorder number (a node's position in [`Self::preorder`]): the
+    /// number of its immediate dominator (the root's entry is 0, its own).
+    /// A dominator's number is below its nodes', so a pass from the last
+    /// number down meets every node before its dominator; and a pass over
+    /// these numbers reads the tree in order where [`Self::idom`] over
+    /// [`Self::preorder`] reaches the nodes at random.
+    pub fn idom_numbers(&self) -> &[u32] {
+        &self.idom_numbers
+    }
+
     /// Whether `a` dominates `b` (every node dominates itself; nothing
     /// dominates an unreachable node). Walks up the tree from `b`.
     pub fn dominates(&self, a: u32, b: u32) -> bool {
@@ -70,7 +82,7 @@ impl DominatorTree {
 pub fn dominators(graph: &Csr, root: u32) -> DominatorTree {
     let n = graph.nodes();
     if root as usize >= n {
-        return DominatorTree { root, idom: vec![NONE; n], preorder: Vec::new() };
+        return DominatorTree { root, idom: vec![NONE; n], preorder: Vec::new(), idom_numbers: Vec::new() };
     }
     // Depth-first preorder numbering, iteratively.
     let mut num = vec![NONE; n];
@@ -97,23 +109,20 @@ pub fn dominators(graph: &Csr, root: u32) -> DominatorTree {
     }
     drop(stack);
     let r = vertex.len();
-    // Semidominators, by preorder number. (Each working array is freed
-    // as soon as it is done with: the peak is this loop's, a few words a
-    // node besides the graph.)
-    let mut semi: Vec<u32> = (0..r as u32).collect();
+    // Semidominators, by preorder number, from the predecessors taken
+    // over the preorder numbers (so that this loop reads them in order).
+    // Each working array is freed as soon as it is done with, or taken
+    // over by a later one (whose pages are then not faulted in again):
+    // the peak is this loop's, a few words a node besides the graph.
+    let preds = graph.reversed_numbered(&num, r);
+    let mut semi = refill(num, r, |i| i);
     {
-        let preds = graph.reversed();
         let mut label: Vec<u32> = (0..r as u32).collect();
         let mut ancestor: Vec<u32> = vec![NONE; r];
         let mut path: Vec<u32> = Vec::new();
         for i in (1..r).rev() {
-            let w = vertex[i];
             let mut s = semi[i];
-            for &v in preds.successors(w) {
-                let j = num[v as usize];
-                if j == NONE {
-                    continue;
-                }
+            for &j in preds.successors(i as u32) {
                 let u = eval(j, &mut ancestor, &mut label, &semi, &mut path);
                 s = s.min(semi[u as usize]);
             }
@@ -121,25 +130,35 @@ pub fn dominators(graph: &Csr, root: u32) -> DominatorTree {
             ancestor[i] = parent[i];
         }
     }
-    drop(num);
+    drop(preds);
     // Immediate dominators: the nearest ancestor of the DFS parent whose
-    // number is at most the semidominator's.
-    let mut idom: Vec<u32> = vec![0; r];
+    // number is at most the semidominator's. Each replaces its node's
+    // parent in place (read just before; the loop reads only lower
+    // numbers' dominators).
+    let mut idom = parent;
+    if let Some(first) = idom.first_mut() {
+        *first = 0;
+    }
     for i in 1..r {
-        let mut d = parent[i];
+        let mut d = idom[i];
         while d > semi[i] {
             d = idom[d as usize];
         }
         idom[i] = d;
     }
-    drop(semi);
-    drop(parent);
-    let mut idom_of = vec![NONE; n];
+    let mut idom_of = refill(semi, n, |_| NONE);
     for i in 1..r {
         idom_of[vertex[i] as usize] = vertex[idom[i] as usize];
     }
     idom_of[root as usize] = root;
-    DominatorTree { root, idom: idom_of, preorder: vertex }
+    DominatorTree { root, idom: idom_of, preorder: vertex, idom_numbers: idom }
+}
+
+/// `buffer`'s memory holding `len` values, `value(i)` at `i`.
+fn refill(mut buffer: Vec<u32>, len: usize, value: impl Fn(u32) -> u32) -> Vec<u32> {
+    buffer.clear();
+    buffer.extend((0..len as u32).map(value));
+    buffer
 }
 
 /// The node of smallest semidominator on the forest path from `v` up to
@@ -225,6 +244,15 @@ mod tests {
                 prop_assert_eq!(t.idom(v), want[v as usize], "node {}", v);
                 prop_assert_eq!(t.is_reachable(v), v == 0 || want[v as usize].is_some());
             }
+            // The same tree over preorder numbers: each dominator numbered
+            // below its node, the root its own.
+            let (pre, up) = (t.preorder(), t.idom_numbers());
+            prop_assert_eq!(up.len(), pre.len());
+            prop_assert_eq!(up.first().copied(), Some(0));
+            for i in 1..pre.len() {
+                prop_assert!((up[i] as usize) < i);
+                prop_assert_eq!(Some(pre[up[i] as usize]), t.idom(pre[i]), "number {}", i);
+            }
         }
 
         #[test]
@@ -238,6 +266,41 @@ mod tests {
             for b in 0..n as u32 {
                 let want: Vec<u32> = (0..n as u32).flat_map(|a| g.successors(a).iter().filter(move |&&x| x == b).map(move |_| a)).collect();
                 prop_assert_eq!(r.successors(b), &want[..]);
+            }
+        }
+
+        #[test]
+        fn reversing_over_numbers_swaps_the_numbered_edges(
+            n in 1usize..30,
+            edges in proptest::collection::vec((0u32..30, 0u32..30), 0..80),
+            numbers in proptest::collection::vec(proptest::option::of(0u32..30), 30),
+        ) {
+            // Distinct numbers below `count` for some nodes, the later
+            // nodes the lower numbers; the others (none, or a number at or
+            // beyond `count`) are left out.
+            let mut number = vec![NONE; n];
+            let mut used = 0usize;
+            for (v, x) in numbers.iter().take(n).enumerate() {
+                number[v] = match x {
+                    Some(x) if *x % 4 != 0 => { used += 1; used as u32 - 1 }
+                    Some(x) => 100 + x,
+                    None => NONE,
+                };
+            }
+            let count = used;
+            for x in number.iter_mut().filter(|x| (**x as usize) < count) {
+                *x = (count - 1) as u32 - *x;
+            }
+            let g = Csr::from_edges(n, &edges);
+            let r = g.reversed_numbered(&number, count);
+            prop_assert_eq!(r.nodes(), count);
+            let inside = |v: u32| (number[v as usize] as usize) < count;
+            for b in (0..n as u32).filter(|&b| inside(b)) {
+                let want: Vec<u32> = (0..n as u32)
+                    .filter(|&a| inside(a))
+                    .flat_map(|a| g.successors(a).iter().filter(move |&&x| x == b).map(|_| number[a as usize]).collect::<Vec<_>>())
+                    .collect();
+                prop_assert_eq!(r.successors(number[b as usize]), &want[..]);
             }
         }
     }

@@ -2,7 +2,7 @@
 //! virtual root `n` that references every strong root's object.
 
 use super::DumpIndex;
-use crate::format::address_index::AddressIndex;
+use crate::format::address_index::{AddressIndex, ReferenceFinder};
 use crate::format::records::ROOT_WEAK;
 use crate::model::{DumpRoot, Model};
 
@@ -81,6 +81,47 @@ impl Csr {
         start.truncate(n + 1);
         Csr { start, targets }
     }
+
+    /// The reversed graph of the numbered nodes, over their numbers:
+    /// `number[v]` is node `v`'s number below `count` (`u32::MAX`, or
+    /// beyond `count`: left out, with its edges). Node `number[b]`'s
+    /// successors are the numbers of `b`'s predecessors, in node order.
+    ///
+    /// Both passes read the graph in node order; only the counts and the
+    /// filled slots are reached at random, with no load waiting on
+    /// another (a depth-first walk over the renumbered graph then reads
+    /// it in order).
+    pub fn reversed_numbered(&self, number: &[u32], count: usize) -> Csr {
+        let n = self.nodes().min(number.len());
+        let numbered = |v: u32| number.get(v as usize).copied().filter(|&i| (i as usize) < count);
+        let mut start = vec![0u32; count + 2];
+        for v in 0..n as u32 {
+            if numbered(v).is_none() {
+                continue;
+            }
+            for &b in self.successors(v) {
+                if let Some(j) = numbered(b) {
+                    start[j as usize + 2] += 1;
+                }
+            }
+        }
+        for k in 2..count + 2 {
+            start[k] += start[k - 1];
+        }
+        let mut targets = vec![0u32; start[count + 1] as usize];
+        for v in 0..n as u32 {
+            let Some(i) = numbered(v) else { continue };
+            for &b in self.successors(v) {
+                if let Some(j) = numbered(b) {
+                    let slot = &mut start[j as usize + 1];
+                    targets[*slot as usize] = i;
+                    *slot += 1;
+                }
+            }
+        }
+        start.truncate(count + 1);
+        Csr { start, targets }
+    }
 }
 
 /// One dump's object graph.
@@ -129,18 +170,19 @@ impl DumpGraph {
         }
         // Address -> object: for an address listed twice the later object
         // wins, as in CLRProfiler's table, where the later entry hides the
-        // earlier. A reference is searched from its referring object (see
-        // `AddressIndex`: a walk's objects mostly reference their
-        // neighbours).
+        // earlier. A reference is guessed from the one before or searched
+        // from its referring object (see `ReferenceFinder`, `AddressIndex`:
+        // a walk's objects mostly reference their neighbours).
         let by_address = AddressIndex::new(&addresses);
         let find = |a: u64, hint: usize| by_address.find(&addresses, a, hint);
+        let mut finder = ReferenceFinder::new(&by_address, &addresses);
         let mut start = Vec::with_capacity(n + 2);
         let mut targets = Vec::new();
         let mut dangling_references = 0;
         start.push(0u32);
         for k in 0..n {
-            for r in t.reference_iter(d, k) {
-                match find(r, k) {
+            for (j, r) in t.reference_iter(d, k).enumerate() {
+                match finder.find(r, k, j) {
                     Some(x) => targets.push(x),
                     None => dangling_references += 1,
                 }

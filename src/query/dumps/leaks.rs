@@ -34,7 +34,7 @@
 use super::dominators::{dominators, DominatorTree};
 use super::graph::DumpGraph;
 use super::paths::bfs;
-use super::retained::{retained_per_type, retained_sizes};
+use super::retained::{retained_by_number, retained_per_type};
 use super::roots::RootRef;
 use super::DumpIndex;
 use crate::model::Model;
@@ -260,7 +260,7 @@ struct Analysed<'m> {
 fn analyse(model: &Model, index: DumpIndex) -> Option<Analysed<'_>> {
     let graph = DumpGraph::build(model, index)?;
     let tree = dominators(&graph.graph, graph.root());
-    let retained: HashMap<i32, (u64, u64, u64)> = retained_per_type(&graph, &tree, &retained_sizes(&graph, &tree)).entries().collect();
+    let retained: HashMap<i32, (u64, u64, u64)> = retained_per_type(&graph, &tree, &retained_by_number(&graph, &tree)).entries().collect();
     let mut names = Vec::with_capacity(graph.types.len());
     let mut cache: HashMap<i32, String> = HashMap::new();
     for &t in &graph.types {

@@ -19,7 +19,7 @@
 
 use super::dominators::dominators;
 use super::graph::DumpGraph;
-use super::retained::{retained_per_group, retained_sizes};
+use super::retained::{retained_by_number, retained_per_group};
 use super::sites::{Site, SiteBy, Sites, UnknownAllocations, UnknownTally};
 use super::DumpIndex;
 use crate::model::Model;
@@ -79,7 +79,7 @@ pub fn retained_by(model: &Model, index: DumpIndex, by: SiteBy) -> Option<Retain
     let d = index.get(model)?;
     let graph = DumpGraph::build(model, index)?;
     let tree = dominators(&graph.graph, graph.root());
-    let sizes = retained_sizes(&graph, &tree);
+    let by_number = retained_by_number(&graph, &tree);
     let t = model.heap_dumps();
     let mut sites = Sites::new(model, by);
     let mut group = Vec::with_capacity(graph.objects());
@@ -95,7 +95,7 @@ pub fn retained_by(model: &Model, index: DumpIndex, by: SiteBy) -> Option<Retain
         all[g].1 += o.size as u64;
         group.push(g as u32);
     }
-    let per = retained_per_group(&graph, &tree, &sizes, &group, sites.len());
+    let per = retained_per_group(&graph, &tree, &by_number, |v| group.get(v).copied(), sites.len());
     let (objects, bytes) = all.iter().fold((0, 0), |a, s| (a.0 + s.0, a.1 + s.1));
     let (reachable_objects, reachable_bytes) = per.iter().fold((0, 0), |a, g| (a.0 + g.objects, a.1 + g.bytes));
     let mut rows: Vec<RetainedSite> = sites

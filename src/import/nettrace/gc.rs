@@ -148,8 +148,11 @@ impl GcState {
             self.cut(log);
         }
         // A background GC set aside ends with its own `GC/Stop`, after the
-        // foreground GCs inside it; another GC means that stop was lost.
-        if kind != 2 {
+        // foreground GCs inside it. Those are ephemeral: .NET 5 and later
+        // give them `Type` 2, CoreCLR 3.1 gives 0 (seen: a gen-0 GC
+        // started 10 µs after the background GC, its report after the
+        // gen-0 GC's stop). Another gen-2 GC means that stop was lost.
+        if kind != 2 && depth >= 2 {
             self.survival.set_aside_ended(false);
         }
         self.current = Some(Current {
@@ -332,4 +335,51 @@ fn record_ranges(ranges: &[Range]) -> Vec<GenerationRange> {
             generation: r.generation as i32,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GcState, LogText, Range};
+    use crate::format::{Style, TextSink};
+    use crate::import::SampledFate;
+
+    const GEN0: u64 = 0x1000_0000;
+    const GEN2: u64 = 0x2000_0000;
+
+    fn ranges(gc: &mut GcState) {
+        gc.range(Range { generation: 2, start: GEN2, used: 0x10_0000, reserved: 0x10_0000 });
+        gc.range(Range { generation: 0, start: GEN0, used: 0x10_0000, reserved: 0x10_0000 });
+    }
+
+    /// CoreCLR 3.1: a background GC, a gen-0 GC of `Type` 0 inside it
+    /// (before its report), then the background GC's report and stop. The
+    /// background GC is judged by its own report: what it reports lives,
+    /// what it leaves out died; nothing is unknown.
+    #[test]
+    fn a_gen0_gc_of_type_0_inside_a_background_gc_leaves_it_its_report() {
+        let trace = [0u8; 16];
+        let mut out = Vec::new();
+        let mut sink = TextSink::new(&mut out, Style::BITS64);
+        let mut log = LogText::new(&trace, &mut sink);
+        let mut gc = GcState::new(trace.len(), 8);
+        // Two samples in gen 2, one in gen 0 that the gen-0 GC keeps.
+        gc.survival.allocated(GEN2 + 0x100, 32);
+        gc.survival.allocated(GEN2 + 0x200, 32);
+        gc.survival.allocated(GEN0 + 0x100, 32);
+        gc.start(&mut log, 2, 4, 1);
+        ranges(&mut gc);
+        gc.start(&mut log, 0, 4, 0);
+        ranges(&mut gc);
+        gc.survivors(&mut log, &[(GEN0 + 0x100, GEN0 + 0x100, 32)]);
+        gc.stop(&mut log, None);
+        // The background GC's report: the first gen-2 object and the
+        // gen-0 one.
+        gc.survivors(&mut log, &[(GEN2 + 0x100, GEN2 + 0x100, 32), (GEN0 + 0x100, GEN0 + 0x100, 32)]);
+        gc.stop(&mut log, None);
+        let fates = gc.survival.finish();
+        assert_eq!(fates.len(), 3);
+        assert!(matches!(fates[0], SampledFate::Alive), "{fates:?}");
+        assert!(matches!(fates[1], SampledFate::Died { .. }), "{fates:?}");
+        assert!(matches!(fates[2], SampledFate::Alive), "{fates:?}");
+    }
 }

@@ -64,12 +64,12 @@ const SURVIVAL_FIXED: bool = true;
 
 /// The survivors of `MxPhaseA` on .NET 8. False: in 14 of 39 .NET 8
 /// captures (13 runs of each way) 7% to 13% of its samples (never kept)
-/// came out alive: after the induced `GC.Collect(0)` ran as a background
-/// gen-2 GC, the gen-1 GC that followed reported every 8 KB allocation
-/// context of their regions as moved, dead objects with the rest; the
-/// cause is not found (the guide's EventPipe chapter, "Survival"). Every
-/// other type, and every type on 3.1, is checked. A miss prints `KNOWN
-/// FAILURE`.
+/// came out alive. The induced `GC.Collect(0)` ran as a background gen-2
+/// GC and the program allocated `MxPhaseB` before its end; its report, at
+/// its end, lists those new objects' 8 KB allocation contexts, some at the
+/// very address of a dead `MxPhaseA` sample (the guide's EventPipe
+/// chapter, "Survival"). Every other type, and every type on 3.1, is
+/// checked. A miss prints `KNOWN FAILURE`.
 const NET8_SURVIVORS_EXACT: bool = false;
 
 /// Allocated bytes per GC interval. True since samples made during a

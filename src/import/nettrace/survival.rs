@@ -393,16 +393,21 @@ mod tests {
         assert_eq!(s.finish(), vec![SampledFate::Unknown { gc: 0 }, SampledFate::Alive, SampledFate::Unknown { gc: 1 }]);
     }
 
+    /// A tracker following two samples in gen 0 (`GEN0`) and two in the
+    /// gen-2 memory it gives.
+    fn two_in_gen0_two_in_gen2() -> (Survival, Memory) {
+        let mut s = Survival::default();
+        for a in [0x1100, 0x1200, 0x4100, 0x4200] {
+            s.allocated(a, 24);
+        }
+        (s, Memory { lo: 0x4000, hi: 0x5000, generation: 2 })
+    }
+
     #[test]
     fn a_background_gc_reports_every_generation() {
-        let mut s = Survival::default();
-        let gen2 = Memory { lo: 0x4000, hi: 0x5000, generation: 2 };
         // Swept by the background GC (CoreCLR 3.1's ephemeral sweep): not
         // in its report, dead in gen 0; reported: alive.
-        s.allocated(0x1100, 24);
-        s.allocated(0x1200, 24);
-        s.allocated(0x4100, 24);
-        s.allocated(0x4200, 24);
+        let (mut s, gen2) = two_in_gen0_two_in_gen2();
         s.reported([(0x1200, 0x1200, 24), (0x4200, 0x4200, 24)].into_iter());
         s.gc_ended(0, 2, Collected::Background, true, &[GEN0, gen2]);
         assert_eq!(
@@ -418,12 +423,7 @@ mod tests {
 
     #[test]
     fn a_background_gc_set_aside_is_judged_after_the_foreground_gc_inside_it() {
-        let mut s = Survival::default();
-        let gen2 = Memory { lo: 0x4000, hi: 0x5000, generation: 2 };
-        s.allocated(0x1100, 24);
-        s.allocated(0x1200, 24);
-        s.allocated(0x4100, 24);
-        s.allocated(0x4200, 24);
+        let (mut s, gen2) = two_in_gen0_two_in_gen2();
         // GC 0, background, set aside; GC 1, a gen-0 foreground GC inside
         // it, moves one gen-0 object into gen 1 and frees the other.
         s.set_aside(0, 2, &[GEN0, GEN1, gen2]);

@@ -16,7 +16,6 @@ use clrprof::eventpipe::{AllocationTick, Event, Field, NetTraceReader, Value};
 use clrprof_gen::nettrace::{generate_nettrace, NetTraceOptions};
 use clrprof_gen::{GenOptions, PointerBits, Preset};
 use nettrace_v6::{utf16z, Ev, Label, Meta, Thread, Writer};
-use std::path::PathBuf;
 
 /// The general decoder's fields as the typed read gives them.
 fn by_name<'a>(fields: &[Field<'a>]) -> AllocationTick<'a> {
@@ -157,16 +156,6 @@ fn every_version_and_every_cut_reads_the_same_both_ways() {
     }
 }
 
-fn traces_in(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "nettrace"))
-        .collect();
-    paths.sort();
-    paths
-}
-
 #[test]
 fn corpus_ticks_read_the_same_both_ways() {
     let dir = common::repo_root().join("../shared/corpus/eventpipe");
@@ -175,7 +164,7 @@ fn corpus_ticks_read_the_same_both_ways() {
         return;
     }
     let mut typed = 0;
-    for path in traces_in(&dir) {
+    for path in common::nettraces_in(&dir) {
         let seen = compare(&path.display().to_string(), &std::fs::read(&path).expect("a trace"));
         assert_eq!(seen.errors + seen.general, 0);
         typed += seen.typed;
@@ -189,7 +178,7 @@ fn real_runtime_ticks_read_the_same_both_ways() {
         eprintln!("(CLRPROF_IMPORT_DIFF_DIR not set: no more traces)");
         return;
     };
-    let paths = traces_in(dir.as_ref());
+    let paths = common::nettraces_in(dir.as_ref());
     assert!(!paths.is_empty(), "no .nettrace in {dir}");
     for path in paths {
         let seen = compare(&path.display().to_string(), &std::fs::read(&path).expect("a trace"));

@@ -12,7 +12,6 @@ mod common;
 use clrprof::eventpipe::{EventKind, NetTraceReader, Next};
 use clrprof_gen::nettrace::{generate_nettrace, NetTraceOptions};
 use clrprof_gen::{GenOptions, Preset};
-use std::path::PathBuf;
 
 /// The kinds the importer's first pass reads.
 fn methods(k: &EventKind) -> bool {
@@ -90,16 +89,6 @@ fn generated_traces_hand_out_the_same_events_in_the_same_order() {
     }
 }
 
-fn traces_in(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "nettrace"))
-        .collect();
-    paths.sort();
-    paths
-}
-
 #[test]
 fn corpus_traces_hand_out_the_same_events_in_the_same_order() {
     let dir = common::repo_root().join("../shared/corpus/eventpipe");
@@ -107,7 +96,7 @@ fn corpus_traces_hand_out_the_same_events_in_the_same_order() {
         common::missing(&dir.display().to_string());
         return;
     }
-    let paths = traces_in(&dir);
+    let paths = common::nettraces_in(&dir);
     assert!(paths.len() >= 3);
     for path in paths {
         compare(&path.display().to_string(), &std::fs::read(&path).expect("a trace"));
@@ -120,7 +109,7 @@ fn real_runtime_traces_hand_out_the_same_events_in_the_same_order() {
         eprintln!("(CLRPROF_IMPORT_DIFF_DIR not set: no more traces)");
         return;
     };
-    let paths = traces_in(dir.as_ref());
+    let paths = common::nettraces_in(dir.as_ref());
     assert!(!paths.is_empty(), "no .nettrace in {dir}");
     for path in paths {
         compare(&path.display().to_string(), &std::fs::read(&path).expect("a trace"));

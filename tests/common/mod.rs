@@ -31,6 +31,17 @@ pub fn missing(what: &str) {
     eprintln!("SKIPPED: {what} is missing");
 }
 
+/// The `.nettrace` files of a folder, by name.
+pub fn nettraces_in(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "nettrace"))
+        .collect();
+    paths.sort();
+    paths
+}
+
 /// `../shared/corpus/reference/`, or `None` (with a message) when absent.
 pub fn reference_dir() -> Option<PathBuf> {
     let dir = repo_root().join("../shared/corpus/reference");

@@ -268,7 +268,7 @@ pub(crate) fn apportion_pinned(model: &Model, row: StackRef, raw: &[u64], pinned
 }
 
 /// [`apportion_pinned`] with the row's estimate of `n` samples given by
-/// `estimate` (which never falls as `n` grows).
+/// `estimate_of` (which never falls as `n` grows).
 fn split(raw: &[u64], pinned: Option<usize>, estimate_of: impl Fn(u64) -> u64) -> Vec<u64> {
     let total: u64 = raw.iter().sum();
     let estimate = estimate_of(total);

@@ -155,6 +155,9 @@ impl GcState {
         if kind != 2 && depth >= 2 {
             self.survival.set_aside_ended(false);
         }
+        if kind == 1 {
+            self.survival.background_started(self.gcs.min(u64::from(u32::MAX)) as u32);
+        }
         self.current = Some(Current {
             condemned: depth.min(2) as u32,
             induced: is_induced(reason),
@@ -294,8 +297,14 @@ impl GcState {
         let memory: Vec<Memory> = c
             .start_ranges
             .iter()
-            .chain(end)
-            .map(|r| Memory { lo: r.start, hi: r.start.saturating_add(r.used.max(r.reserved)), generation: r.generation.min(3) })
+            .map(|r| (r, r.start.saturating_add(r.used)))
+            .chain(end.iter().map(|r| (r, r.start)))
+            .map(|(r, in_use)| Memory {
+                lo: r.start,
+                hi: r.start.saturating_add(r.used.max(r.reserved)),
+                in_use,
+                generation: r.generation.min(3),
+            })
             .collect();
         let number = self.gcs.min(u64::from(u32::MAX)) as u32;
         if c.background && !c.survivors_reported && closed == Closed::Cut {

@@ -306,8 +306,10 @@ fn second_pass(
     let unknown = w.gc.survival.unknown();
     if unknown > 0 {
         warnings.push(format!(
-            "{unknown} sampled object(s) lay in memory that a GC condemned without reporting its survivors, or that no generation range covered: what became of them after that GC is unknown ({} GC(s) reported no survivors; {} object(s) were found overwritten)",
-            w.gc.survival.silent_gcs, w.gc.survival.overwritten
+            "{unknown} sampled object(s) lay in memory that a GC condemned without reporting its survivors, or that no generation range covered, or are held at the end only by a background GC's report that cannot tell them from objects the program made where they lay during it: what became of them after that GC is unknown ({} GC(s) reported no survivors; {} object(s) were found overwritten; {} held so)",
+            w.gc.survival.silent_gcs,
+            w.gc.survival.overwritten,
+            w.gc.survival.doubtful_alive()
         ));
     }
     let fates = std::mem::take(&mut w.gc.survival).finish();

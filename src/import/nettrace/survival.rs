@@ -74,9 +74,11 @@
 //! a walk of the heap at the GC's end, holds the new objects where the
 //! dead ones were. An object made before the GC, in memory of generation
 //! 0 or 1 where new objects were seen to land during it (a sample, or a
-//! foreground GC's move) below the end of what that memory held at the
-//! GC's start, and at most a tick's worth above the highest of them,
-//! stays followed but doubtful: dead if a later GC leaves it out (dead
+//! foreground GC's move into memory that GC did not condemn) below the
+//! end of what that memory held at the GC's start, and at most a tick's
+//! worth above the highest of them, and not held by a foreground GC
+//! inside it (alive then, so reachable when the background GC began, so
+//! not swept by it), stays followed but doubtful: dead if a later GC leaves it out (dead
 //! whichever object it was), unknown if still held at the end. (Taking
 //! the report's word kept 7-13% of a never-kept type alive on .NET 8 in
 //! a third of the matrix's captures.)
@@ -180,9 +182,14 @@ struct Background {
     gc: u32,
     /// The first sample made during it.
     first_sample: u32,
-    /// Where objects came to lie during it: the samples made, the
-    /// destinations of foreground GCs' moves.
+    /// Where objects came to lie during it: the samples made, and where
+    /// foreground GCs inside it moved objects to in memory they did not
+    /// condemn (generation 1 for a gen-0 GC).
     landed: Vec<u64>,
+    /// The samples a foreground GC inside it held (sorted once it is
+    /// judged): alive then, so reachable when it began, so not swept by
+    /// it.
+    vouched: Vec<u32>,
 }
 
 impl Default for Survival {
@@ -287,11 +294,6 @@ impl Survival {
         reported.clear();
         reported.extend(merged);
         let any_report = !reported.is_empty();
-        if let (Some(b), Collected::Blocking) = (self.background.as_mut(), collected) {
-            // A foreground GC inside a background one: where it moved
-            // objects to.
-            b.landed.extend(reported.iter().filter(|r| r.0 != r.1).map(|r| r.1));
-        }
         let condemns = |generation: u32| match (collected, generation) {
             (Collected::Background, _) => true,
             (Collected::Blocking, 3) => condemned >= 2,
@@ -317,10 +319,20 @@ impl Survival {
                 }
             }
         }
-        if collected == Collected::Background {
-            if let Some(b) = self.background.take() {
-                self.doubt(gc, &b, memory, &moved);
+        match (self.background.as_mut(), collected) {
+            (Some(b), Collected::Blocking) => {
+                // A foreground GC inside the background one: what it held,
+                // and where it moved objects to in memory it left alone.
+                b.vouched.extend(moved.iter().map(|e| e.sample));
+                let untouched = |a: u64| memory.iter().any(|m| !condemns(m.generation) && m.lo <= a && a < m.hi);
+                b.landed.extend(reported.iter().filter(|r| r.0 != r.1 && untouched(r.1)).map(|r| r.1));
             }
+            (Some(_), Collected::Background) => {
+                if let Some(b) = self.background.take() {
+                    self.doubt(gc, b, memory, &moved);
+                }
+            }
+            _ => {}
         }
         let mut silent = false;
         for m in memory.iter().filter(|m| condemns(m.generation)) {
@@ -413,21 +425,23 @@ impl Survival {
     /// new objects land.
     /// `gc` is its number.
     pub fn background_started(&mut self, gc: u32) {
-        self.background = Some(Background { gc, first_sample: self.fates.len() as u32, landed: Vec::new() });
+        self.background = Some(Background { gc, first_sample: self.fates.len() as u32, landed: Vec::new(), vouched: Vec::new() });
     }
 
     /// The objects background GC `gc`'s report held (`kept`, at their
-    /// addresses) that it cannot vouch for: made before it, in memory of
-    /// generation 0 or 1 where objects came to lie during it below the
+    /// addresses) that it cannot vouch for: made before it, held by no
+    /// foreground GC inside it, in memory of generation 0 or 1 where
+    /// objects came to lie during it below the
     /// end of what that memory held at its start, up to a tick's worth
     /// above the highest of them. Its sweeps freed that memory and the
     /// program allocated into it before the report: an old object the
     /// report seems to hold may be dead, a new one in its place. (Seen on .NET 8: a never-kept type's samples, 7-13% of
     /// them, held so by a kept type's 8 KB allocation contexts laid
     /// where they had been.)
-    fn doubt(&mut self, gc: u32, b: &Background, memory: &[Memory], kept: &[Entry]) {
-        let mut landed = b.landed.clone();
+    fn doubt(&mut self, gc: u32, b: Background, memory: &[Memory], kept: &[Entry]) {
+        let Background { mut landed, mut vouched, first_sample, .. } = b;
         landed.sort_unstable();
+        vouched.sort_unstable();
         // The program fills freed memory from its low end (seen: each
         // 8 KB allocation context above the last), and allocates at most
         // a tick's worth after its last sample: memory above the highest
@@ -445,7 +459,7 @@ impl Survival {
             return;
         }
         reused.sort_unstable();
-        for e in kept.iter().filter(|e| e.sample < b.first_sample) {
+        for e in kept.iter().filter(|e| e.sample < first_sample && vouched.binary_search(&e.sample).is_err()) {
             let i = reused.partition_point(|r| r.0 <= e.addr);
             if i > 0 && e.addr < reused[i - 1].1 {
                 self.doubtful.push((e.sample, gc));
@@ -644,6 +658,28 @@ mod tests {
             assert_eq!(s.unknown(), 0, "{landed:?}");
             assert!(s.finish().iter().all(|f| *f == SampledFate::Alive), "{landed:?}");
         }
+    }
+
+    #[test]
+    fn a_foreground_gc_inside_a_background_one_vouches_for_what_it_held() {
+        let gen0 = Memory { lo: 0x10000, hi: 0x50000, in_use: 0x40000, generation: 0 };
+        let gen1 = Memory { lo: 0x60000, hi: 0x100000, in_use: 0x100000, generation: 1 };
+        let mut s = Survival::default();
+        s.allocated(0x11000, 32); // gen 0: held by the foreground GC
+        s.allocated(0x61000, 32); // gen 1: left alone by it
+        s.allocated(0xa0000, 32); // gen 1, above the reach of what lands
+        s.set_aside(0, 2, &[gen0, gen1]);
+        s.background_started(0);
+        // GC 1, gen 0, inside: compacts gen 0 (within its own memory: no
+        // sign of reuse) and promotes into generation 1's swept memory.
+        s.reported([(0x11000, 0x12000, 32), (0x20000, 0x60800, 0x800)].into_iter());
+        s.gc_ended(1, 0, Collected::Blocking, true, &[gen0, gen1]);
+        // A sample in gen 0 below its old end; the background GC's report
+        // holds all three.
+        s.allocated(0x13000, 32);
+        s.reported([(0x12000, 0x12000, 32), (0x13000, 0x13000, 32), (0x61000, 0x61000, 32), (0xa0000, 0xa0000, 32)].into_iter());
+        s.set_aside_ended(true);
+        assert_eq!(s.finish(), vec![SampledFate::Alive, SampledFate::Unknown { gc: 0 }, SampledFate::Alive, SampledFate::Alive]);
     }
 
     #[test]

@@ -185,7 +185,8 @@ struct Background {
     /// Where objects came to lie during it: the samples made, and where
     /// foreground GCs inside it moved objects to in memory they did not
     /// condemn (generation 1 for a gen-0 GC).
-    landed: Vec<u64>,
+    /// In the order they came: (address, the next sample's number then).
+    landed: Vec<(u64, u32)>,
     /// The samples a foreground GC inside it held (sorted once it is
     /// judged): alive then, so reachable when it began, so not swept by
     /// it.
@@ -227,7 +228,7 @@ impl Survival {
         }
         self.fates.push(SampledFate::Alive);
         if let Some(b) = self.background.as_mut() {
-            b.landed.push(address);
+            b.landed.push((address, sample));
         }
         // A followed object whose body holds the new one's start is gone.
         // Objects do not overlap: only the nearest one below can hold it.
@@ -325,7 +326,8 @@ impl Survival {
                 // and where it moved objects to in memory it left alone.
                 b.vouched.extend(moved.iter().map(|e| e.sample));
                 let untouched = |a: u64| memory.iter().any(|m| !condemns(m.generation) && m.lo <= a && a < m.hi);
-                b.landed.extend(reported.iter().filter(|r| r.0 != r.1 && untouched(r.1)).map(|r| r.1));
+                let next = self.fates.len() as u32;
+                b.landed.extend(reported.iter().filter(|r| r.0 != r.1 && untouched(r.1)).map(|r| (r.1, next)));
             }
             (Some(_), Collected::Background) => {
                 if let Some(b) = self.background.take() {
@@ -439,29 +441,45 @@ impl Survival {
     /// them, held so by a kept type's 8 KB allocation contexts laid
     /// where they had been.)
     fn doubt(&mut self, gc: u32, b: Background, memory: &[Memory], kept: &[Entry]) {
-        let Background { mut landed, mut vouched, first_sample, .. } = b;
-        landed.sort_unstable();
+        let Background { landed, mut vouched, .. } = b;
         vouched.sort_unstable();
-        // The program fills freed memory from its low end (seen: each
-        // 8 KB allocation context above the last), and allocates at most
-        // a tick's worth after its last sample: memory above the highest
-        // object that landed there by more than that is not taken.
-        let mut reused: Vec<(u64, u64)> = memory
-            .iter()
-            .filter(|m| m.generation <= 1 && m.lo < m.in_use)
-            .filter_map(|m| {
-                let below = landed.partition_point(|&a| a < m.in_use);
-                let highest = *landed[..below].last().filter(|&&a| a >= m.lo)?;
-                Some((m.lo, m.in_use.min(highest.saturating_add(TICK_REACH))))
-            })
-            .collect();
+        // Per memory range (the first of each start, those of the GC's
+        // start first): where objects landed below the end of what it
+        // held, that end rising with each new one (a tick's object opens
+        // an allocation context, and fresh contexts are handed out
+        // upwards: one below the highest so far was carved from freed
+        // memory). The program fills freed memory from its low end, and
+        // allocates at most a tick's worth after its last sample: memory
+        // above the highest such landing by more than that was not taken.
+        // (lo, hi, the first sample made after reuse began there.)
+        let mut seen: Vec<u64> = Vec::new();
+        let mut reused: Vec<(u64, u64, u32)> = Vec::new();
+        for m in memory.iter().filter(|m| m.generation <= 1 && m.lo < m.hi) {
+            if seen.contains(&m.lo) {
+                continue;
+            }
+            seen.push(m.lo);
+            let mut end = m.in_use.max(m.lo);
+            let mut first: Option<u32> = None;
+            let mut highest = 0u64;
+            for &(a, next) in landed.iter().filter(|l| m.lo <= l.0 && l.0 < m.hi) {
+                if a < end {
+                    first.get_or_insert(next);
+                    highest = highest.max(a);
+                }
+                end = end.max(a + 1);
+            }
+            if let Some(first) = first {
+                reused.push((m.lo, m.hi.min(highest.saturating_add(TICK_REACH)), first));
+            }
+        }
         if reused.is_empty() {
             return;
         }
         reused.sort_unstable();
-        for e in kept.iter().filter(|e| e.sample < first_sample && vouched.binary_search(&e.sample).is_err()) {
+        for e in kept.iter().filter(|e| vouched.binary_search(&e.sample).is_err()) {
             let i = reused.partition_point(|r| r.0 <= e.addr);
-            if i > 0 && e.addr < reused[i - 1].1 {
+            if i > 0 && e.addr < reused[i - 1].1 && e.sample < reused[i - 1].2 {
                 self.doubtful.push((e.sample, gc));
             }
         }
@@ -638,6 +656,27 @@ mod tests {
         assert_eq!(
             s.finish(),
             vec![SampledFate::Unknown { gc: 0 }, SampledFate::Died { gc: 1, generation: 0 }, SampledFate::Alive, SampledFate::Alive]
+        );
+    }
+
+    #[test]
+    fn objects_made_during_a_background_gc_are_doubted_once_memory_below_them_is_taken_again() {
+        // Generation 0 held nothing at the start. Made during the GC, in
+        // fresh memory, upwards: 0x11000, 0x30000; then one at 0x10800,
+        // below the highest so far: carved from swept memory. What was
+        // made before it, in reach, is doubted; what came after is not.
+        let gen0 = Memory { lo: 0x10000, hi: 0x100000, in_use: 0x10000, generation: 0 };
+        let mut s = Survival::default();
+        s.background_started(0);
+        for a in [0x11000, 0x30000, 0x10800, 0x31000] {
+            s.allocated(a, 32);
+        }
+        s.reported([(0x10000, 0x10000, 0x2000), (0x30000, 0x30000, 0x2000)].into_iter());
+        s.gc_ended(0, 2, Collected::Background, true, &[gen0]);
+        assert_eq!(
+            s.finish(),
+            vec![SampledFate::Unknown { gc: 0 }, SampledFate::Alive, SampledFate::Alive, SampledFate::Alive],
+            "0x30000 lies beyond 110 KB above 0x10800"
         );
     }
 

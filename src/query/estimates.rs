@@ -57,7 +57,7 @@ pub fn estimates(model: &Model) -> Option<Estimates> {
         note.push_str("; survivors and the heap at the end are estimated from the sampled objects followed through the GCs");
     } else if unknown > 0 && unknown < samples {
         note.push_str(&format!(
-            "; survivors and the heap at the end are estimated from the sampled objects followed through the GCs, but {unknown} sample(s) lay in memory a GC condemned without reporting its survivors: their fate is unknown (counted apart, never as dead or alive)"
+            "; survivors and the heap at the end are estimated from the sampled objects followed through the GCs, but the GCs' reports do not say what became of {unknown} sample(s) (memory condemned without a report of its survivors, or a background GC's report that cannot tell them from objects made where they lay): their fate is unknown (counted apart, never as dead or alive)"
         ));
     } else {
         note.push_str("; the GCs did not report survivors (keyword GCHeapSurvivalAndMovement, 0x400000), so what survived is unknown");

@@ -99,7 +99,7 @@ fn print_ages(a: &Ages, by: Option<By>) {
     }
     if !a.unknown.is_empty() {
         println!(
-            "Unknown (the runtime reported nothing for the memory they lay in; in no histogram): {} objects, {} bytes{}",
+            "Unknown (the GCs' reports do not say what became of them; in no histogram): {} objects, {} bytes{}",
             thousands(a.unknown.objects),
             thousands(a.unknown.bytes),
             range("unknown")

@@ -62,7 +62,7 @@ pub fn run(args: Args) -> Result<()> {
     let any_unknown = !s.unknown.is_empty();
     if any_unknown {
         println!(
-            "Unknown (the runtime reported nothing for the memory they lay in): {} objects, {} bytes; neither alive nor dead",
+            "Unknown (the GCs' reports do not say what became of them): {} objects, {} bytes; neither alive nor dead",
             thousands(s.unknown.objects),
             thousands(s.unknown.bytes)
         );

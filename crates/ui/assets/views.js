@@ -299,7 +299,7 @@ CP.views.lifetime = async function (root, params) {
       // A trace's sampled objects of unknown fate are in no histogram.
       if (a.unknown && a.unknown.objects > 0) {
         root.append(CP.el('p', { class: 'unknown', 'data-unknown': a.unknown.objects },
-          `Unknown (the runtime reported nothing for the memory they lay in; in no histogram): ${CP.num(a.unknown.objects)} objects, ${CP.num(a.unknown.bytes)} bytes`));
+          `Unknown (the GCs' reports do not say what became of them; in no histogram): ${CP.num(a.unknown.objects)} objects, ${CP.num(a.unknown.bytes)} bytes`));
       }
       // A sampled trace: each bin's figures with their samples and range.
       const ranged = a.ranges !== undefined;

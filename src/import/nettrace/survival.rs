@@ -72,16 +72,18 @@
 //! sweeps free the dead objects of generations 0 and 1, the program
 //! allocates into that memory while the GC still runs, and the report,
 //! a walk of the heap at the GC's end, holds the new objects where the
-//! dead ones were. An object made before the GC, in memory of generation
-//! 0 or 1 where new objects were seen to land during it (a sample, or a
-//! foreground GC's move into memory that GC did not condemn) below the
-//! end of what that memory held at the GC's start, and at most a tick's
-//! worth above the highest of them, and not held by a foreground GC
-//! inside it (alive then, so reachable when the background GC began, so
-//! not swept by it), stays followed but doubtful: dead if a later GC leaves it out (dead
-//! whichever object it was), unknown if still held at the end. (Taking
-//! the report's word kept 7-13% of a never-kept type alive on .NET 8 in
-//! a third of the matrix's captures.)
+//! dead ones were. Where memory of generation 0 or 1 was seen taken again
+//! during the GC (a sample, or a foreground GC's move into memory that
+//! GC did not condemn, well below the end of what that memory held), an
+//! object made before, within a tick's worth of those landings, held by
+//! no foreground GC inside the background one (alive then, so reachable
+//! when the background GC began, so not swept by it), whose report run
+//! has the shape of an allocation context laid over it (a kilobyte or
+//! more, from the object on, as on .NET 8, or ending just past it, as on
+//! CoreCLR 3.1), stays followed but doubtful: dead if a later GC leaves
+//! it out (dead whichever object it was), unknown if still held at the
+//! end. (Taking the report's word kept 7-13% of a never-kept type alive
+//! on .NET 8 in a third of the matrix's captures, and up to 6% on 3.1.)
 //!
 //! A new sample placed where a followed object lies proves that object
 //! gone: it was freed at a GC the reports did not show, and becomes

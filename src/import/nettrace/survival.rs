@@ -543,7 +543,8 @@ impl Survival {
     /// Samples still followed that a background GC's report could not
     /// vouch for (unknown at the end).
     pub fn doubtful_alive(&self) -> u64 {
-        let mut doubtful: Vec<u32> = self.doubtful.iter().map(|d| d.0).filter(|&s| self.fates.get(s as usize) == Some(&SampledFate::Alive)).collect();
+        let mut doubtful: Vec<u32> =
+            self.doubtful.iter().map(|d| d.0).filter(|&s| self.fates.get(s as usize) == Some(&SampledFate::Alive)).collect();
         doubtful.sort_unstable();
         doubtful.dedup();
         doubtful.len() as u64
@@ -771,7 +772,9 @@ mod tests {
         // A sample in gen 0 below its old end; the background GC's report
         // holds all three.
         s.allocated(0x13000, 32);
-        s.reported([(0x12000, 0x12000, 0x2000), (0x14000, 0x14000, 32), (0x61000, 0x61000, 0x2000), (0xa0000, 0xa0000, 0x2000)].into_iter());
+        s.reported(
+            [(0x12000, 0x12000, 0x2000), (0x14000, 0x14000, 32), (0x61000, 0x61000, 0x2000), (0xa0000, 0xa0000, 0x2000)].into_iter(),
+        );
         s.set_aside_ended(true);
         assert_eq!(s.finish(), vec![SampledFate::Alive, SampledFate::Unknown { gc: 0 }, SampledFate::Alive, SampledFate::Alive]);
     }

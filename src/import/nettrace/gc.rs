@@ -229,6 +229,16 @@ impl GcState {
         }
     }
 
+    /// Whether a heap walk made now is a snapshot of live objects: made in
+    /// a blocking gen-2 GC, or in a GC whose start the trace does not
+    /// hold. A lesser GC's walk (CoreCLR 3.1 walks the heap in any GC
+    /// while the heap-dump keyword is on) still holds the dead objects of
+    /// the generations it did not condemn; the runtime's own tools take
+    /// the walk of the first blocking gen-2 GC only.
+    pub fn walk_is_snapshot(&self) -> bool {
+        self.current.as_ref().map_or(true, |c| c.condemned >= 2 && !c.background)
+    }
+
     /// Whether a GC is in progress (a heap snapshot is written inside it).
     pub fn in_gc(&self) -> bool {
         self.current.is_some()
@@ -390,5 +400,24 @@ mod tests {
         assert!(matches!(fates[0], SampledFate::Alive), "{fates:?}");
         assert!(matches!(fates[1], SampledFate::Died { .. }), "{fates:?}");
         assert!(matches!(fates[2], SampledFate::Alive), "{fates:?}");
+    }
+
+    /// Only a blocking gen-2 GC's heap walk is a snapshot (CoreCLR 3.1
+    /// also walked the heap in a gen-0 GC that came first while a
+    /// heap-dump session was on: two dumps in one file, one holding dead
+    /// objects of the older generations).
+    #[test]
+    fn only_a_blocking_gen2_gcs_walk_is_a_snapshot() {
+        let trace = [0u8; 16];
+        let mut out = Vec::new();
+        let mut sink = TextSink::new(&mut out, Style::BITS64);
+        let mut log = LogText::new(&trace, &mut sink);
+        let mut gc = GcState::new(trace.len(), 8);
+        assert!(gc.walk_is_snapshot(), "outside a GC the trace shows the start of");
+        for (depth, kind, snapshot) in [(0, 0, false), (1, 0, false), (2, 1, false), (2, 0, true), (2, 2, true)] {
+            gc.start(&mut log, depth, 1, kind);
+            assert_eq!(gc.walk_is_snapshot(), snapshot, "depth {depth}, type {kind}");
+            gc.stop(&mut log, None);
+        }
     }
 }

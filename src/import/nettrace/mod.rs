@@ -170,6 +170,8 @@ struct Writer<'m, 's> {
     sizes_unknown: bool,
     undecodable: HashMap<String, u64>,
     snapshots: u64,
+    /// Heap walks of GCs that were not blocking gen-2 GCs, left out.
+    walks_left_out: u64,
     /// `AllocationSampled` events are the samples (the ticks are not).
     use_sampled: bool,
     /// The time of the event being read (ms).
@@ -220,6 +222,7 @@ fn second_pass(
         sizes_unknown: false,
         undecodable: HashMap::new(),
         snapshots: 0,
+        walks_left_out: 0,
         use_sampled,
         event_ms: 0.0,
         held: Vec::new(),
@@ -249,8 +252,7 @@ fn second_pass(
     }
     // A GC or a heap walk the trace ended inside of.
     if w.gc.in_gc() {
-        let dump = w.snapshot.take(&mut w.log, &w.allocation_type_names);
-        w.snapshots += u64::from(dump.is_some());
+        let dump = w.snapshot_of_gc();
         w.gc.trace_ended(&mut w.log, dump);
         w.release_held();
     } else if let Some(dump) = w.snapshot.take(&mut w.log, &w.allocation_type_names) {
@@ -302,6 +304,12 @@ fn second_pass(
     }
     if gaps.duplicate_batches > 0 {
         warnings.push(format!("{} heap-walk batch(es) came twice; the repeats were left out", gaps.duplicate_batches));
+    }
+    if w.walks_left_out > 0 {
+        warnings.push(format!(
+            "{} heap walk(s) made in a GC that was not a blocking gen-2 GC were left out: only such a GC's walk is a snapshot of live objects (CoreCLR 3.1 also walks the heap in a gen-0 GC that comes first while a heap-dump session is on)",
+            w.walks_left_out
+        ));
     }
     let unknown = w.gc.survival.unknown();
     if unknown > 0 {
@@ -451,8 +459,7 @@ impl Writer<'_, '_> {
                 self.gc.survivors(&mut self.log, &ranges(f, "RangeBase", "RangeBase"));
             }
             "GC/Stop" => {
-                let dump = self.snapshot.take(&mut self.log, &self.allocation_type_names);
-                self.snapshots += u64::from(dump.is_some());
+                let dump = self.snapshot_of_gc();
                 self.gc.stop(&mut self.log, dump);
                 self.release_held();
             }
@@ -485,6 +492,18 @@ impl Writer<'_, '_> {
         }
         self.log.alloc(thread, address, stack);
         self.gc.survival.allocated(address, size);
+    }
+
+    /// The heap snapshot of the GC about to close: its walk, if it is a
+    /// blocking gen-2 GC (else the walk is left out and counted).
+    fn snapshot_of_gc(&mut self) -> Option<snapshot::Dump> {
+        if !self.gc.walk_is_snapshot() {
+            self.walks_left_out += u64::from(self.snapshot.leave_out());
+            return None;
+        }
+        let dump = self.snapshot.take(&mut self.log, &self.allocation_type_names);
+        self.snapshots += u64::from(dump.is_some());
+        dump
     }
 
     /// The samples made during the GC just closed, at their times.

@@ -58,6 +58,13 @@ impl Snapshot {
         Snapshot { alignment, ..Snapshot::default() }
     }
 
+    /// Drops the walk read so far; whether there was one.
+    pub fn leave_out(&mut self) -> bool {
+        let was = !self.walk.is_empty();
+        self.walk = Walk::default();
+        was
+    }
+
     /// `Type/BulkType`.
     pub fn types(&mut self, f: &Fields<'_>) {
         for v in f.structs("Values") {

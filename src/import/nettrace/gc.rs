@@ -376,30 +376,27 @@ mod tests {
     /// what it leaves out died; nothing is unknown.
     #[test]
     fn a_gen0_gc_of_type_0_inside_a_background_gc_leaves_it_its_report() {
-        let trace = [0u8; 16];
-        let mut out = Vec::new();
-        let mut sink = TextSink::new(&mut out, Style::BITS64);
-        let mut log = LogText::new(&trace, &mut sink);
-        let mut gc = GcState::new(trace.len(), 8);
-        // Two samples in gen 2, one in gen 0 that the gen-0 GC keeps.
-        gc.survival.allocated(GEN2 + 0x100, 32);
-        gc.survival.allocated(GEN2 + 0x200, 32);
-        gc.survival.allocated(GEN0 + 0x100, 32);
-        gc.start(&mut log, 2, 4, 1);
-        ranges(&mut gc);
-        gc.start(&mut log, 0, 4, 0);
-        ranges(&mut gc);
-        gc.survivors(&mut log, &[(GEN0 + 0x100, GEN0 + 0x100, 32)]);
-        gc.stop(&mut log, None);
-        // The background GC's report: the first gen-2 object and the
-        // gen-0 one.
-        gc.survivors(&mut log, &[(GEN2 + 0x100, GEN2 + 0x100, 32), (GEN0 + 0x100, GEN0 + 0x100, 32)]);
-        gc.stop(&mut log, None);
-        let fates = gc.survival.finish();
-        assert_eq!(fates.len(), 3);
-        assert!(matches!(fates[0], SampledFate::Alive), "{fates:?}");
-        assert!(matches!(fates[1], SampledFate::Died { .. }), "{fates:?}");
-        assert!(matches!(fates[2], SampledFate::Alive), "{fates:?}");
+        with_a_log(|log, gc| {
+            // Two samples in gen 2, one in gen 0 that the gen-0 GC keeps.
+            gc.survival.allocated(GEN2 + 0x100, 32);
+            gc.survival.allocated(GEN2 + 0x200, 32);
+            gc.survival.allocated(GEN0 + 0x100, 32);
+            gc.start(log, 2, 4, 1);
+            ranges(gc);
+            gc.start(log, 0, 4, 0);
+            ranges(gc);
+            gc.survivors(log, &[(GEN0 + 0x100, GEN0 + 0x100, 32)]);
+            gc.stop(log, None);
+            // The background GC's report: the first gen-2 object and the
+            // gen-0 one.
+            gc.survivors(log, &[(GEN2 + 0x100, GEN2 + 0x100, 32), (GEN0 + 0x100, GEN0 + 0x100, 32)]);
+            gc.stop(log, None);
+            let fates = std::mem::take(&mut gc.survival).finish();
+            assert_eq!(fates.len(), 3);
+            assert!(matches!(fates[0], SampledFate::Alive), "{fates:?}");
+            assert!(matches!(fates[1], SampledFate::Died { .. }), "{fates:?}");
+            assert!(matches!(fates[2], SampledFate::Alive), "{fates:?}");
+        });
     }
 
     /// Only a blocking gen-2 GC's heap walk is a snapshot (CoreCLR 3.1
@@ -408,16 +405,24 @@ mod tests {
     /// objects of the older generations).
     #[test]
     fn only_a_blocking_gen2_gcs_walk_is_a_snapshot() {
+        with_a_log(|log, gc| {
+            assert!(gc.walk_is_snapshot(), "outside a GC the trace shows the start of");
+            for (depth, kind, snapshot) in [(0, 0, false), (1, 0, false), (2, 1, false), (2, 0, true), (2, 2, true)] {
+                gc.start(log, depth, 1, kind);
+                assert_eq!(gc.walk_is_snapshot(), snapshot, "depth {depth}, type {kind}");
+                gc.stop(log, None);
+            }
+        });
+    }
+
+    /// Runs `f` on a GC state and a log to write to (a trace of 16 bytes,
+    /// 8-byte pointers).
+    fn with_a_log(f: impl FnOnce(&mut LogText<'_>, &mut GcState)) {
         let trace = [0u8; 16];
         let mut out = Vec::new();
         let mut sink = TextSink::new(&mut out, Style::BITS64);
         let mut log = LogText::new(&trace, &mut sink);
         let mut gc = GcState::new(trace.len(), 8);
-        assert!(gc.walk_is_snapshot(), "outside a GC the trace shows the start of");
-        for (depth, kind, snapshot) in [(0, 0, false), (1, 0, false), (2, 1, false), (2, 0, true), (2, 2, true)] {
-            gc.start(&mut log, depth, 1, kind);
-            assert_eq!(gc.walk_is_snapshot(), snapshot, "depth {depth}, type {kind}");
-            gc.stop(&mut log, None);
-        }
+        f(&mut log, &mut gc);
     }
 }

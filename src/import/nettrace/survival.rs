@@ -91,6 +91,7 @@
 
 use super::followed::{Entry, Followed};
 use crate::import::SampledFate;
+use std::collections::HashSet;
 
 /// The bytes of an object of `size` bytes (0: unknown) that a range must
 /// hold to keep it: the whole object when the size is known, but for a
@@ -330,7 +331,8 @@ impl Survival {
         let within = |lo: u64, hi: u64| all.partition_point(|e| e.addr < lo)..all.partition_point(|e| e.addr < hi);
         let mut moved: Vec<Entry> = Vec::new();
         // For each moved one: where it lay in its range, and the range's
-        // length.
+        // length (a background GC's, for `doubt`).
+        let judged_by_background = collected == Collected::Background && self.background.is_some();
         let mut runs: Vec<(u64, u64)> = Vec::new();
         for &(old, new, length) in &reported {
             let end = old.saturating_add(length);
@@ -339,7 +341,9 @@ impl Survival {
                 if !gone[k] && e.addr.saturating_add(body(e.size, self.min_object)) <= end {
                     gone[k] = true;
                     moved.push(Entry { addr: new.wrapping_add(e.addr - old), ..e });
-                    runs.push((e.addr - old, length));
+                    if judged_by_background {
+                        runs.push((e.addr - old, length));
+                    }
                 }
             }
         }
@@ -348,7 +352,20 @@ impl Survival {
                 // A foreground GC inside the background one: what it held,
                 // and where it moved objects to in memory it left alone.
                 b.vouched.extend(moved.iter().map(|e| e.sample));
-                let untouched = |a: u64| memory.iter().any(|m| !condemns(m.generation) && m.lo <= a && a < m.hi);
+                // The memory it left alone, by start, with the highest end
+                // so far: an address lies in some range when that end,
+                // over the ranges starting at or below it, passes it.
+                let mut alone: Vec<(u64, u64)> = memory.iter().filter(|m| !condemns(m.generation)).map(|m| (m.lo, m.hi)).collect();
+                alone.sort_unstable();
+                let mut reach = 0;
+                for r in &mut alone {
+                    reach = reach.max(r.1);
+                    r.1 = reach;
+                }
+                let untouched = |a: u64| {
+                    let i = alone.partition_point(|r| r.0 <= a);
+                    i > 0 && a < alone[i - 1].1
+                };
                 let next = self.fates.len() as u32;
                 b.landed.extend(reported.iter().filter(|r| r.0 != r.1 && untouched(r.1)).map(|r| (r.1, next)));
             }
@@ -460,9 +477,9 @@ impl Survival {
     /// end of what that memory held at its start, up to a tick's worth
     /// above the highest of them. Its sweeps freed that memory and the
     /// program allocated into it before the report: an old object the
-    /// report seems to hold may be dead, a new one in its place. (Seen on .NET 8: a never-kept type's samples, 7-13% of
-    /// them, held so by a kept type's 8 KB allocation contexts laid
-    /// where they had been.)
+    /// report seems to hold may be dead, a new one in its place. (Seen
+    /// on .NET 8: a never-kept type's samples, 7-13% of them, held so by
+    /// a kept type's 8 KB allocation contexts laid where they had been.)
     fn doubt(&mut self, gc: u32, b: Background, memory: &[Memory], kept: &[Entry], runs: &[(u64, u64)]) {
         let Background { landed, mut vouched, .. } = b;
         vouched.sort_unstable();
@@ -480,17 +497,25 @@ impl Survival {
         // be spread over more memory, but holds as few dead samples: at
         // most about one, expected, which is left to the report's word.
         // (lo, hi, the first sample made after reuse began there.)
-        let mut seen: Vec<u64> = Vec::new();
+        // The landings by address (their positions in `landed`, which is
+        // in the order they came).
+        let mut by_address: Vec<u32> = (0..landed.len() as u32).collect();
+        by_address.sort_unstable_by_key(|&i| (landed[i as usize].0, i));
+        let mut seen: HashSet<u64> = HashSet::new();
         let mut reused: Vec<(u64, u64, u32)> = Vec::new();
+        let mut inside: Vec<u32> = Vec::new();
         for m in memory.iter().filter(|m| m.generation <= 1 && m.lo < m.hi) {
-            if seen.contains(&m.lo) {
+            if !seen.insert(m.lo) {
                 continue;
             }
-            seen.push(m.lo);
+            let at = |a: u64| by_address.partition_point(|&i| landed[i as usize].0 < a);
+            inside.clear();
+            inside.extend_from_slice(&by_address[at(m.lo)..at(m.hi)]);
+            inside.sort_unstable();
             let mut end = m.in_use.max(m.lo);
             let mut first: Option<u32> = None;
             let (mut lowest, mut highest) = (u64::MAX, 0u64);
-            for &(a, next) in landed.iter().filter(|l| m.lo <= l.0 && l.0 < m.hi) {
+            for &(a, next) in inside.iter().map(|&i| &landed[i as usize]) {
                 if a.saturating_add(REUSE_SLACK) < end {
                     first.get_or_insert(next);
                     lowest = lowest.min(a);
